@@ -1,0 +1,1109 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * krdma: drive RDMA devices through the in-kernel verbs API from userspace.
+ *
+ * Every command is an ioctl on /dev/krdma whose argument is a pointer to a
+ * struct that starts with "__u32 size; __u32 flags;".  The layout rules are
+ * those of include/uapi/linux/iommufd.h:
+ *
+ *  - @size is sizeof() the struct as the caller knows it.  A kernel that knows
+ *    a longer struct treats the missing tail as zero; a kernel that knows a
+ *    shorter one accepts the call only if every byte past its own struct is
+ *    zero (otherwise %E2BIG).  A @size below the first version of the struct
+ *    is %EINVAL.
+ *  - Every @__reserved field and every unknown @flags bit must be zero:
+ *    non-zero reserved is %EINVAL, an unknown flag is %EOPNOTSUPP.
+ *  - 64-bit values and user pointers are __aligned_u64; no field is a long.
+ *  - Output arrays are described by (uptr, num, entry_size): the kernel writes
+ *    min(entry_size, its entry size) bytes per entry and zero-fills the rest,
+ *    so old and new callers keep working.  A too-small array is %EMSGSIZE with
+ *    the needed count written back and nothing else written.
+ *
+ * Errno contract common to all commands:
+ *  %ENOTTY      unknown command (or a command this build does not implement;
+ *               see struct krdma_info.features)
+ *  %EFAULT      an address the kernel had to read or write was not mapped
+ *  %EINVAL      @size too small, reserved field non-zero, bad field value
+ *  %E2BIG       non-zero bytes past the struct this kernel knows
+ *  %EOPNOTSUPP  unknown flag, or an operation the transport/device lacks
+ *  %ENOENT      unknown handle
+ *  %ENODEV      the RDMA device was removed (or never existed)
+ *  %EPERM       missing privilege
+ *  %EMSGSIZE    output array too small (count written back), or a message
+ *               larger than the transport allows
+ *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded for pinned memory
+ */
+#ifndef _UAPI_KRDMA_H
+#define _UAPI_KRDMA_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define KRDMA_DEVICE_PATH "/dev/krdma"
+
+/* Bumped only on an incompatible change, which the rules above avoid. */
+#define KRDMA_ABI_VERSION 1
+
+#define KRDMA_TYPE 0xE5
+#define KRDMA_NAME_MAX 64	/* IB_DEVICE_NAME_MAX */
+#define KRDMA_IFNAME_MAX 16	/* IFNAMSIZ */
+
+enum {
+	KRDMA_CMD_BASE = 0x80,
+	KRDMA_CMD_GET_INFO = KRDMA_CMD_BASE,
+	KRDMA_CMD_QUERY_DEVICES,
+	KRDMA_CMD_DESTROY,
+	KRDMA_CMD_BUF_ALLOC,
+	KRDMA_CMD_BUF_REG_USER,
+	KRDMA_CMD_BUF_RW,
+	KRDMA_CMD_CONN_CREATE,
+	KRDMA_CMD_CONN_MODIFY,
+	KRDMA_CMD_CONN_QUERY,
+	KRDMA_CMD_CM_LISTEN,
+	KRDMA_CMD_CM_CONNECT,
+	KRDMA_CMD_CM_ACCEPT,
+	KRDMA_CMD_CM_REJECT,
+	KRDMA_CMD_CM_DISCONNECT,
+	KRDMA_CMD_GET_EVENTS,
+	KRDMA_CMD_POST,
+	KRDMA_CMD_POLL,
+	KRDMA_CMD_AH_CREATE,
+	KRDMA_CMD_SRQ_CREATE,
+	KRDMA_CMD_BENCH,
+};
+
+/* ------------------------------------------------------------------------
+ * Discovery
+ */
+
+/**
+ * enum krdma_feature - bits of &struct krdma_info.features
+ * @KRDMA_FEATURE_QUERY_DEVICES: %KRDMA_QUERY_DEVICES is implemented
+ * @KRDMA_FEATURE_BUFFERS: %KRDMA_BUF_ALLOC / %KRDMA_BUF_RW and mmap
+ * @KRDMA_FEATURE_USER_BUFFERS: %KRDMA_BUF_REG_USER (pinned, fast-registered)
+ * @KRDMA_FEATURE_MANUAL_CONN: %KRDMA_CONN_CREATE / %KRDMA_CONN_MODIFY
+ * @KRDMA_FEATURE_RDMA_CM: the %KRDMA_CM_* commands and %KRDMA_GET_EVENTS
+ * @KRDMA_FEATURE_SRQ: %KRDMA_SRQ_CREATE
+ * @KRDMA_FEATURE_MEMORY_WINDOWS: memory windows on devices that have them
+ * @KRDMA_FEATURE_BENCH: %KRDMA_BENCH
+ *
+ * A command whose feature bit is clear answers %ENOTTY.
+ */
+enum krdma_feature {
+	KRDMA_FEATURE_QUERY_DEVICES = 1 << 0,
+	KRDMA_FEATURE_BUFFERS = 1 << 1,
+	KRDMA_FEATURE_USER_BUFFERS = 1 << 2,
+	KRDMA_FEATURE_MANUAL_CONN = 1 << 3,
+	KRDMA_FEATURE_RDMA_CM = 1 << 4,
+	KRDMA_FEATURE_SRQ = 1 << 5,
+	KRDMA_FEATURE_MEMORY_WINDOWS = 1 << 6,
+	KRDMA_FEATURE_BENCH = 1 << 7,
+};
+
+/**
+ * enum krdma_transport - transport of a connection (IB_QPT_*)
+ * @KRDMA_TRANSPORT_RC: reliable connected
+ * @KRDMA_TRANSPORT_UC: unreliable connected (no READ, no atomics)
+ * @KRDMA_TRANSPORT_UD: unreliable datagram (SEND only, one packet, Q_Key)
+ */
+enum krdma_transport {
+	KRDMA_TRANSPORT_RC = 0,
+	KRDMA_TRANSPORT_UC = 1,
+	KRDMA_TRANSPORT_UD = 2,
+};
+
+/**
+ * enum krdma_opcode - work request opcodes (IB_WR_* / IB_WC_*)
+ * @KRDMA_OP_SEND: two-sided send
+ * @KRDMA_OP_SEND_WITH_IMM: send carrying 32 bits of immediate data
+ * @KRDMA_OP_RECV: receive buffer for a SEND or WRITE_WITH_IMM
+ * @KRDMA_OP_RDMA_WRITE: one-sided write into the peer's buffer
+ * @KRDMA_OP_RDMA_WRITE_WITH_IMM: write that also consumes a peer RECV
+ * @KRDMA_OP_RDMA_READ: one-sided read from the peer's buffer
+ * @KRDMA_OP_ATOMIC_FETCH_ADD: 64-bit fetch-and-add at the peer
+ * @KRDMA_OP_ATOMIC_CMP_SWP: 64-bit compare-and-swap at the peer
+ * @KRDMA_OP_SEND_WITH_INV: send that invalidates the peer's rkey
+ * @KRDMA_OP_LOCAL_INV: invalidate a local fast-registered buffer
+ */
+enum krdma_opcode {
+	KRDMA_OP_SEND = 0,
+	KRDMA_OP_SEND_WITH_IMM,
+	KRDMA_OP_RECV,
+	KRDMA_OP_RDMA_WRITE,
+	KRDMA_OP_RDMA_WRITE_WITH_IMM,
+	KRDMA_OP_RDMA_READ,
+	KRDMA_OP_ATOMIC_FETCH_ADD,
+	KRDMA_OP_ATOMIC_CMP_SWP,
+	KRDMA_OP_SEND_WITH_INV,
+	KRDMA_OP_LOCAL_INV,
+	KRDMA_OP_MAX,
+};
+
+/**
+ * struct krdma_info - ioctl(KRDMA_GET_INFO)
+ * @size: sizeof(struct krdma_info)
+ * @flags: must be 0
+ * @abi_version: out, %KRDMA_ABI_VERSION of the running module
+ * @num_devices: out, RDMA devices the module currently serves
+ * @features: out, &enum krdma_feature bits this build and kernel implement
+ * @ops: out, bit (1 << &enum krdma_opcode) for each opcode that can be posted
+ * @transports: out, bit (1 << &enum krdma_transport) for each transport
+ * @num_device_contexts: out, per-device contexts still allocated, including
+ *	those of removed devices that an open session still references
+ * @module_version: out, NUL-terminated version string of the module
+ */
+struct krdma_info {
+	__u32 size;
+	__u32 flags;
+	__u32 abi_version;
+	__u32 num_devices;
+	__aligned_u64 features;
+	__aligned_u64 ops;
+	__u32 transports;
+	__u32 num_device_contexts;
+	char module_version[32];
+};
+#define KRDMA_GET_INFO _IO(KRDMA_TYPE, KRDMA_CMD_GET_INFO)
+
+/** enum krdma_node_type - &struct krdma_device_info.node_type (RDMA_NODE_*) */
+enum krdma_node_type {
+	KRDMA_NODE_UNKNOWN = 0,
+	KRDMA_NODE_IB_CA = 1,
+	KRDMA_NODE_IB_SWITCH = 2,
+	KRDMA_NODE_IB_ROUTER = 3,
+	KRDMA_NODE_RNIC = 4,
+	KRDMA_NODE_USNIC = 5,
+	KRDMA_NODE_USNIC_UDP = 6,
+	KRDMA_NODE_UNSPECIFIED = 7,
+};
+
+/** enum krdma_atomic_cap - &struct krdma_device_info.atomic_cap (IB_ATOMIC_*) */
+enum krdma_atomic_cap {
+	KRDMA_ATOMIC_NONE = 0,
+	KRDMA_ATOMIC_HCA = 1,
+	KRDMA_ATOMIC_GLOB = 2,
+};
+
+/**
+ * struct krdma_device_info - one RDMA device, an entry of %KRDMA_QUERY_DEVICES
+ * @dev_index: krdma's id for the device, used by every later command; ids
+ *	are not reused while the module is loaded, so a removed device's id
+ *	stays dead (%ENODEV) even after a device of the same name returns
+ * @node_type: &enum krdma_node_type
+ * @name: NUL-terminated device name ("rxe0", "mlx5_0")
+ * @node_guid: node GUID, in host byte order
+ * @sys_image_guid: system image GUID, in host byte order
+ * @max_mr_size: largest memory region in bytes
+ * @page_size_cap: bitmask of supported page sizes
+ * @device_cap_flags: IB_DEVICE_* capability bits as the kernel reports them
+ * @vendor_id: IEEE vendor id
+ * @vendor_part_id: vendor part id
+ * @hw_ver: hardware version
+ * @phys_port_cnt: number of ports (first port is 1)
+ * @max_qp: QPs per device
+ * @max_qp_wr: work requests per queue
+ * @max_send_sge: scatter/gather entries per send WR
+ * @max_recv_sge: scatter/gather entries per receive WR
+ * @max_sge_rd: scatter/gather entries per RDMA READ
+ * @max_cq: CQs per device
+ * @max_cqe: entries per CQ
+ * @max_mr: memory regions per device
+ * @max_pd: protection domains per device
+ * @max_mw: memory windows per device (0: no memory windows)
+ * @max_srq: shared receive queues (0: no SRQ)
+ * @max_srq_wr: work requests per SRQ
+ * @max_qp_rd_atom: incoming READ/atomic requests in flight per QP
+ * @max_qp_init_rd_atom: outgoing READ/atomic requests in flight per QP
+ * @max_fast_reg_page_list_len: pages one fast registration can map
+ * @max_inline_data: inline bytes a send WR may carry on a QP krdma creates
+ * @atomic_cap: &enum krdma_atomic_cap
+ * @first_port: index of this device's first entry in the ports array
+ */
+struct krdma_device_info {
+	__u32 dev_index;
+	__u32 node_type;
+	char name[KRDMA_NAME_MAX];
+	__aligned_u64 node_guid;
+	__aligned_u64 sys_image_guid;
+	__aligned_u64 max_mr_size;
+	__aligned_u64 page_size_cap;
+	__aligned_u64 device_cap_flags;
+	__u32 vendor_id;
+	__u32 vendor_part_id;
+	__u32 hw_ver;
+	__u32 phys_port_cnt;
+	__u32 max_qp;
+	__u32 max_qp_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_sge_rd;
+	__u32 max_cq;
+	__u32 max_cqe;
+	__u32 max_mr;
+	__u32 max_pd;
+	__u32 max_mw;
+	__u32 max_srq;
+	__u32 max_srq_wr;
+	__u32 max_qp_rd_atom;
+	__u32 max_qp_init_rd_atom;
+	__u32 max_fast_reg_page_list_len;
+	__u32 max_inline_data;
+	__u32 atomic_cap;
+	__u32 first_port;
+};
+
+/** enum krdma_port_state - &struct krdma_port_info.state (IB_PORT_*) */
+enum krdma_port_state {
+	KRDMA_PORT_NOP = 0,
+	KRDMA_PORT_DOWN = 1,
+	KRDMA_PORT_INIT = 2,
+	KRDMA_PORT_ARMED = 3,
+	KRDMA_PORT_ACTIVE = 4,
+	KRDMA_PORT_ACTIVE_DEFER = 5,
+};
+
+/** enum krdma_link_layer - &struct krdma_port_info.link_layer */
+enum krdma_link_layer {
+	KRDMA_LINK_LAYER_UNSPECIFIED = 0,
+	KRDMA_LINK_LAYER_INFINIBAND = 1,
+	KRDMA_LINK_LAYER_ETHERNET = 2,
+};
+
+/**
+ * struct krdma_port_info - one port, an entry of %KRDMA_QUERY_DEVICES
+ * @dev_index: the device the port belongs to
+ * @port_num: port number, from 1
+ * @state: &enum krdma_port_state
+ * @phys_state: physical port state (IB_PORT_PHYS_STATE_*)
+ * @active_mtu: active path MTU in bytes (256 ... 4096)
+ * @max_mtu: largest path MTU in bytes
+ * @link_layer: &enum krdma_link_layer
+ * @lid: base LID (InfiniBand; 0 on RoCE)
+ * @sm_lid: subnet manager LID
+ * @lmc: LID mask control
+ * @max_msg_sz: largest message in bytes
+ * @gid_tbl_len: size of the GID table
+ * @pkey_tbl_len: size of the P_Key table
+ * @active_speed: IB_SPEED_* of the link
+ * @active_width: IB_WIDTH_* of the link
+ * @first_gid: index of this port's first entry in the GIDs array
+ * @num_gids: valid GID entries this port has
+ * @netdev: NUL-terminated name of the port's net device ("" if none)
+ */
+struct krdma_port_info {
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 state;
+	__u32 phys_state;
+	__u32 active_mtu;
+	__u32 max_mtu;
+	__u32 link_layer;
+	__u32 lid;
+	__u32 sm_lid;
+	__u32 lmc;
+	__u32 max_msg_sz;
+	__u32 gid_tbl_len;
+	__u32 pkey_tbl_len;
+	__u32 active_speed;
+	__u32 active_width;
+	__u32 first_gid;
+	__u32 num_gids;
+	char netdev[KRDMA_IFNAME_MAX];
+	__u32 __reserved;
+};
+
+/** enum krdma_gid_type - &struct krdma_gid_info.gid_type (IB_GID_TYPE_*) */
+enum krdma_gid_type {
+	KRDMA_GID_TYPE_IB = 0,
+	KRDMA_GID_TYPE_ROCE = 1,	/* RoCE v1 */
+	KRDMA_GID_TYPE_ROCE_UDP_ENCAP = 2,	/* RoCE v2 */
+};
+
+/**
+ * struct krdma_gid_info - one valid GID table entry
+ * @dev_index: the device
+ * @port_num: the port
+ * @gid_index: index in the port's GID table (what QPs are given)
+ * @gid_type: &enum krdma_gid_type
+ * @gid: the GID, network byte order
+ * @netdev: NUL-terminated net device the GID belongs to ("" if none)
+ */
+struct krdma_gid_info {
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 gid_index;
+	__u32 gid_type;
+	__u8 gid[16];
+	char netdev[KRDMA_IFNAME_MAX];
+};
+
+/**
+ * enum krdma_query_devices_flags - &struct krdma_query_devices.flags
+ * @KRDMA_QUERY_DEVICES_ONE: report only the device @dev_index (%ENODEV if it
+ *	is not there)
+ */
+enum krdma_query_devices_flags {
+	KRDMA_QUERY_DEVICES_ONE = 1 << 0,
+};
+
+/**
+ * struct krdma_query_devices - ioctl(KRDMA_QUERY_DEVICES)
+ * @size: sizeof(struct krdma_query_devices)
+ * @flags: &enum krdma_query_devices_flags
+ * @dev_index: with %KRDMA_QUERY_DEVICES_ONE, the device; else must be 0
+ * @__reserved: must be 0
+ * @num_devices: in, capacity of @devices_uptr; out, devices reported
+ * @device_entry_size: in, sizeof(struct krdma_device_info) of the caller
+ * @num_ports: in, capacity of @ports_uptr; out, ports reported
+ * @port_entry_size: in, sizeof(struct krdma_port_info) of the caller
+ * @num_gids: in, capacity of @gids_uptr; out, GID entries reported
+ * @gid_entry_size: in, sizeof(struct krdma_gid_info) of the caller
+ * @devices_uptr: array of &struct krdma_device_info
+ * @ports_uptr: array of &struct krdma_port_info
+ * @gids_uptr: array of &struct krdma_gid_info
+ *
+ * One consistent snapshot: if any capacity is too small the call fails with
+ * %EMSGSIZE, writes the three needed counts and nothing else; call with zero
+ * capacities first to size the arrays, and again if a device appeared
+ * in between.  An entry size below the first version of its struct is
+ * %EINVAL.
+ */
+struct krdma_query_devices {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 __reserved;
+	__u32 num_devices;
+	__u32 device_entry_size;
+	__u32 num_ports;
+	__u32 port_entry_size;
+	__u32 num_gids;
+	__u32 gid_entry_size;
+	__aligned_u64 devices_uptr;
+	__aligned_u64 ports_uptr;
+	__aligned_u64 gids_uptr;
+};
+#define KRDMA_QUERY_DEVICES _IO(KRDMA_TYPE, KRDMA_CMD_QUERY_DEVICES)
+
+/* ------------------------------------------------------------------------
+ * Objects.  Every object a session creates is named by a __u32 handle that
+ * is only meaningful on the fd that created it; closing the fd destroys all.
+ */
+
+/**
+ * struct krdma_destroy - ioctl(KRDMA_DESTROY)
+ * @size: sizeof(struct krdma_destroy)
+ * @flags: must be 0
+ * @handle: any handle (buffer, connection, listener, AH, SRQ); exactly one
+ *	of two racing destroyers succeeds, the other gets %ENOENT.  A
+ *	connection is drained (ib_drain_qp) before its buffers can go.
+ * @__reserved: must be 0
+ */
+struct krdma_destroy {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+};
+#define KRDMA_DESTROY _IO(KRDMA_TYPE, KRDMA_CMD_DESTROY)
+
+/**
+ * enum krdma_access - access flags of a buffer (IB_ACCESS_*)
+ * @KRDMA_ACCESS_LOCAL_WRITE: the device may write it (RECV, READ target)
+ * @KRDMA_ACCESS_REMOTE_WRITE: peers may RDMA WRITE it (needs LOCAL_WRITE)
+ * @KRDMA_ACCESS_REMOTE_READ: peers may RDMA READ it
+ * @KRDMA_ACCESS_REMOTE_ATOMIC: peers may run atomics on it (needs LOCAL_WRITE)
+ * @KRDMA_ACCESS_MW_BIND: memory windows may be bound to it
+ */
+enum krdma_access {
+	KRDMA_ACCESS_LOCAL_WRITE = 1 << 0,
+	KRDMA_ACCESS_REMOTE_WRITE = 1 << 1,
+	KRDMA_ACCESS_REMOTE_READ = 1 << 2,
+	KRDMA_ACCESS_REMOTE_ATOMIC = 1 << 3,
+	KRDMA_ACCESS_MW_BIND = 1 << 4,
+};
+
+/**
+ * struct krdma_buf_alloc - ioctl(KRDMA_BUF_ALLOC): a kernel buffer
+ * @size: sizeof(struct krdma_buf_alloc)
+ * @flags: must be 0
+ * @dev_index: device whose PD registers the buffer
+ * @access: &enum krdma_access bits, least privilege
+ * @length: bytes, 1 ... the device's max_mr_size
+ * @handle: out, the buffer's handle
+ * @lkey: out, local key
+ * @rkey: out, remote key (0 unless a REMOTE_* access was asked for)
+ * @__reserved: must be 0
+ * @addr: out, the address peers use with @rkey
+ * @mmap_offset: out, offset to mmap(2) the buffer through the fd
+ */
+struct krdma_buf_alloc {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 access;
+	__aligned_u64 length;
+	__u32 handle;
+	__u32 lkey;
+	__u32 rkey;
+	__u32 __reserved;
+	__aligned_u64 addr;
+	__aligned_u64 mmap_offset;
+};
+#define KRDMA_BUF_ALLOC _IO(KRDMA_TYPE, KRDMA_CMD_BUF_ALLOC)
+
+/**
+ * enum krdma_buf_reg_flags - &struct krdma_buf_reg_user.flags
+ * @KRDMA_BUF_REG_WINDOW: also allocate a type-2 memory window bound to the
+ *	region and hand out the window's rkey instead of the region's
+ */
+enum krdma_buf_reg_flags {
+	KRDMA_BUF_REG_WINDOW = 1 << 0,
+};
+
+/**
+ * struct krdma_buf_reg_user - ioctl(KRDMA_BUF_REG_USER): zero-copy buffer
+ * @size: sizeof(struct krdma_buf_reg_user)
+ * @flags: &enum krdma_buf_reg_flags
+ * @dev_index: device whose PD registers the buffer
+ * @access: &enum krdma_access bits
+ * @uaddr: start of the caller's memory; pages are pinned and charged to
+ *	RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK (%ENOMEM past it)
+ * @length: bytes; @uaddr + @length must not wrap (%EINVAL)
+ * @handle: out, the buffer's handle
+ * @lkey: out, local key
+ * @rkey: out, remote key
+ * @__reserved: must be 0
+ * @addr: out, the address peers use with @rkey
+ */
+struct krdma_buf_reg_user {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 access;
+	__aligned_u64 uaddr;
+	__aligned_u64 length;
+	__u32 handle;
+	__u32 lkey;
+	__u32 rkey;
+	__u32 __reserved;
+	__aligned_u64 addr;
+};
+#define KRDMA_BUF_REG_USER _IO(KRDMA_TYPE, KRDMA_CMD_BUF_REG_USER)
+
+/**
+ * enum krdma_buf_rw_flags - &struct krdma_buf_rw.flags
+ * @KRDMA_BUF_RW_WRITE: copy from @data_uptr into the buffer (else out of it)
+ */
+enum krdma_buf_rw_flags {
+	KRDMA_BUF_RW_WRITE = 1 << 0,
+};
+
+/**
+ * struct krdma_buf_rw - ioctl(KRDMA_BUF_RW): copy to or from a kernel buffer
+ * @size: sizeof(struct krdma_buf_rw)
+ * @flags: &enum krdma_buf_rw_flags
+ * @handle: a buffer from %KRDMA_BUF_ALLOC
+ * @__reserved: must be 0
+ * @offset: byte offset in the buffer
+ * @length: bytes; @offset + @length beyond the buffer is %EINVAL
+ * @data_uptr: the caller's memory
+ */
+struct krdma_buf_rw {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+	__aligned_u64 offset;
+	__aligned_u64 length;
+	__aligned_u64 data_uptr;
+};
+#define KRDMA_BUF_RW _IO(KRDMA_TYPE, KRDMA_CMD_BUF_RW)
+
+/* ------------------------------------------------------------------------
+ * Connections
+ */
+
+/**
+ * struct krdma_qp_caps - queue sizes of a connection (0 picks a default)
+ * @max_send_wr: send queue depth
+ * @max_recv_wr: receive queue depth (ignored with an SRQ)
+ * @max_send_sge: SGEs per send WR
+ * @max_recv_sge: SGEs per receive WR
+ * @max_inline_data: inline bytes per send WR
+ * @cq_depth: entries of the connection's completion queue
+ */
+struct krdma_qp_caps {
+	__u32 max_send_wr;
+	__u32 max_recv_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline_data;
+	__u32 cq_depth;
+};
+
+/**
+ * enum krdma_conn_flags - flags of %KRDMA_CONN_CREATE and %KRDMA_CM_CONNECT
+ * @KRDMA_CONN_NOTIFY: completions wake poll(2) through ib_req_notify_cq
+ *	instead of being busy-polled by %KRDMA_POLL
+ * @KRDMA_CONN_SRQ: receives come from the SRQ @srq_handle
+ */
+enum krdma_conn_flags {
+	KRDMA_CONN_NOTIFY = 1 << 0,
+	KRDMA_CONN_SRQ = 1 << 1,
+};
+
+/**
+ * struct krdma_conn_create - ioctl(KRDMA_CONN_CREATE): a QP set up by hand
+ * @size: sizeof(struct krdma_conn_create)
+ * @flags: &enum krdma_conn_flags
+ * @dev_index: device
+ * @port_num: port, from 1
+ * @gid_index: source GID index (RoCE)
+ * @transport: &enum krdma_transport
+ * @caps: queue sizes; out, what the device granted
+ * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
+ * @handle: out, the connection's handle
+ * @qp_num: out, QP number to give the peer
+ * @psn: out, initial packet sequence number to give the peer
+ * @lid: out, port LID to give the peer (0 on RoCE)
+ * @__reserved: must be 0
+ * @gid: out, source GID to give the peer
+ */
+struct krdma_conn_create {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 gid_index;
+	__u32 transport;
+	struct krdma_qp_caps caps;
+	__u32 srq_handle;
+	__u32 handle;
+	__u32 qp_num;
+	__u32 psn;
+	__u32 lid;
+	__u32 __reserved;
+	__u8 gid[16];
+};
+#define KRDMA_CONN_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_CONN_CREATE)
+
+/**
+ * struct krdma_conn_modify - ioctl(KRDMA_CONN_MODIFY): RESET->INIT->RTR->RTS
+ * @size: sizeof(struct krdma_conn_modify)
+ * @flags: must be 0
+ * @handle: a connection from %KRDMA_CONN_CREATE
+ * @dest_qp_num: the peer's QP number (RC/UC)
+ * @dest_psn: the peer's initial PSN (RC/UC)
+ * @dest_lid: the peer's LID (InfiniBand)
+ * @dest_gid: the peer's GID (RoCE, or IB across subnets)
+ * @path_mtu: bytes, 256 ... 4096; 0 takes the port's active MTU
+ * @timeout: local ACK timeout exponent, 4.096 us * 2^@timeout; 0 (wait
+ *	forever) is refused with %EINVAL; default 14
+ * @retry_cnt: transport retries, 0 ... 7; default 7
+ * @rnr_retry: RNR retries, 0 ... 7 (7 = forever); default 7
+ * @min_rnr_timer: IB_RNR_TIMER_* code; default 12
+ * @max_rd_atomic: outgoing READ/atomic in flight; default the device's max
+ * @max_dest_rd_atomic: incoming READ/atomic in flight; default the max
+ * @access: remote &enum krdma_access bits the QP allows; default all that
+ *	the transport supports
+ * @qkey: UD Q_Key; default 0x11111111 (values with bit 31 set need
+ *	CAP_NET_RAW: %EPERM)
+ * @__reserved: must be 0
+ */
+struct krdma_conn_modify {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 dest_qp_num;
+	__u32 dest_psn;
+	__u32 dest_lid;
+	__u8 dest_gid[16];
+	__u32 path_mtu;
+	__u8 timeout;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 min_rnr_timer;
+	__u32 max_rd_atomic;
+	__u32 max_dest_rd_atomic;
+	__u32 access;
+	__u32 qkey;
+	__u32 __reserved;
+};
+#define KRDMA_CONN_MODIFY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_MODIFY)
+
+/** enum krdma_conn_state - &struct krdma_conn_query.state (IB_QPS_*) */
+enum krdma_conn_state {
+	KRDMA_CONN_RESET = 0,
+	KRDMA_CONN_INIT = 1,
+	KRDMA_CONN_RTR = 2,
+	KRDMA_CONN_RTS = 3,
+	KRDMA_CONN_SQD = 4,
+	KRDMA_CONN_SQE = 5,
+	KRDMA_CONN_ERR = 6,
+};
+
+/**
+ * struct krdma_conn_query - ioctl(KRDMA_CONN_QUERY)
+ * @size: sizeof(struct krdma_conn_query)
+ * @flags: must be 0
+ * @handle: a connection
+ * @state: out, &enum krdma_conn_state; %KRDMA_CONN_ERR after a failed WR
+ * @transport: out, &enum krdma_transport
+ * @qp_num: out, local QP number
+ * @dest_qp_num: out, the peer's QP number
+ * @path_mtu: out, bytes
+ * @last_wc_status: out, status of the last failed completion (0 if none)
+ * @__reserved: must be 0
+ */
+struct krdma_conn_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 state;
+	__u32 transport;
+	__u32 qp_num;
+	__u32 dest_qp_num;
+	__u32 path_mtu;
+	__u32 last_wc_status;
+	__u32 __reserved;
+};
+#define KRDMA_CONN_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_QUERY)
+
+/**
+ * struct krdma_sockaddr - an IPv4 or IPv6 address and port, host byte order
+ * for @family and @port, network byte order for @addr
+ * @family: AF_INET or AF_INET6
+ * @port: port (rdma_cm port space RDMA_PS_TCP)
+ * @scope_id: IPv6 scope id (link-local addresses)
+ * @addr: 4 bytes for AF_INET, 16 for AF_INET6; the rest zero
+ */
+struct krdma_sockaddr {
+	__u16 family;
+	__u16 port;
+	__u32 scope_id;
+	__u8 addr[16];
+};
+
+/**
+ * struct krdma_cm_listen - ioctl(KRDMA_CM_LISTEN)
+ * @size: sizeof(struct krdma_cm_listen)
+ * @flags: must be 0
+ * @addr: local address; the any-address listens on every device
+ * @backlog: pending CONNECT_REQUESTs (0: default 128)
+ * @transport: &enum krdma_transport of the connections it accepts
+ * @handle: out, the listener's handle
+ * @__reserved: must be 0
+ */
+struct krdma_cm_listen {
+	__u32 size;
+	__u32 flags;
+	struct krdma_sockaddr addr;
+	__u32 backlog;
+	__u32 transport;
+	__u32 handle;
+	__u32 __reserved;
+};
+#define KRDMA_CM_LISTEN _IO(KRDMA_TYPE, KRDMA_CMD_CM_LISTEN)
+
+/**
+ * struct krdma_cm_connect - ioctl(KRDMA_CM_CONNECT): resolve and connect
+ * @size: sizeof(struct krdma_cm_connect)
+ * @flags: &enum krdma_conn_flags
+ * @dst: peer address
+ * @src: local address, or family 0 to let routing choose
+ * @transport: &enum krdma_transport
+ * @timeout_ms: address and route resolution timeout (0: 2000)
+ * @caps: queue sizes; out, what the device granted
+ * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
+ * @private_data_len: bytes of @private_data sent with the request
+ * @private_data: up to 56 bytes for the peer's CONNECT_REQUEST event
+ * @handle: out, the connection's handle; the call returns at once and the
+ *	outcome arrives as an event (ESTABLISHED, UNREACHABLE, REJECTED)
+ * @__reserved: must be 0
+ */
+struct krdma_cm_connect {
+	__u32 size;
+	__u32 flags;
+	struct krdma_sockaddr dst;
+	struct krdma_sockaddr src;
+	__u32 transport;
+	__u32 timeout_ms;
+	struct krdma_qp_caps caps;
+	__u32 srq_handle;
+	__u32 private_data_len;
+	__u8 private_data[56];
+	__u32 handle;
+	__u32 __reserved;
+};
+#define KRDMA_CM_CONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_CONNECT)
+
+/**
+ * struct krdma_cm_accept - ioctl(KRDMA_CM_ACCEPT) and ioctl(KRDMA_CM_REJECT)
+ * @size: sizeof(struct krdma_cm_accept)
+ * @flags: &enum krdma_conn_flags (accept only)
+ * @handle: the connection handle a CONNECT_REQUEST event carried
+ * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
+ * @caps: queue sizes (accept only); out, what the device granted
+ * @private_data_len: bytes of @private_data for the peer
+ * @__reserved: must be 0
+ * @private_data: reply private data (reject: up to 148 bytes go as reason)
+ */
+struct krdma_cm_accept {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 srq_handle;
+	struct krdma_qp_caps caps;
+	__u32 private_data_len;
+	__u32 __reserved;
+	__u8 private_data[148];
+};
+#define KRDMA_CM_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_CM_ACCEPT)
+#define KRDMA_CM_REJECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_REJECT)
+
+/**
+ * struct krdma_cm_disconnect - ioctl(KRDMA_CM_DISCONNECT)
+ * @size: sizeof(struct krdma_cm_disconnect)
+ * @flags: must be 0
+ * @handle: a connected rdma_cm connection
+ * @__reserved: must be 0
+ */
+struct krdma_cm_disconnect {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+};
+#define KRDMA_CM_DISCONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_DISCONNECT)
+
+/** enum krdma_event_type - &struct krdma_event.type (RDMA_CM_EVENT_*) */
+enum krdma_event_type {
+	KRDMA_EVENT_ADDR_RESOLVED = 0,
+	KRDMA_EVENT_ADDR_ERROR = 1,
+	KRDMA_EVENT_ROUTE_RESOLVED = 2,
+	KRDMA_EVENT_ROUTE_ERROR = 3,
+	KRDMA_EVENT_CONNECT_REQUEST = 4,
+	KRDMA_EVENT_CONNECT_RESPONSE = 5,
+	KRDMA_EVENT_CONNECT_ERROR = 6,
+	KRDMA_EVENT_UNREACHABLE = 7,
+	KRDMA_EVENT_REJECTED = 8,
+	KRDMA_EVENT_ESTABLISHED = 9,
+	KRDMA_EVENT_DISCONNECTED = 10,
+	KRDMA_EVENT_DEVICE_REMOVAL = 11,
+	KRDMA_EVENT_MULTICAST_JOIN = 12,
+	KRDMA_EVENT_MULTICAST_ERROR = 13,
+	KRDMA_EVENT_ADDR_CHANGE = 14,
+	KRDMA_EVENT_TIMEWAIT_EXIT = 15,
+	/* krdma's own: a connection entered the error state */
+	KRDMA_EVENT_CONN_ERROR = 64,
+};
+
+/**
+ * struct krdma_event - one event, an entry of %KRDMA_GET_EVENTS
+ * @type: &enum krdma_event_type
+ * @status: the event's status (negative errno or reject reason)
+ * @handle: the connection (for CONNECT_REQUEST: a new one to accept)
+ * @listener: the listener for CONNECT_REQUEST, else 0
+ * @peer: the peer's address
+ * @private_data_len: valid bytes of @private_data
+ * @__reserved: zero
+ * @private_data: the peer's private data
+ */
+struct krdma_event {
+	__u32 type;
+	__s32 status;
+	__u32 handle;
+	__u32 listener;
+	struct krdma_sockaddr peer;
+	__u32 private_data_len;
+	__u32 __reserved;
+	__u8 private_data[148];
+};
+
+/**
+ * struct krdma_get_events - ioctl(KRDMA_GET_EVENTS)
+ * @size: sizeof(struct krdma_get_events)
+ * @flags: must be 0
+ * @num_events: in, capacity of @events_uptr; out, events returned
+ * @event_entry_size: sizeof(struct krdma_event) of the caller
+ * @timeout_ms: wait this long for the first event (0: do not wait); the
+ *	wait is interruptible (%EINTR) and ends with %ENODEV if the device goes
+ * @__reserved: must be 0
+ * @events_uptr: array of &struct krdma_event
+ *
+ * poll(2) reports EPOLLIN while an event or completion is pending.
+ */
+struct krdma_get_events {
+	__u32 size;
+	__u32 flags;
+	__u32 num_events;
+	__u32 event_entry_size;
+	__u32 timeout_ms;
+	__u32 __reserved;
+	__aligned_u64 events_uptr;
+};
+#define KRDMA_GET_EVENTS _IO(KRDMA_TYPE, KRDMA_CMD_GET_EVENTS)
+
+/* ------------------------------------------------------------------------
+ * Work requests and completions
+ */
+
+/**
+ * struct krdma_sge - one scatter/gather entry
+ * @buf_handle: a buffer of this session
+ * @__reserved: must be 0
+ * @offset: byte offset in the buffer
+ * @length: bytes; must stay inside the buffer
+ */
+struct krdma_sge {
+	__u32 buf_handle;
+	__u32 __reserved;
+	__aligned_u64 offset;
+	__u32 length;
+	__u32 __reserved2;
+};
+
+/**
+ * enum krdma_wr_flags - &struct krdma_wr.flags (IB_SEND_*)
+ * @KRDMA_WR_SIGNALED: generate a completion (always for RECV)
+ * @KRDMA_WR_INLINE: copy the payload into the WR
+ * @KRDMA_WR_FENCE: wait for earlier READ/atomics first
+ * @KRDMA_WR_SOLICITED: wake a peer that asked for solicited events only
+ */
+enum krdma_wr_flags {
+	KRDMA_WR_SIGNALED = 1 << 0,
+	KRDMA_WR_INLINE = 1 << 1,
+	KRDMA_WR_FENCE = 1 << 2,
+	KRDMA_WR_SOLICITED = 1 << 3,
+};
+
+#define KRDMA_MAX_SGE 16
+
+/**
+ * struct krdma_wr - one work request
+ * @wr_id: returned in the completion
+ * @opcode: &enum krdma_opcode
+ * @flags: &enum krdma_wr_flags
+ * @num_sge: valid entries of @sge, 0 ... %KRDMA_MAX_SGE
+ * @imm_data: immediate data (host order), or the rkey for SEND_WITH_INV
+ *	and LOCAL_INV
+ * @remote_addr: peer address (WRITE, READ, atomics: 8-byte aligned)
+ * @rkey: the peer's rkey (one-sided ops)
+ * @ah_handle: UD: the address handle of the destination
+ * @remote_qpn: UD: destination QP number
+ * @remote_qkey: UD: destination Q_Key
+ * @compare_add: atomics: the value to add, or to compare with
+ * @swap: compare-and-swap: the value to store on match
+ * @sge: scatter/gather list
+ *
+ * An opcode the transport lacks is %EOPNOTSUPP; a UD message over the path
+ * MTU is %EMSGSIZE; both are refused before anything is posted.
+ */
+struct krdma_wr {
+	__aligned_u64 wr_id;
+	__u32 opcode;
+	__u32 flags;
+	__u32 num_sge;
+	__u32 imm_data;
+	__aligned_u64 remote_addr;
+	__u32 rkey;
+	__u32 ah_handle;
+	__u32 remote_qpn;
+	__u32 remote_qkey;
+	__aligned_u64 compare_add;
+	__aligned_u64 swap;
+	struct krdma_sge sge[KRDMA_MAX_SGE];
+};
+
+/**
+ * struct krdma_post - ioctl(KRDMA_POST): post WRs as one chain
+ * @size: sizeof(struct krdma_post)
+ * @flags: must be 0
+ * @handle: the connection (or SRQ, for RECVs)
+ * @num_wrs: in, WRs in @wrs_uptr; out, WRs the device accepted (on error,
+ *	the index of the first WR it refused)
+ * @wr_entry_size: sizeof(struct krdma_wr) of the caller
+ * @__reserved: must be 0
+ * @wrs_uptr: array of &struct krdma_wr
+ */
+struct krdma_post {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 num_wrs;
+	__u32 wr_entry_size;
+	__u32 __reserved;
+	__aligned_u64 wrs_uptr;
+};
+#define KRDMA_POST _IO(KRDMA_TYPE, KRDMA_CMD_POST)
+
+/**
+ * struct krdma_wc - one completion (struct ib_wc)
+ * @wr_id: the WR's @wr_id
+ * @status: IB_WC_* status (0 success; krdmactl prints its name)
+ * @opcode: &enum krdma_opcode of the completed WR
+ * @byte_len: bytes received (RECV; includes the 40-byte GRH on UD)
+ * @imm_data: immediate data or invalidated rkey, host order
+ * @src_qp: UD: the sender's QP number
+ * @wc_flags: IB_WC_* flags (WITH_IMM, GRH, WITH_INVALIDATE)
+ * @vendor_err: device-specific error
+ * @__reserved: zero
+ */
+struct krdma_wc {
+	__aligned_u64 wr_id;
+	__u32 status;
+	__u32 opcode;
+	__u32 byte_len;
+	__u32 imm_data;
+	__u32 src_qp;
+	__u32 wc_flags;
+	__u32 vendor_err;
+	__u32 __reserved;
+};
+
+/**
+ * struct krdma_poll - ioctl(KRDMA_POLL): fetch completions
+ * @size: sizeof(struct krdma_poll)
+ * @flags: must be 0
+ * @handle: the connection
+ * @num_wcs: in, capacity of @wcs_uptr; out, completions returned
+ * @wc_entry_size: sizeof(struct krdma_wc) of the caller
+ * @timeout_ms: wait for the first completion this long (0: do not wait)
+ * @wcs_uptr: array of &struct krdma_wc
+ */
+struct krdma_poll {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 num_wcs;
+	__u32 wc_entry_size;
+	__u32 timeout_ms;
+	__aligned_u64 wcs_uptr;
+};
+#define KRDMA_POLL _IO(KRDMA_TYPE, KRDMA_CMD_POLL)
+
+/**
+ * struct krdma_ah_create - ioctl(KRDMA_AH_CREATE): UD address handle
+ * @size: sizeof(struct krdma_ah_create)
+ * @flags: must be 0
+ * @conn_handle: a UD connection (gives device, port and source GID)
+ * @dest_lid: the peer's LID (InfiniBand)
+ * @dest_gid: the peer's GID
+ * @handle: out, the address handle
+ * @__reserved: must be 0
+ */
+struct krdma_ah_create {
+	__u32 size;
+	__u32 flags;
+	__u32 conn_handle;
+	__u32 dest_lid;
+	__u8 dest_gid[16];
+	__u32 handle;
+	__u32 __reserved;
+};
+#define KRDMA_AH_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_AH_CREATE)
+
+/**
+ * struct krdma_srq_create - ioctl(KRDMA_SRQ_CREATE)
+ * @size: sizeof(struct krdma_srq_create)
+ * @flags: must be 0
+ * @dev_index: device
+ * @max_wr: receive WRs (0: default)
+ * @max_sge: SGEs per receive WR (0: 1)
+ * @handle: out, the SRQ's handle
+ */
+struct krdma_srq_create {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 handle;
+};
+#define KRDMA_SRQ_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_SRQ_CREATE)
+
+/* ------------------------------------------------------------------------
+ * Benchmarks: the measuring loop runs in the kernel, one ioctl per run.
+ */
+
+/**
+ * enum krdma_bench_flags - &struct krdma_bench.flags
+ * @KRDMA_BENCH_LATENCY: ping-pong latency instead of bandwidth
+ * @KRDMA_BENCH_NOTIFY: interrupt-driven completions instead of busy polling
+ * @KRDMA_BENCH_VALIDATE: the receiver checks every payload
+ * @KRDMA_BENCH_SERVER: the passive side of a two-sided benchmark
+ */
+enum krdma_bench_flags {
+	KRDMA_BENCH_LATENCY = 1 << 0,
+	KRDMA_BENCH_NOTIFY = 1 << 1,
+	KRDMA_BENCH_VALIDATE = 1 << 2,
+	KRDMA_BENCH_SERVER = 1 << 3,
+};
+
+#define KRDMA_BENCH_MAX_CONNS 64
+
+/**
+ * struct krdma_bench - ioctl(KRDMA_BENCH): run one measurement
+ * @size: sizeof(struct krdma_bench)
+ * @flags: &enum krdma_bench_flags
+ * @opcode: &enum krdma_opcode measured
+ * @num_conns: connections in @conn_handles (spread over CPUs)
+ * @conn_handles: connected connections of this session
+ * @local_buf: buffer used as source or target
+ * @remote_rkey: peer buffer's rkey (one-sided ops)
+ * @remote_addr: peer buffer's address
+ * @msg_size: bytes per operation
+ * @iters: operations per connection (0: run for @duration_ms)
+ * @duration_ms: run time when @iters is 0
+ * @tx_depth: outstanding WRs per connection
+ * @signal_every: request a completion every N WRs (CQ moderation)
+ * @inline_size: send payloads up to this size inline
+ * @__reserved: must be 0
+ * @ops_done: out, operations completed
+ * @bytes_done: out, bytes moved
+ * @elapsed_ns: out, wall time of the run
+ * @bw_peak_mbps: out, peak bandwidth over 1 ms windows, MB/s * 1000
+ * @lat_min_ns: out, latency minimum
+ * @lat_max_ns: out, latency maximum
+ * @lat_typical_ns: out, latency median
+ * @lat_avg_ns: out, latency mean
+ * @lat_stdev_ns: out, latency standard deviation
+ * @lat_p99_ns: out, 99th percentile
+ * @lat_p999_ns: out, 99.9th percentile
+ * @validate_errors: out, payloads that failed validation
+ *
+ * Interruptible: a signal stops the run (%EINTR) with everything released.
+ */
+struct krdma_bench {
+	__u32 size;
+	__u32 flags;
+	__u32 opcode;
+	__u32 num_conns;
+	__u32 conn_handles[KRDMA_BENCH_MAX_CONNS];
+	__u32 local_buf;
+	__u32 remote_rkey;
+	__aligned_u64 remote_addr;
+	__u32 msg_size;
+	__u32 iters;
+	__u32 duration_ms;
+	__u32 tx_depth;
+	__u32 signal_every;
+	__u32 inline_size;
+	__u32 __reserved;
+	__u32 validate_errors;
+	__aligned_u64 ops_done;
+	__aligned_u64 bytes_done;
+	__aligned_u64 elapsed_ns;
+	__aligned_u64 bw_peak_mbps;
+	__aligned_u64 lat_min_ns;
+	__aligned_u64 lat_max_ns;
+	__aligned_u64 lat_typical_ns;
+	__aligned_u64 lat_avg_ns;
+	__aligned_u64 lat_stdev_ns;
+	__aligned_u64 lat_p99_ns;
+	__aligned_u64 lat_p999_ns;
+};
+#define KRDMA_BENCH _IO(KRDMA_TYPE, KRDMA_CMD_BENCH)
+
+#endif /* _UAPI_KRDMA_H */
