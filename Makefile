@@ -23,7 +23,8 @@ ifeq ($(origin KDIR),undefined)
     KDIR := $(DEBIAN_KDIR)
   endif
 endif
-KVER := $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+# The release the kernel reports (uname -r), which names the build directory.
+KVER := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 KBUILD_DIR := $(BUILD)/kernel/$(KVER)
 
 MODULE_SRCS := $(wildcard $(SRC)/module/*.c $(SRC)/module/*.h)
@@ -68,7 +69,7 @@ demo:
 CHECKPATCH ?= $(BUILD)/linux-source/scripts/checkpatch.pl
 checkpatch:
 	$(SRC)/selftests/vm/linux-source.sh $(BUILD)/linux-source
-	$(CHECKPATCH) --strict --no-tree --terse --show-types --ignore SPDX_LICENSE_TAG \
+	$(CHECKPATCH) --strict --no-tree --terse --show-types \
 		-f $(SRC)/module/*.[ch] $(SRC)/uapi/krdma.h
 
 sparse:

@@ -163,6 +163,7 @@ struct krdma_info {
 	__u32 num_device_contexts;
 	char module_version[32];
 };
+
 #define KRDMA_GET_INFO _IO(KRDMA_TYPE, KRDMA_CMD_GET_INFO)
 
 /** enum krdma_node_type - &struct krdma_device_info.node_type (RDMA_NODE_*) */
@@ -383,6 +384,7 @@ struct krdma_query_devices {
 	__aligned_u64 ports_uptr;
 	__aligned_u64 gids_uptr;
 };
+
 #define KRDMA_QUERY_DEVICES _IO(KRDMA_TYPE, KRDMA_CMD_QUERY_DEVICES)
 
 /* ------------------------------------------------------------------------
@@ -405,6 +407,7 @@ struct krdma_destroy {
 	__u32 handle;
 	__u32 __reserved;
 };
+
 #define KRDMA_DESTROY _IO(KRDMA_TYPE, KRDMA_CMD_DESTROY)
 
 /**
@@ -450,6 +453,7 @@ struct krdma_buf_alloc {
 	__aligned_u64 addr;
 	__aligned_u64 mmap_offset;
 };
+
 #define KRDMA_BUF_ALLOC _IO(KRDMA_TYPE, KRDMA_CMD_BUF_ALLOC)
 
 /**
@@ -489,6 +493,7 @@ struct krdma_buf_reg_user {
 	__u32 __reserved;
 	__aligned_u64 addr;
 };
+
 #define KRDMA_BUF_REG_USER _IO(KRDMA_TYPE, KRDMA_CMD_BUF_REG_USER)
 
 /**
@@ -518,6 +523,7 @@ struct krdma_buf_rw {
 	__aligned_u64 length;
 	__aligned_u64 data_uptr;
 };
+
 #define KRDMA_BUF_RW _IO(KRDMA_TYPE, KRDMA_CMD_BUF_RW)
 
 /* ------------------------------------------------------------------------
@@ -586,6 +592,7 @@ struct krdma_conn_create {
 	__u32 __reserved;
 	__u8 gid[16];
 };
+
 #define KRDMA_CONN_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_CONN_CREATE)
 
 /**
@@ -630,6 +637,7 @@ struct krdma_conn_modify {
 	__u32 qkey;
 	__u32 __reserved;
 };
+
 #define KRDMA_CONN_MODIFY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_MODIFY)
 
 /** enum krdma_conn_state - &struct krdma_conn_query.state (IB_QPS_*) */
@@ -668,6 +676,7 @@ struct krdma_conn_query {
 	__u32 last_wc_status;
 	__u32 __reserved;
 };
+
 #define KRDMA_CONN_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_QUERY)
 
 /**
@@ -704,6 +713,7 @@ struct krdma_cm_listen {
 	__u32 handle;
 	__u32 __reserved;
 };
+
 #define KRDMA_CM_LISTEN _IO(KRDMA_TYPE, KRDMA_CMD_CM_LISTEN)
 
 /**
@@ -736,6 +746,7 @@ struct krdma_cm_connect {
 	__u32 handle;
 	__u32 __reserved;
 };
+
 #define KRDMA_CM_CONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_CONNECT)
 
 /**
@@ -759,6 +770,7 @@ struct krdma_cm_accept {
 	__u32 __reserved;
 	__u8 private_data[148];
 };
+
 #define KRDMA_CM_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_CM_ACCEPT)
 #define KRDMA_CM_REJECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_REJECT)
 
@@ -775,6 +787,7 @@ struct krdma_cm_disconnect {
 	__u32 handle;
 	__u32 __reserved;
 };
+
 #define KRDMA_CM_DISCONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_DISCONNECT)
 
 /** enum krdma_event_type - &struct krdma_event.type (RDMA_CM_EVENT_*) */
@@ -843,6 +856,7 @@ struct krdma_get_events {
 	__u32 __reserved;
 	__aligned_u64 events_uptr;
 };
+
 #define KRDMA_GET_EVENTS _IO(KRDMA_TYPE, KRDMA_CMD_GET_EVENTS)
 
 /* ------------------------------------------------------------------------
@@ -936,6 +950,7 @@ struct krdma_post {
 	__u32 __reserved;
 	__aligned_u64 wrs_uptr;
 };
+
 #define KRDMA_POST _IO(KRDMA_TYPE, KRDMA_CMD_POST)
 
 /**
@@ -981,6 +996,7 @@ struct krdma_poll {
 	__u32 timeout_ms;
 	__aligned_u64 wcs_uptr;
 };
+
 #define KRDMA_POLL _IO(KRDMA_TYPE, KRDMA_CMD_POLL)
 
 /**
@@ -1002,6 +1018,7 @@ struct krdma_ah_create {
 	__u32 handle;
 	__u32 __reserved;
 };
+
 #define KRDMA_AH_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_AH_CREATE)
 
 /**
@@ -1021,6 +1038,7 @@ struct krdma_srq_create {
 	__u32 max_sge;
 	__u32 handle;
 };
+
 #define KRDMA_SRQ_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_SRQ_CREATE)
 
 /* ------------------------------------------------------------------------
@@ -1104,6 +1122,7 @@ struct krdma_bench {
 	__aligned_u64 lat_p99_ns;
 	__aligned_u64 lat_p999_ns;
 };
+
 #define KRDMA_BENCH _IO(KRDMA_TYPE, KRDMA_CMD_BENCH)
 
 #endif /* _UAPI_KRDMA_H */

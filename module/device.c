@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-device contexts: the ib_client that follows RDMA devices as they come
+ * and go, and the kernel PD and CQ krdma keeps on each.
+ */
+#include <linux/rwsem.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_DEFAULT_CQ_DEPTH 128
+#define KRDMA_INLINE_PROBE_MAX 4096
+
+/* id -> struct krdma_device of every device between add() and remove() */
+static DEFINE_XARRAY_ALLOC(krdma_devices);
+static u32 krdma_next_id;
+/*
+ * Protects krdma_devices and krdma_next_id against add/remove while a
+ * walker (a query) uses the devices in it: writers are add() and remove(),
+ * readers anyone walking the set.
+ */
+static DECLARE_RWSEM(krdma_devices_rwsem);
+/* contexts allocated and not yet freed, removed devices' included */
+static atomic_t krdma_contexts = ATOMIC_INIT(0);
+
+void krdma_devices_lock(void)
+{
+	down_read(&krdma_devices_rwsem);
+}
+
+void krdma_devices_unlock(void)
+{
+	up_read(&krdma_devices_rwsem);
+}
+
+/* Next device at or after *index; caller holds krdma_devices_lock(). */
+struct krdma_device *krdma_device_next(unsigned long *index)
+{
+	return xa_find(&krdma_devices, index, ULONG_MAX, XA_PRESENT);
+}
+
+/* The device with this id; caller holds krdma_devices_lock(). */
+struct krdma_device *krdma_device_find(u32 id)
+{
+	return xa_load(&krdma_devices, id);
+}
+
+unsigned int krdma_devices_count(void)
+{
+	struct krdma_device *kdev;
+	unsigned long index;
+	unsigned int n = 0;
+
+	krdma_devices_lock();
+	xa_for_each(&krdma_devices, index, kdev)
+		n++;
+	krdma_devices_unlock();
+	return n;
+}
+
+unsigned int krdma_device_contexts(void)
+{
+	return atomic_read(&krdma_contexts);
+}
+
+/*
+ * Inline data is a QP capability the device attributes do not carry: find
+ * the largest size a one-SGE RC QP can be created with, by bisection.
+ */
+static bool krdma_try_inline(struct krdma_device *kdev, u32 inline_size,
+			     u32 *granted)
+{
+	struct ib_qp_init_attr attr = {
+		.send_cq = kdev->cq,
+		.recv_cq = kdev->cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = {
+			.max_send_wr = 1,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = inline_size,
+		},
+	};
+	struct ib_qp *qp;
+
+	qp = ib_create_qp(kdev->pd, &attr);
+	if (IS_ERR(qp))
+		return false;
+	*granted = attr.cap.max_inline_data;
+	ib_destroy_qp(qp);
+	return true;
+}
+
+static void krdma_probe_inline(struct krdma_device *kdev)
+{
+	u32 lo = 0, hi = KRDMA_INLINE_PROBE_MAX, granted = 0;
+
+	if (!krdma_try_inline(kdev, 0, &granted))
+		return;
+	kdev->max_inline_data = granted;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo + 1) / 2;
+
+		if (krdma_try_inline(kdev, mid, &granted)) {
+			lo = mid;
+			kdev->max_inline_data = max(granted, mid);
+		} else {
+			hi = mid - 1;
+		}
+	}
+}
+
+static void krdma_device_free(struct kref *kref)
+{
+	struct krdma_device *kdev = container_of(kref, struct krdma_device, kref);
+
+	kfree(kdev);
+	atomic_dec(&krdma_contexts);
+}
+
+static int krdma_add_one(struct ib_device *ibdev)
+{
+	struct krdma_device *kdev;
+	int ret;
+
+	kdev = kzalloc(sizeof(*kdev), GFP_KERNEL);
+	if (!kdev)
+		return -ENOMEM;
+	atomic_inc(&krdma_contexts);
+	kref_init(&kdev->kref);
+	kdev->ibdev = ibdev;
+
+	kdev->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(kdev->pd)) {
+		ret = PTR_ERR(kdev->pd);
+		goto err_free;
+	}
+	kdev->cq = ib_alloc_cq(ibdev, kdev, KRDMA_DEFAULT_CQ_DEPTH, 0,
+			       IB_POLL_WORKQUEUE);
+	if (IS_ERR(kdev->cq)) {
+		ret = PTR_ERR(kdev->cq);
+		goto err_pd;
+	}
+	krdma_probe_inline(kdev);
+
+	down_write(&krdma_devices_rwsem);
+	ret = xa_alloc_cyclic(&krdma_devices, &kdev->id, kdev, xa_limit_31b,
+			      &krdma_next_id, GFP_KERNEL);
+	up_write(&krdma_devices_rwsem);
+	if (ret < 0)
+		goto err_cq;
+
+	ib_set_client_data(ibdev, &krdma_client, kdev);
+	dev_dbg(&ibdev->dev, "krdma: device %u\n", kdev->id);
+	return 0;
+
+err_cq:
+	ib_free_cq(kdev->cq);
+err_pd:
+	ib_dealloc_pd(kdev->pd);
+err_free:
+	kref_put(&kdev->kref, krdma_device_free);
+	return ret;
+}
+
+static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
+{
+	struct krdma_device *kdev = client_data;
+
+	/* Once erased no new user can find the device. */
+	down_write(&krdma_devices_rwsem);
+	xa_erase(&krdma_devices, kdev->id);
+	up_write(&krdma_devices_rwsem);
+
+	ib_free_cq(kdev->cq);
+	ib_dealloc_pd(kdev->pd);
+	kdev->ibdev = NULL;
+	kref_put(&kdev->kref, krdma_device_free);
+}
+
+struct ib_client krdma_client = {
+	.name = "krdma",
+	.add = krdma_add_one,
+	.remove = krdma_remove_one,
+};
+
+int krdma_devices_init(void)
+{
+	return ib_register_client(&krdma_client);
+}
+
+void krdma_devices_exit(void)
+{
+	ib_unregister_client(&krdma_client);
+	WARN_ON(!xa_empty(&krdma_devices));
+}
