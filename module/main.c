@@ -29,7 +29,7 @@ struct krdma_ioctl_op {
 };
 
 #define KRDMA_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
-	[_IOC_NR(_ioctl) - KRDMA_CMD_BASE] = {				\
+	{								\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union krdma_cmd_buffer) < \
 					  sizeof(_struct)),		\
@@ -40,10 +40,12 @@ struct krdma_ioctl_op {
 
 /* Commands this build implements; the others answer -ENOTTY. */
 static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
-	KRDMA_IOCTL_OP(KRDMA_GET_INFO, krdma_get_info, struct krdma_info,
-		       module_version),
-	KRDMA_IOCTL_OP(KRDMA_QUERY_DEVICES, krdma_query_devices,
-		       struct krdma_query_devices, gids_uptr),
+	[KRDMA_CMD_GET_INFO - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_GET_INFO, krdma_get_info,
+			       struct krdma_info, module_version),
+	[KRDMA_CMD_QUERY_DEVICES - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_QUERY_DEVICES, krdma_query_devices,
+			       struct krdma_query_devices, gids_uptr),
 };
 
 /* Copy the kernel's answer back, no more than the caller's struct holds. */

@@ -66,10 +66,6 @@ static void *krdma_snapshot_slot(void **array, u32 *num, u32 *max,
 	return slot;
 }
 
-#define krdma_snapshot_add(snap, name)					\
-	krdma_snapshot_slot((void **)&(snap)->name, &(snap)->num_##name,	\
-			    &(snap)->max_##name, sizeof(*(snap)->name))
-
 static void krdma_copy_ndev_name(char *dst, const struct ib_gid_attr *attr)
 {
 	struct net_device *ndev;
@@ -94,7 +90,9 @@ static int krdma_snap_gids(struct krdma_snapshot *snap,
 		attr = rdma_get_gid_attr(kdev->ibdev, port, index);
 		if (IS_ERR(attr))
 			continue;	/* an empty slot */
-		ginfo = krdma_snapshot_add(snap, gids);
+		ginfo = krdma_snapshot_slot((void **)&snap->gids,
+					    &snap->num_gids, &snap->max_gids,
+					    sizeof(*ginfo));
 		if (!ginfo) {
 			rdma_put_gid_attr(attr);
 			return -ENOMEM;
@@ -121,7 +119,8 @@ static int krdma_snap_port(struct krdma_snapshot *snap,
 	ret = ib_query_port(kdev->ibdev, port, &attr);
 	if (ret)
 		return ret;
-	pinfo = krdma_snapshot_add(snap, ports);
+	pinfo = krdma_snapshot_slot((void **)&snap->ports, &snap->num_ports,
+				    &snap->max_ports, sizeof(*pinfo));
 	if (!pinfo)
 		return -ENOMEM;
 	pinfo->dev_index = kdev->id;
@@ -205,7 +204,9 @@ static int krdma_snap_device(struct krdma_snapshot *snap,
 	u32 port;
 	int ret;
 
-	dinfo = krdma_snapshot_add(snap, devices);
+	dinfo = krdma_snapshot_slot((void **)&snap->devices,
+				    &snap->num_devices, &snap->max_devices,
+				    sizeof(*dinfo));
 	if (!dinfo)
 		return -ENOMEM;
 	krdma_fill_device(dinfo, kdev);
