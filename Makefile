@@ -5,6 +5,7 @@
 # make install        modules_install + krdmactl + uapi header
 # make check          every selftest in rxe VMs on Debian 6.1 and 6.12
 # make demo           a VM with rxe0: krdmactl devices
+# make lint          W=1 + sparse on every installed kernel, checkpatch
 # make checkpatch | sparse | clean
 
 SRC := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -31,7 +32,7 @@ MODULE_SRCS := $(wildcard $(SRC)/module/*.c $(SRC)/module/*.h)
 WARN_CFLAGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 
-.PHONY: all module tools selftests install clean check demo checkpatch sparse
+.PHONY: all module tools selftests install clean check demo checkpatch sparse lint
 
 all: module tools
 
@@ -75,6 +76,17 @@ checkpatch:
 sparse:
 	rm -rf $(KBUILD_DIR)
 	$(MAKE) module C=2 W=1
+
+# W=1 and sparse against every installed Debian kernel's headers, plus
+# checkpatch: any warning fails.
+lint: checkpatch
+	@set -e; for k in $$(ls -d /usr/src/linux-headers-*-amd64 | sort -V); do \
+		rm -rf $(BUILD)/lint; \
+		$(MAKE) --no-print-directory module KDIR=$$k BUILD=$(BUILD)/lint W=1 C=2 \
+			> $(BUILD)/lint.log 2>&1 || { cat $(BUILD)/lint.log; exit 1; }; \
+		if grep -E 'warning:|error:' $(BUILD)/lint.log; then exit 1; fi; \
+		echo "lint: $$k: W=1 and sparse clean"; \
+	done; rm -rf $(BUILD)/lint
 
 clean:
 	rm -rf $(BUILD)
