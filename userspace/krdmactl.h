@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdmactl: shared declarations.
+ */
+#ifndef KRDMACTL_H
+#define KRDMACTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifndef KRDMACTL_VERSION
+#define KRDMACTL_VERSION "0.1.0"
+#endif
+
+#define PROG_NAME "krdmactl"
+
+/* Exit codes: 0 success, 1 a call failed, 2 bad usage. */
+#define EXIT_USAGE 2
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+
+/*
+ * A command: "krdmactl [global options] NAME [options]".  @func gets argv
+ * starting at NAME, parses its own options (every command takes -h, -j
+ * and -p, see COMMON_OPTS) and returns the exit code.  @help is the one
+ * line shown by "krdmactl help".
+ */
+struct cmd {
+	const char *name;
+	int (*func)(int argc, char **argv);
+	const char *help;
+};
+
+/* Commands (one file each). */
+int cmd_version(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+
+/* util.c: messages, option parsing */
+void __printf(1, 2) err_msg(const char *fmt, ...);
+void __printf(1, 2) warn_msg(const char *fmt, ...);
+
+/* getopt_long pieces every command includes */
+#define COMMON_SHORT_OPTS "hjp"
+#define COMMON_LONG_OPTS					\
+	{ "help", no_argument, NULL, 'h' },			\
+	{ "json", no_argument, NULL, 'j' },			\
+	{ "pretty", no_argument, NULL, 'p' }
+
+bool opt_common(int c);
+int opt_fail(const char *cmd, int c, char **argv, const char *usage);
+int opt_extra_args(const char *cmd, int argc, char **argv, const char *usage);
+int parse_u32(const char *cmd, const char *opt, const char *arg,
+	      uint32_t min, uint32_t max, uint32_t *val);
+int parse_u64(const char *cmd, const char *opt, const char *arg,
+	      uint64_t min, uint64_t max, uint64_t *val);
+
+/* ioctl.c: /dev/krdma */
+int krdma_open(void);
+void krdma_report_open(int err);
+int krdma_ioctl_quiet(int fd, unsigned long req, void *arg);
+int krdma_ioctl(int fd, unsigned long req, void *arg);
+const char *krdma_req_name(unsigned long req);
+void krdma_report(unsigned long req, int err);
+void __printf(3, 4) krdma_report_field(unsigned long req, int err,
+				       const char *field_fmt, ...);
+
+#endif /* KRDMACTL_H */

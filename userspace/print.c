@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Text and JSON printer; see print.h for the rules.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "print.h"
+
+#define PR_MAX_DEPTH	16
+#define PR_INDENT	4
+
+struct pr_container {
+	bool is_obj;		/* object, else array */
+	bool has_items;		/* JSON: a comma goes before the next */
+};
+
+static struct {
+	bool json;
+	bool pretty;
+	int depth;		/* open containers */
+	struct pr_container stack[PR_MAX_DEPTH];
+	/* text state */
+	int text_objs;		/* open objects, not counting the root */
+	bool line_open;		/* the current line has text */
+	int line_indent;	/* indent of the next line */
+} pr;
+
+void pr_set_json(bool json)
+{
+	pr.json = json;
+}
+
+void pr_set_pretty(bool pretty)
+{
+	pr.pretty = pretty;
+	if (pretty)
+		pr.json = true;
+}
+
+bool pr_is_json(void)
+{
+	return pr.json;
+}
+
+static void put_indent(int cols)
+{
+	printf("%*s", cols, "");
+}
+
+static bool in_object(void)
+{
+	return pr.depth > 0 && pr.stack[pr.depth - 1].is_obj;
+}
+
+/* ---- JSON ---- */
+
+static void json_put_string(const char *s)
+{
+	const unsigned char *p;
+
+	putchar('"');
+	for (p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", stdout);
+			break;
+		case '\\':
+			fputs("\\\\", stdout);
+			break;
+		case '\n':
+			fputs("\\n", stdout);
+			break;
+		case '\t':
+			fputs("\\t", stdout);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				printf("\\u%04x", *p);
+			else
+				putchar(*p);
+		}
+	}
+	putchar('"');
+}
+
+/* Separator, newline and indent before a member, then its key if any. */
+static void json_member(const char *key)
+{
+	struct pr_container *parent;
+
+	if (pr.depth == 0)
+		return;
+	parent = &pr.stack[pr.depth - 1];
+	if (parent->has_items)
+		putchar(',');
+	parent->has_items = true;
+	if (pr.pretty) {
+		putchar('\n');
+		put_indent(pr.depth * PR_INDENT);
+	}
+	if (parent->is_obj) {
+		json_put_string(key ? key : "");
+		fputs(pr.pretty ? ": " : ":", stdout);
+	}
+}
+
+static void json_open(const char *key, bool is_obj)
+{
+	json_member(key);
+	putchar(is_obj ? '{' : '[');
+}
+
+static void json_close(const struct pr_container *c)
+{
+	if (pr.pretty && c->has_items) {
+		putchar('\n');
+		put_indent(pr.depth * PR_INDENT);
+	}
+	putchar(c->is_obj ? '}' : ']');
+	if (pr.depth == 0)
+		putchar('\n');
+}
+
+/* ---- text ---- */
+
+static void text_end_line(void)
+{
+	if (pr.line_open)
+		putchar('\n');
+	pr.line_open = false;
+}
+
+/* Space before a word, or the indent when it starts a line. */
+static void text_word(void)
+{
+	if (pr.line_open) {
+		putchar(' ');
+	} else {
+		put_indent(pr.line_indent);
+		pr.line_open = true;
+	}
+}
+
+static void text_obj_begin(const char *key)
+{
+	bool is_root = pr.depth == 0;
+
+	if (is_root)
+		return;
+	text_end_line();
+	pr.line_indent = pr.text_objs * PR_INDENT;
+	pr.text_objs++;
+	if (key && in_object()) {
+		text_word();
+		fputs(key, stdout);
+	}
+}
+
+static void text_obj_end(void)
+{
+	bool is_root = pr.depth == 0;
+
+	if (is_root)
+		return;
+	text_end_line();
+	pr.text_objs--;
+	pr.line_indent = pr.text_objs * PR_INDENT;
+}
+
+/* ---- containers ---- */
+
+static void pr_push(const char *key, bool is_obj)
+{
+	if (pr.json)
+		json_open(key, is_obj);
+	else if (is_obj)
+		text_obj_begin(key);
+	if (pr.depth < PR_MAX_DEPTH) {
+		pr.stack[pr.depth].is_obj = is_obj;
+		pr.stack[pr.depth].has_items = false;
+	}
+	pr.depth++;
+}
+
+static void pr_pop(void)
+{
+	struct pr_container c = { 0 };
+
+	if (pr.depth == 0)
+		return;
+	pr.depth--;
+	if (pr.depth < PR_MAX_DEPTH)
+		c = pr.stack[pr.depth];
+	if (pr.json)
+		json_close(&c);
+	else if (c.is_obj)
+		text_obj_end();
+}
+
+void pr_obj_begin(const char *key)
+{
+	pr_push(key, true);
+}
+
+void pr_obj_end(void)
+{
+	pr_pop();
+}
+
+void pr_arr_begin(const char *key)
+{
+	pr_push(key, false);
+}
+
+void pr_arr_end(void)
+{
+	pr_pop();
+}
+
+/* ---- fields ---- */
+
+void pr_u64(const char *key, uint64_t val)
+{
+	if (pr.json) {
+		json_member(key);
+		printf("%" PRIu64, val);
+	} else {
+		text_word();
+		printf("%s %" PRIu64, key, val);
+	}
+}
+
+void pr_hex(const char *key, uint64_t val)
+{
+	if (pr.json) {
+		json_member(key);
+		printf("%" PRIu64, val);
+	} else {
+		text_word();
+		printf("%s 0x%" PRIx64, key, val);
+	}
+}
+
+void pr_mask(const char *key, uint64_t val)
+{
+	if (pr.json) {
+		json_member(key);
+		printf("\"0x%" PRIx64 "\"", val);
+	} else {
+		text_word();
+		printf("%s 0x%" PRIx64, key, val);
+	}
+}
+
+void pr_str(const char *key, const char *val)
+{
+	if (pr.json) {
+		json_member(key);
+		json_put_string(val);
+	} else {
+		text_word();
+		printf("%s %s", key, val);
+	}
+}
+
+static void put_bit_name(unsigned int bit, const char *const *names,
+			 unsigned int nr_names)
+{
+	char unknown[16];
+	const char *name = bit < nr_names ? names[bit] : NULL;
+
+	if (!name) {
+		snprintf(unknown, sizeof(unknown), "bit%u", bit);
+		name = unknown;
+	}
+	if (pr.json)
+		json_put_string(name);
+	else
+		fputs(name, stdout);
+}
+
+void pr_bits(const char *key, uint64_t bits, const char *const *names,
+	     unsigned int nr_names)
+{
+	unsigned int bit;
+	bool first = true;
+
+	if (pr.json) {
+		json_member(key);
+		putchar('[');
+	} else {
+		text_word();
+		printf("%s ", key);
+		if (!bits)
+			fputs("none", stdout);
+	}
+	for (bit = 0; bit < 64; bit++) {
+		if (!(bits & (UINT64_C(1) << bit)))
+			continue;
+		if (!first)
+			fputs(pr.json && pr.pretty ? ", " : ",", stdout);
+		first = false;
+		put_bit_name(bit, names, nr_names);
+	}
+	if (pr.json)
+		putchar(']');
+}
+
+void pr_label_u64(const char *key, const char *label, uint64_t val)
+{
+	if (pr.json) {
+		json_member(key);
+		printf("%" PRIu64, val);
+	} else {
+		text_word();
+		if (label)
+			printf("%s ", label);
+		printf("%" PRIu64 ":", val);
+	}
+}
+
+void pr_label_str(const char *key, const char *val)
+{
+	if (pr.json) {
+		json_member(key);
+		json_put_string(val);
+	} else {
+		text_word();
+		printf("%s:", val);
+	}
+}
+
+void pr_value_str(const char *key, const char *val)
+{
+	if (pr.json) {
+		json_member(key);
+		json_put_string(val);
+	} else {
+		text_word();
+		fputs(val, stdout);
+	}
+}
+
+void pr_nl(void)
+{
+	if (pr.json)
+		return;
+	text_end_line();
+	pr.line_indent = pr.text_objs * PR_INDENT;
+}
+
+int pr_finish(void)
+{
+	while (pr.depth > 0)
+		pr_pop();
+	if (!pr.json)
+		text_end_line();
+	errno = 0;
+	if (fflush(stdout) || ferror(stdout))
+		return errno ? -errno : -EIO;
+	return 0;
+}
