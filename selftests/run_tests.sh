@@ -1,0 +1,105 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# run_tests.sh [PROG...]: run the krdma selftests (inside the test VM, as
+# root, krdma.ko loaded, rxe0 present) and print one TAP stream:
+#
+#   TAP version 13 / 1..N / each program's output as "# " lines /
+#   "ok N selftests: krdma: PROG" (or "not ok", or "# SKIP"),
+#
+# then the test cases of all programs summed from their "# Totals:" lines
+# as a last line "P passed, F failed, S skipped".  Exit 1 if anything failed.
+# POSIX sh and busybox applets only.
+
+here=$(cd "$(dirname "$0")" && pwd)
+KRDMA_REPO=${KRDMA_REPO:-$(cd "$here/.." && pwd)}
+export KRDMA_REPO
+PATH=$KRDMA_REPO/build/selftests:$KRDMA_REPO/build/bin:$PATH
+export PATH
+
+# krdma_lifecycle unloads and reloads the module: always last.
+progs=${*:-krdma_uapi krdma_devices krdma_lifecycle}
+
+timeout_s=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$here/settings" 2>/dev/null)
+timeout_s=${timeout_s:-600}
+
+tmp=${TMPDIR:-/tmp}/krdma-selftests.$$
+mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+n=0
+for p in $progs; do n=$((n + 1)); done
+
+echo "TAP version 13"
+echo "1..$n"
+
+passed=0 failed=0 skipped=0 i=0 anyfail=0
+for p in $progs; do
+	i=$((i + 1))
+	log=$tmp/$p.log
+	: >"$log"
+	echo "# selftests: krdma: $p"
+	if [ -x "$KRDMA_REPO/build/selftests/$p" ]; then
+		exe=$KRDMA_REPO/build/selftests/$p
+	else
+		exe=$(command -v "$p" 2>/dev/null)
+	fi
+	if [ -z "$exe" ] || [ ! -x "$exe" ]; then
+		echo "# $p: not found (make selftests)"
+		echo "not ok $i selftests: krdma: $p # not found"
+		failed=$((failed + 1)) anyfail=1
+		continue
+	fi
+	# Stream the output while keeping it for the Totals line.
+	{ timeout "$timeout_s" "$exe" 2>&1; echo $? >"$tmp/rc"; } |
+		tee "$log" | sed 's/^/# /'
+	rc=$(cat "$tmp/rc" 2>/dev/null)
+	rc=${rc:-1}
+
+	totals=$(grep '^# Totals: pass:' "$log" | tail -n 1)
+	if [ -n "$totals" ]; then
+		set -- $(echo "$totals" | sed 's/.*pass:\([0-9]*\) fail:\([0-9]*\) xfail:\([0-9]*\) xpass:\([0-9]*\) skip:\([0-9]*\) error:\([0-9]*\).*/\1 \2 \3 \4 \5 \6/')
+		if [ $# -eq 6 ]; then
+			p_pass=$(($1 + $3)) p_fail=$(($2 + $4 + $6)) p_skip=$5
+		else
+			totals=
+		fi
+	fi
+	if [ -z "$totals" ]; then
+		# No Totals: a skipped or a dead program counts as one case.
+		if [ "$rc" = 4 ]; then
+			p_pass=0 p_fail=0 p_skip=1
+		else
+			p_pass=0 p_fail=1 p_skip=0
+		fi
+	elif [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$p_fail" = 0 ]; then
+		# It printed Totals and failed after all (or timed out).
+		p_fail=1
+	fi
+	passed=$((passed + p_pass))
+	failed=$((failed + p_fail))
+	skipped=$((skipped + p_skip))
+
+	case $rc in
+	0)
+		if [ "$p_fail" != 0 ]; then
+			echo "not ok $i selftests: krdma: $p # exit=0 with failed cases"
+			anyfail=1
+		elif [ "$p_pass" = 0 ] && [ "$p_skip" != 0 ]; then
+			echo "ok $i selftests: krdma: $p # SKIP"
+		else
+			echo "ok $i selftests: krdma: $p"
+		fi ;;
+	4)
+		echo "ok $i selftests: krdma: $p # SKIP" ;;
+	124|137|143)
+		echo "not ok $i selftests: krdma: $p # TIMEOUT ${timeout_s} seconds"
+		anyfail=1 ;;
+	*)
+		echo "not ok $i selftests: krdma: $p # exit=$rc"
+		anyfail=1 ;;
+	esac
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ] && [ "$anyfail" = 0 ]
