@@ -16,13 +16,20 @@
 /**
  * struct krdma_device - what krdma keeps for one RDMA device
  * @kref: memory lifetime; the ib_client holds one reference until remove()
+ *	returns, every object on the device one more
  * @ibdev: the RDMA device; valid until remove() returns
  * @pd: the kernel protection domain every krdma object on the device uses
- * @cq: the device's default completion queue
+ * @cq: the device's default completion queue (registration work)
  * @id: krdma's device id (&struct krdma_device_info.dev_index); ids are
  *	allocated cyclically so a removed device's id is not handed out again
- *	soon
  * @max_inline_data: inline bytes a one-SGE RC QP could be created with
+ * @usage: held for read while an object is created on the device, for
+ *	write by remove(): no object is half-built when removal tears down
+ * @lock: protects @dead and @objects
+ * @dead: remove() has run; nothing new may be created
+ * @objects: every session object with verbs state on the device
+ * @reg_lock: protects @reg_qp and serialises the registrations on it
+ * @reg_qp: RC QP connected to itself, used to post fast registrations
  */
 struct krdma_device {
 	struct kref kref;
@@ -31,6 +38,164 @@ struct krdma_device {
 	struct ib_cq *cq;
 	u32 id;
 	u32 max_inline_data;
+	struct rw_semaphore usage;
+	struct mutex lock;		/* protects dead, objects */
+	bool dead;
+	struct list_head objects;
+	struct mutex reg_lock;		/* protects reg_qp, its posts */
+	struct ib_qp *reg_qp;
+};
+
+/**
+ * struct krdma_session - one open /dev/krdma
+ * @objects: handle -> &struct krdma_object; the xarray's lock protects a
+ *	lookup and the kref it takes
+ * @wait: woken by completions and device removal, for poll(2) and waits
+ * @ready_conns: interrupt-driven connections with completions to fetch
+ */
+struct krdma_session {
+	struct xarray objects;
+	wait_queue_head_t wait;
+	atomic_t ready_conns;
+};
+
+struct krdma_object;
+
+/* Destroy order: connections, then address handles, then buffers. */
+#define KRDMA_OBJECT_PASSES 3
+
+/**
+ * struct krdma_object_ops - what differs between object types
+ * @name: for messages
+ * @destroy_pass: when the object goes in a teardown, 0 first
+ * @destroy_hw: free the verbs objects; called once, hw_rwsem held for write
+ * @free: free the memory once the last reference is gone
+ */
+struct krdma_object_ops {
+	const char *name;
+	int destroy_pass;
+	void (*destroy_hw)(struct krdma_object *obj);
+	void (*free)(struct krdma_object *obj);
+};
+
+/**
+ * struct krdma_object - what every handle names
+ * @kref: the session table's reference plus one per lookup in flight
+ * @hw_rwsem: protects @hw_dead and the verbs objects of the containing
+ *	object: read to use them, write to destroy them
+ * @hw_dead: the verbs objects are gone (destroyed, or the device removed)
+ * @handle: the object's handle in its session
+ * @session: the session owning the object
+ * @kdev: the device, referenced
+ * @dev_entry: on @kdev's object list, under the device's lock
+ * @ops: the object's type
+ */
+struct krdma_object {
+	struct kref kref;
+	struct rw_semaphore hw_rwsem;
+	bool hw_dead;
+	u32 handle;
+	struct krdma_session *session;
+	struct krdma_device *kdev;
+	struct list_head dev_entry;
+	const struct krdma_object_ops *ops;
+};
+
+/**
+ * struct krdma_qp_path - what moving a QP to RTS needs
+ * @port_num: local port
+ * @sgid_index: local GID index (RoCE, or IB with @use_grh)
+ * @dest_qp_num: the peer's QP number (RC/UC)
+ * @rq_psn: the peer's initial PSN
+ * @sq_psn: our initial PSN
+ * @dest_lid: the peer's LID (IB)
+ * @dgid: the peer's GID
+ * @use_grh: send a GRH on IB too
+ * @hop_limit: GRH hop limit (0: 64)
+ * @path_mtu: IB_MTU_*
+ * @timeout: local ACK timeout exponent (RC)
+ * @retry_cnt: transport retries (RC)
+ * @rnr_retry: RNR retries (RC)
+ * @min_rnr_timer: RNR NAK timer code (RC)
+ * @max_rd_atomic: outgoing READ/atomics in flight (RC)
+ * @max_dest_rd_atomic: incoming READ/atomics in flight (RC)
+ * @access: IB_ACCESS_REMOTE_* the QP allows (RC/UC)
+ * @qkey: Q_Key (UD)
+ */
+struct krdma_qp_path {
+	u32 port_num;
+	u32 sgid_index;
+	u32 dest_qp_num;
+	u32 rq_psn;
+	u32 sq_psn;
+	u32 dest_lid;
+	union ib_gid dgid;
+	bool use_grh;
+	u8 hop_limit;
+	enum ib_mtu path_mtu;
+	u8 timeout;
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 min_rnr_timer;
+	u8 max_rd_atomic;
+	u8 max_dest_rd_atomic;
+	int access;
+	u32 qkey;
+};
+
+int krdma_qp_connect(struct ib_qp *qp, const struct krdma_qp_path *path);
+void krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
+		     const struct krdma_qp_path *path);
+int krdma_qp_default_sgid(struct ib_device *ibdev, u32 port, u32 *index,
+			  union ib_gid *gid);
+
+/* Bits of &struct krdma_conn.state */
+enum {
+	KRDMA_CONN_CQ_READY,	/* armed CQ signalled, not yet drained */
+	KRDMA_CONN_CONNECTED,	/* KRDMA_CONN_MODIFY has run */
+	KRDMA_CONN_QP_ERROR,	/* a fatal QP event arrived */
+};
+
+/**
+ * struct krdma_conn - a connection: a QP and its CQ
+ * @obj: the handle; @obj.hw_rwsem protects @qp and @cq
+ * @cq: send and receive completions
+ * @qp: the QP
+ * @state: KRDMA_CONN_* bits, atomic
+ * @transport: &enum krdma_transport
+ * @notify: interrupt-driven completions (else busy polling)
+ * @port_num: local port
+ * @sgid_index: local GID index
+ * @sgid: local GID
+ * @lid: local port LID
+ * @active_mtu: the port's MTU at creation (UD message limit)
+ * @path_mtu: the connected path's MTU (0 before KRDMA_CONN_MODIFY)
+ * @psn: our initial PSN
+ * @qp_num: our QP number
+ * @dest_qp_num: the peer's QP number
+ * @qkey: UD Q_Key
+ * @caps: what the device granted
+ * @last_wc_status: the last error completion's status
+ */
+struct krdma_conn {
+	struct krdma_object obj;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	unsigned long state;
+	u32 transport;
+	bool notify;
+	u32 port_num;
+	u32 sgid_index;
+	union ib_gid sgid;
+	u32 lid;
+	enum ib_mtu active_mtu;
+	enum ib_mtu path_mtu;
+	u32 psn;
+	u32 qp_num;
+	u32 dest_qp_num;
+	u32 qkey;
+	struct krdma_qp_caps caps;
+	u32 last_wc_status;
 };
 
 extern struct ib_client krdma_client;
@@ -48,6 +213,24 @@ struct krdma_device *krdma_device_next(unsigned long *index);
 struct krdma_device *krdma_device_find(u32 id);
 unsigned int krdma_devices_count(void);
 unsigned int krdma_device_contexts(void);
+int krdma_device_enter(u32 id, struct krdma_device **kdevp);
+void krdma_device_exit(struct krdma_device *kdev);
+void krdma_device_put(struct krdma_device *kdev);
+int krdma_device_reg_mr(struct krdma_device *kdev, struct ib_mr *mr,
+			int access);
+
+struct krdma_session *krdma_session_create(void);
+void krdma_session_destroy(struct krdma_session *session);
+void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
+		       const struct krdma_object_ops *ops);
+int krdma_object_publish(struct krdma_object *obj);
+struct krdma_object *krdma_object_get(struct krdma_session *session,
+				      u32 handle,
+				      const struct krdma_object_ops *ops);
+void krdma_object_put(struct krdma_object *obj);
+int krdma_object_lock_hw(struct krdma_object *obj);
+void krdma_object_unlock_hw(struct krdma_object *obj);
+void krdma_object_kill_hw(struct krdma_object *obj);
 
 /**
  * struct krdma_ucmd - one ioctl being executed
@@ -62,8 +245,37 @@ struct krdma_ucmd {
 };
 
 int krdma_ucmd_respond(struct krdma_ucmd *ucmd, size_t cmd_len);
+int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
+		       u32 n);
 
-int krdma_get_info(struct krdma_ucmd *ucmd);
-int krdma_query_devices(struct krdma_ucmd *ucmd);
+int krdma_charge_pinned(struct mm_struct *mm, unsigned long npages);
+void krdma_uncharge_pinned(struct mm_struct *mm, unsigned long npages);
+int krdma_access_to_ib(u32 access);
+int krdma_check_access(u32 access);
+int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
+		  struct ib_sge *sge, struct krdma_object **ref);
+int krdma_buf_inline_sges(struct krdma_session *session,
+			  const struct krdma_sge *usge, struct ib_sge *sges,
+			  int max_sges, int *num_sges, struct krdma_object **ref);
+int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma);
+int krdma_conn_get(struct krdma_session *session, u32 handle,
+		   struct krdma_conn **connp);
+void krdma_conn_put(struct krdma_conn *conn);
+int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
+		 struct krdma_object **ref);
+u64 krdma_supported_ops(void);
+
+int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_query_devices(struct krdma_session *session,
+			struct krdma_ucmd *ucmd);
+int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd);
 
 #endif /* KRDMA_PRIV_H */

@@ -19,13 +19,22 @@
 union krdma_cmd_buffer {
 	struct krdma_info info;
 	struct krdma_query_devices query_devices;
+	struct krdma_destroy destroy;
+	struct krdma_buf_alloc buf_alloc;
+	struct krdma_buf_rw buf_rw;
+	struct krdma_conn_create conn_create;
+	struct krdma_conn_modify conn_modify;
+	struct krdma_conn_query conn_query;
+	struct krdma_post post;
+	struct krdma_poll poll;
+	struct krdma_ah_create ah_create;
 };
 
 struct krdma_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
 	unsigned int ioctl_num;
-	int (*execute)(struct krdma_ucmd *ucmd);
+	int (*execute)(struct krdma_session *session, struct krdma_ucmd *ucmd);
 };
 
 #define KRDMA_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
@@ -46,6 +55,33 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 	[KRDMA_CMD_QUERY_DEVICES - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_QUERY_DEVICES, krdma_query_devices,
 			       struct krdma_query_devices, gids_uptr),
+	[KRDMA_CMD_DESTROY - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_DESTROY, krdma_destroy,
+			       struct krdma_destroy, __reserved),
+	[KRDMA_CMD_BUF_ALLOC - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_BUF_ALLOC, krdma_buf_alloc,
+			       struct krdma_buf_alloc, mmap_offset),
+	[KRDMA_CMD_BUF_RW - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_BUF_RW, krdma_buf_rw,
+			       struct krdma_buf_rw, data_uptr),
+	[KRDMA_CMD_CONN_CREATE - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CONN_CREATE, krdma_conn_create,
+			       struct krdma_conn_create, gid),
+	[KRDMA_CMD_CONN_MODIFY - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CONN_MODIFY, krdma_conn_modify,
+			       struct krdma_conn_modify, __reserved),
+	[KRDMA_CMD_CONN_QUERY - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CONN_QUERY, krdma_conn_query,
+			       struct krdma_conn_query, __reserved),
+	[KRDMA_CMD_POST - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_POST, krdma_post, struct krdma_post,
+			       wrs_uptr),
+	[KRDMA_CMD_POLL - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_POLL, krdma_poll, struct krdma_poll,
+			       wcs_uptr),
+	[KRDMA_CMD_AH_CREATE - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_AH_CREATE, krdma_ah_create,
+			       struct krdma_ah_create, __reserved),
 };
 
 /* Copy the kernel's answer back, no more than the caller's struct holds. */
@@ -54,6 +90,26 @@ int krdma_ucmd_respond(struct krdma_ucmd *ucmd, size_t cmd_len)
 	if (copy_to_user(ucmd->ubuffer, ucmd->cmd,
 			 min_t(size_t, ucmd->user_size, cmd_len)))
 		return -EFAULT;
+	return 0;
+}
+
+/*
+ * Copy n entries of ksize bytes to an array of usize-byte entries: the
+ * shorter of the two per entry, zeroes past the kernel's struct.
+ */
+int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
+		       u32 n)
+{
+	void __user *dst = u64_to_user_ptr(uptr);
+	size_t len = min_t(size_t, usize, ksize);
+	u32 i;
+
+	for (i = 0; i < n; i++, dst += usize, src += ksize) {
+		if (copy_to_user(dst, src, len))
+			return -EFAULT;
+		if (usize > ksize && clear_user(dst + ksize, usize - ksize))
+			return -EFAULT;
+	}
 	return 0;
 }
 
@@ -84,17 +140,38 @@ static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 	if (ret)
 		return ret;
 	ucmd.cmd = &buf;
-	return op->execute(&ucmd);
+	return op->execute(filp->private_data, &ucmd);
 }
 
 static int krdma_fops_open(struct inode *inode, struct file *filp)
 {
+	struct krdma_session *session;
+
+	session = krdma_session_create();
+	if (!session)
+		return -ENOMEM;
+	filp->private_data = session;
 	return nonseekable_open(inode, filp);
 }
 
 static int krdma_fops_release(struct inode *inode, struct file *filp)
 {
+	krdma_session_destroy(filp->private_data);
 	return 0;
+}
+
+/* Readable while an interrupt-driven connection has completions. */
+static __poll_t krdma_fops_poll(struct file *filp, poll_table *wait)
+{
+	struct krdma_session *session = filp->private_data;
+
+	poll_wait(filp, &session->wait, wait);
+	return atomic_read(&session->ready_conns) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+static int krdma_fops_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	return krdma_buf_mmap(filp->private_data, vma);
 }
 
 static const struct file_operations krdma_fops = {
@@ -102,6 +179,8 @@ static const struct file_operations krdma_fops = {
 	.open = krdma_fops_open,
 	.release = krdma_fops_release,
 	.unlocked_ioctl = krdma_fops_ioctl,
+	.poll = krdma_fops_poll,
+	.mmap = krdma_fops_mmap,
 	.compat_ioctl = compat_ptr_ioctl,
 };
 

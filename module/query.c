@@ -12,7 +12,7 @@
 
 #include "krdma_priv.h"
 
-int krdma_get_info(struct krdma_ucmd *ucmd)
+int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_info *cmd = ucmd->cmd;
 
@@ -21,9 +21,11 @@ int krdma_get_info(struct krdma_ucmd *ucmd)
 
 	cmd->abi_version = KRDMA_ABI_VERSION;
 	cmd->num_devices = krdma_devices_count();
-	cmd->features = KRDMA_FEATURE_QUERY_DEVICES;
-	cmd->ops = 0;
-	cmd->transports = 0;
+	cmd->features = KRDMA_FEATURE_QUERY_DEVICES | KRDMA_FEATURE_BUFFERS |
+			KRDMA_FEATURE_MANUAL_CONN;
+	cmd->ops = krdma_supported_ops();
+	cmd->transports = BIT(KRDMA_TRANSPORT_RC) | BIT(KRDMA_TRANSPORT_UC) |
+			  BIT(KRDMA_TRANSPORT_UD);
 	cmd->num_device_contexts = krdma_device_contexts();
 	memset(cmd->module_version, 0, sizeof(cmd->module_version));
 	strscpy(cmd->module_version, KRDMA_MODULE_VERSION,
@@ -249,26 +251,6 @@ static void krdma_free_snapshot(struct krdma_snapshot *snap)
 	kfree(snap->gids);
 }
 
-/*
- * Copy n entries of ksize bytes to an array of usize-byte entries: the
- * shorter of the two per entry, zeroes past the kernel's struct.
- */
-static int krdma_copy_entries(u64 uptr, u32 usize, const void *src,
-			      size_t ksize, u32 n)
-{
-	void __user *dst = u64_to_user_ptr(uptr);
-	size_t len = min_t(size_t, usize, ksize);
-	u32 i;
-
-	for (i = 0; i < n; i++, dst += usize, src += ksize) {
-		if (copy_to_user(dst, src, len))
-			return -EFAULT;
-		if (usize > ksize && clear_user(dst + ksize, usize - ksize))
-			return -EFAULT;
-	}
-	return 0;
-}
-
 /* An output array the caller describes: empty, or entries of a known size. */
 static int krdma_check_array(u32 num, u32 entry_size, size_t min_size)
 {
@@ -323,7 +305,8 @@ static int krdma_copy_snapshot(const struct krdma_query_devices *cmd,
 	return ret;
 }
 
-int krdma_query_devices(struct krdma_ucmd *ucmd)
+int krdma_query_devices(struct krdma_session *session,
+			struct krdma_ucmd *ucmd)
 {
 	struct krdma_query_devices *cmd = ucmd->cmd;
 	struct krdma_snapshot snap = {};

@@ -596,26 +596,37 @@ struct krdma_conn_create {
 #define KRDMA_CONN_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_CONN_CREATE)
 
 /**
+ * enum krdma_conn_modify_flags - &struct krdma_conn_modify.flags
+ * @KRDMA_CONN_MODIFY_RC_ATTRS: take @timeout, @retry_cnt, @rnr_retry,
+ *	@min_rnr_timer and @access as given instead of the defaults (with the
+ *	flag clear they must be 0)
+ */
+enum krdma_conn_modify_flags {
+	KRDMA_CONN_MODIFY_RC_ATTRS = 1 << 0,
+};
+
+/**
  * struct krdma_conn_modify - ioctl(KRDMA_CONN_MODIFY): RESET->INIT->RTR->RTS
  * @size: sizeof(struct krdma_conn_modify)
- * @flags: must be 0
- * @handle: a connection from %KRDMA_CONN_CREATE
+ * @flags: &enum krdma_conn_modify_flags
+ * @handle: a connection from %KRDMA_CONN_CREATE, still in RESET
  * @dest_qp_num: the peer's QP number (RC/UC)
  * @dest_psn: the peer's initial PSN (RC/UC)
  * @dest_lid: the peer's LID (InfiniBand)
  * @dest_gid: the peer's GID (RoCE, or IB across subnets)
  * @path_mtu: bytes, 256 ... 4096; 0 takes the port's active MTU
- * @timeout: local ACK timeout exponent, 4.096 us * 2^@timeout; 0 (wait
- *	forever) is refused with %EINVAL; default 14
+ * @timeout: local ACK timeout exponent, 4.096 us * 2^@timeout, 1 ... 31;
+ *	0, which the IB encoding makes "wait forever", is refused (%EINVAL);
+ *	default 14 (67 ms)
  * @retry_cnt: transport retries, 0 ... 7; default 7
  * @rnr_retry: RNR retries, 0 ... 7 (7 = forever); default 7
- * @min_rnr_timer: IB_RNR_TIMER_* code; default 12
- * @max_rd_atomic: outgoing READ/atomic in flight; default the device's max
- * @max_dest_rd_atomic: incoming READ/atomic in flight; default the max
+ * @min_rnr_timer: IB_RNR_TIMER_* code, 0 ... 31; default 12 (0.64 ms)
+ * @max_rd_atomic: outgoing READ/atomic in flight; 0 takes the device's max
+ * @max_dest_rd_atomic: incoming READ/atomic in flight; 0 takes the max
  * @access: remote &enum krdma_access bits the QP allows; default all that
- *	the transport supports
- * @qkey: UD Q_Key; default 0x11111111 (values with bit 31 set need
- *	CAP_NET_RAW: %EPERM)
+ *	the transport supports (RC: write, read, atomic; UC: write)
+ * @qkey: UD Q_Key; 0 takes 0x11111111; values with bit 31 set are
+ *	controlled Q_Keys and need CAP_NET_RAW (%EPERM)
  * @__reserved: must be 0
  */
 struct krdma_conn_modify {

@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel buffers: memory the module allocates, DMA-maps and fast-registers,
+ * filled and read by userspace through KRDMA_BUF_RW or mmap(2).
+ *
+ * The memory is a list of physically contiguous chunks (one chunk per MR
+ * page), so a buffer as large as max_fast_reg_page_list_len chunks needs a
+ * single MR and a single rkey.  Every buffer has an MR, local-only ones too:
+ * deregistration is what makes an in-flight WR with a stale key fail instead
+ * of touching freed memory.  The MR's iova starts at 0, so no kernel address
+ * ever reaches a user or a peer.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE |			\
+			  KRDMA_ACCESS_REMOTE_WRITE |			\
+			  KRDMA_ACCESS_REMOTE_READ |			\
+			  KRDMA_ACCESS_REMOTE_ATOMIC |			\
+			  KRDMA_ACCESS_MW_BIND)
+#define KRDMA_BUF_MAX_CHUNK_ORDER 10	/* 4 MiB chunks at most */
+
+/**
+ * struct krdma_buf_mem - a buffer's pages, shared with its mappings
+ * @kref: the buffer's reference plus one per VMA mapping it
+ * @chunks: the chunks, each 2^@chunk_order pages
+ * @num_chunks: entries of @chunks
+ * @chunk_order: page order of each chunk
+ * @mm: the mm charged for the pages (RLIMIT_MEMLOCK), grabbed
+ */
+struct krdma_buf_mem {
+	struct kref kref;
+	struct page **chunks;
+	unsigned int num_chunks;
+	unsigned int chunk_order;
+	struct mm_struct *mm;
+};
+
+static size_t krdma_chunk_size(const struct krdma_buf_mem *mem)
+{
+	return PAGE_SIZE << mem->chunk_order;
+}
+
+static unsigned long krdma_mem_pages(const struct krdma_buf_mem *mem)
+{
+	return (unsigned long)mem->num_chunks << mem->chunk_order;
+}
+
+/*
+ * Charge pinned pages like ib_umem_get(): against RLIMIT_MEMLOCK unless the
+ * caller has CAP_IPC_LOCK.
+ */
+int krdma_charge_pinned(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	s64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void krdma_uncharge_pinned(struct mm_struct *mm, unsigned long npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+}
+
+static void krdma_buf_mem_release(struct kref *kref)
+{
+	struct krdma_buf_mem *mem =
+		container_of(kref, struct krdma_buf_mem, kref);
+	unsigned int i;
+
+	for (i = 0; i < mem->num_chunks; i++)
+		if (mem->chunks[i])
+			__free_pages(mem->chunks[i], mem->chunk_order);
+	krdma_uncharge_pinned(mem->mm, krdma_mem_pages(mem));
+	mmdrop(mem->mm);
+	kvfree(mem->chunks);
+	kfree(mem);
+}
+
+static void krdma_buf_mem_put(struct krdma_buf_mem *mem)
+{
+	kref_put(&mem->kref, krdma_buf_mem_release);
+}
+
+/* Chunks large enough that the buffer fits one MR's page list. */
+static int krdma_chunk_order(struct krdma_device *kdev, u64 length,
+			     unsigned int *order)
+{
+	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
+	u32 max_pages = attrs->max_fast_reg_page_list_len;
+	unsigned int o;
+
+	for (o = 0; o <= KRDMA_BUF_MAX_CHUNK_ORDER; o++) {
+		u64 chunk = (u64)PAGE_SIZE << o;
+
+		if (!(attrs->page_size_cap & chunk))
+			continue;
+		if (DIV_ROUND_UP_ULL(length, chunk) <= max_pages) {
+			*order = o;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
+						 u64 length)
+{
+	struct krdma_buf_mem *mem;
+	unsigned int order, i;
+	int ret;
+
+	ret = krdma_chunk_order(kdev, length, &order);
+	if (ret)
+		return ERR_PTR(ret);
+	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	if (!mem)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&mem->kref);
+	mem->chunk_order = order;
+	mem->num_chunks = DIV_ROUND_UP_ULL(length, PAGE_SIZE << order);
+	mem->mm = current->mm;
+	mmgrab(mem->mm);
+	ret = krdma_charge_pinned(mem->mm, krdma_mem_pages(mem));
+	if (ret) {
+		mmdrop(mem->mm);
+		kfree(mem);
+		return ERR_PTR(ret);
+	}
+	mem->chunks = kvcalloc(mem->num_chunks, sizeof(*mem->chunks),
+			       GFP_KERNEL);
+	if (!mem->chunks)
+		goto err_put;
+	for (i = 0; i < mem->num_chunks; i++) {
+		mem->chunks[i] = alloc_pages(GFP_KERNEL | __GFP_ZERO |
+					     __GFP_NOWARN, order);
+		if (!mem->chunks[i])
+			goto err_put;
+	}
+	return mem;
+
+err_put:
+	krdma_buf_mem_put(mem);
+	return ERR_PTR(-ENOMEM);
+}
+
+/**
+ * struct krdma_buf - a buffer object
+ * @obj: the handle
+ * @mem: the pages
+ * @length: the length the user asked for
+ * @access: &enum krdma_access
+ * @sgt: @mem's chunks, DMA mapped while @mapped
+ * @mapped: @sgt is DMA mapped
+ * @mr: the fast-registered MR
+ */
+struct krdma_buf {
+	struct krdma_object obj;
+	struct krdma_buf_mem *mem;
+	u64 length;
+	u32 access;
+	struct sg_table sgt;
+	bool mapped;
+	struct ib_mr *mr;
+};
+
+static void krdma_buf_destroy_hw(struct krdma_object *obj)
+{
+	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
+
+	if (buf->mr)
+		ib_dereg_mr(buf->mr);
+	buf->mr = NULL;
+	if (buf->mapped)
+		ib_dma_unmap_sg(obj->kdev->ibdev, buf->sgt.sgl,
+				buf->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	buf->mapped = false;
+}
+
+static void krdma_buf_free(struct krdma_object *obj)
+{
+	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
+
+	sg_free_table(&buf->sgt);
+	if (buf->mem)
+		krdma_buf_mem_put(buf->mem);
+	kfree(buf);
+}
+
+const struct krdma_object_ops krdma_buf_ops = {
+	.name = "buffer",
+	.destroy_pass = 2,
+	.destroy_hw = krdma_buf_destroy_hw,
+	.free = krdma_buf_free,
+};
+
+int krdma_access_to_ib(u32 access)
+{
+	int ib = 0;
+
+	if (access & KRDMA_ACCESS_LOCAL_WRITE)
+		ib |= IB_ACCESS_LOCAL_WRITE;
+	if (access & KRDMA_ACCESS_REMOTE_WRITE)
+		ib |= IB_ACCESS_REMOTE_WRITE;
+	if (access & KRDMA_ACCESS_REMOTE_READ)
+		ib |= IB_ACCESS_REMOTE_READ;
+	if (access & KRDMA_ACCESS_REMOTE_ATOMIC)
+		ib |= IB_ACCESS_REMOTE_ATOMIC;
+	if (access & KRDMA_ACCESS_MW_BIND)
+		ib |= IB_ACCESS_MW_BIND;
+	return ib;
+}
+
+/* The IB rules: remote write or atomic access needs local write access. */
+int krdma_check_access(u32 access)
+{
+	if (access & ~KRDMA_ACCESS_ALL)
+		return -EINVAL;
+	if ((access & (KRDMA_ACCESS_REMOTE_WRITE |
+		       KRDMA_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & KRDMA_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (access & KRDMA_ACCESS_MW_BIND)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static int krdma_buf_map(struct krdma_buf *buf)
+{
+	struct krdma_device *kdev = buf->obj.kdev;
+	struct krdma_buf_mem *mem = buf->mem;
+	size_t chunk = krdma_chunk_size(mem);
+	struct scatterlist *sg;
+	unsigned int i;
+	int ret, n;
+
+	ret = sg_alloc_table(&buf->sgt, mem->num_chunks, GFP_KERNEL);
+	if (ret)
+		return ret;
+	for_each_sgtable_sg(&buf->sgt, sg, i)
+		sg_set_page(sg, mem->chunks[i], chunk, 0);
+	n = ib_dma_map_sg(kdev->ibdev, buf->sgt.sgl, buf->sgt.orig_nents,
+			  DMA_BIDIRECTIONAL);
+	if (n <= 0)
+		return -ENOMEM;
+	buf->sgt.nents = n;
+	buf->mapped = true;
+
+	buf->mr = ib_alloc_mr(kdev->pd, IB_MR_TYPE_MEM_REG, mem->num_chunks);
+	if (IS_ERR(buf->mr)) {
+		ret = PTR_ERR(buf->mr);
+		buf->mr = NULL;
+		return ret;
+	}
+	if (ib_map_mr_sg(buf->mr, buf->sgt.sgl, n, NULL, chunk) != n)
+		return -EINVAL;
+	buf->mr->iova = 0;
+	buf->mr->length = buf->length;
+	return krdma_device_reg_mr(kdev, buf->mr,
+				   krdma_access_to_ib(buf->access));
+}
+
+static int krdma_buf_alloc_check(const struct krdma_buf_alloc *cmd)
+{
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (!cmd->length)
+		return -EINVAL;
+	return krdma_check_access(cmd->access);
+}
+
+int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_buf_alloc *cmd = ucmd->cmd;
+	struct krdma_device *kdev;
+	struct krdma_buf *buf;
+	int ret;
+
+	ret = krdma_buf_alloc_check(cmd);
+	if (ret)
+		return ret;
+	ret = krdma_device_enter(cmd->dev_index, &kdev);
+	if (ret)
+		return ret;
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf) {
+		krdma_device_exit(kdev);
+		krdma_device_put(kdev);
+		return -ENOMEM;
+	}
+	krdma_object_init(&buf->obj, session, &krdma_buf_ops);
+	buf->obj.kdev = kdev;
+	buf->length = cmd->length;
+	buf->access = cmd->access;
+
+	if (cmd->length > kdev->ibdev->attrs.max_mr_size) {
+		ret = -EINVAL;
+		goto err;
+	}
+	buf->mem = krdma_buf_mem_alloc(kdev, cmd->length);
+	if (IS_ERR(buf->mem)) {
+		ret = PTR_ERR(buf->mem);
+		buf->mem = NULL;
+		goto err;
+	}
+	ret = krdma_buf_map(buf);
+	if (ret)
+		goto err;
+	ret = krdma_object_publish(&buf->obj);
+	if (ret)
+		goto err;
+
+	cmd->handle = buf->obj.handle;
+	cmd->lkey = buf->mr->lkey;
+	cmd->rkey = (buf->access & ~KRDMA_ACCESS_LOCAL_WRITE) ?
+		    buf->mr->rkey : 0;
+	cmd->addr = buf->mr->iova;
+	cmd->mmap_offset = (u64)buf->obj.handle << PAGE_SHIFT;
+	krdma_device_exit(kdev);
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	/* The handle is live: a failed copy-out leaves it for DESTROY. */
+	return ret;
+
+err:
+	krdma_buf_destroy_hw(&buf->obj);
+	krdma_device_exit(kdev);
+	krdma_object_put(&buf->obj);
+	return ret;
+}
+
+/* Copy between the buffer and user memory, a chunk at a time. */
+static int krdma_buf_copy(struct krdma_buf_mem *mem, u64 offset,
+			  void __user *udata, u64 length, bool to_buf)
+{
+	size_t chunk = krdma_chunk_size(mem);
+
+	while (length) {
+		unsigned int idx = div_u64(offset, chunk);
+		size_t off = offset - (u64)idx * chunk;
+		size_t len = min_t(u64, length, chunk - off);
+		void *kaddr = page_address(mem->chunks[idx]) + off;
+		unsigned long left;
+
+		if (to_buf)
+			left = copy_from_user(kaddr, udata, len);
+		else
+			left = copy_to_user(udata, kaddr, len);
+		if (left)
+			return -EFAULT;
+		offset += len;
+		udata += len;
+		length -= len;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return 0;
+}
+
+int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_buf_rw *cmd = ucmd->cmd;
+	struct krdma_buf *buf;
+	struct krdma_object *obj;
+	u64 end;
+	int ret;
+
+	if (cmd->flags & ~KRDMA_BUF_RW_WRITE)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	obj = krdma_object_get(session, cmd->handle, &krdma_buf_ops);
+	if (!obj)
+		return -ENOENT;
+	buf = container_of(obj, struct krdma_buf, obj);
+	if (check_add_overflow(cmd->offset, cmd->length, &end) ||
+	    end > buf->length)
+		ret = -EINVAL;
+	else
+		ret = krdma_buf_copy(buf->mem, cmd->offset,
+				     u64_to_user_ptr(cmd->data_uptr),
+				     cmd->length,
+				     cmd->flags & KRDMA_BUF_RW_WRITE);
+	krdma_object_put(obj);
+	return ret;
+}
+
+/* Describe a local range of a buffer as an SGE; takes a buffer reference. */
+int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
+		  struct ib_sge *sge, struct krdma_object **ref)
+{
+	struct krdma_object *obj;
+	struct krdma_buf *buf;
+	u64 end;
+
+	if (usge->__reserved || usge->__reserved2)
+		return -EINVAL;
+	obj = krdma_object_get(session, usge->buf_handle, &krdma_buf_ops);
+	if (!obj)
+		return -ENOENT;
+	buf = container_of(obj, struct krdma_buf, obj);
+	if (check_add_overflow(usge->offset, (u64)usge->length, &end) ||
+	    end > buf->length) {
+		krdma_object_put(obj);
+		return -EINVAL;
+	}
+	if (krdma_object_lock_hw(obj)) {
+		krdma_object_put(obj);
+		return -ENODEV;
+	}
+	sge->addr = buf->mr->iova + usge->offset;
+	sge->length = usge->length;
+	sge->lkey = buf->mr->lkey;
+	krdma_object_unlock_hw(obj);
+	*ref = obj;
+	return 0;
+}
+
+static void krdma_vma_open(struct vm_area_struct *vma)
+{
+	struct krdma_buf_mem *mem = vma->vm_private_data;
+
+	kref_get(&mem->kref);
+}
+
+static void krdma_vma_close(struct vm_area_struct *vma)
+{
+	krdma_buf_mem_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct krdma_vm_ops = {
+	.open = krdma_vma_open,
+	.close = krdma_vma_close,
+};
+
+/* mmap(2) at a buffer's mmap_offset maps its pages; the mapping keeps them. */
+int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma)
+{
+	unsigned long len = vma->vm_end - vma->vm_start, addr, done = 0;
+	struct krdma_object *obj;
+	struct krdma_buf_mem *mem;
+	unsigned int i;
+	int ret = 0;
+
+	if (vma->vm_pgoff > U32_MAX)
+		return -EINVAL;
+	obj = krdma_object_get(session, vma->vm_pgoff, &krdma_buf_ops);
+	if (!obj)
+		return -ENOENT;
+	mem = container_of(obj, struct krdma_buf, obj)->mem;
+	if (len > krdma_mem_pages(mem) << PAGE_SHIFT) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (i = 0, addr = vma->vm_start; done < len; i++) {
+		size_t n = min_t(size_t, len - done, krdma_chunk_size(mem));
+
+		ret = remap_pfn_range(vma, addr, page_to_pfn(mem->chunks[i]),
+				      n, vma->vm_page_prot);
+		if (ret)
+			goto out;
+		addr += n;
+		done += n;
+	}
+	kref_get(&mem->kref);
+	vma->vm_private_data = mem;
+	vma->vm_ops = &krdma_vm_ops;
+out:
+	krdma_object_put(obj);
+	return ret;
+}
+
+/*
+ * Inline data is copied by the CPU at post time from kernel addresses, so
+ * the SGE names the chunk memory itself, split where a chunk ends.
+ */
+int krdma_buf_inline_sges(struct krdma_session *session,
+			  const struct krdma_sge *usge, struct ib_sge *sges,
+			  int max_sges, int *num_sges, struct krdma_object **ref)
+{
+	struct krdma_object *obj;
+	struct krdma_buf_mem *mem;
+	u64 offset, end;
+	u32 left;
+
+	if (usge->__reserved || usge->__reserved2)
+		return -EINVAL;
+	obj = krdma_object_get(session, usge->buf_handle, &krdma_buf_ops);
+	if (!obj)
+		return -ENOENT;
+	mem = container_of(obj, struct krdma_buf, obj)->mem;
+	if (check_add_overflow(usge->offset, (u64)usge->length, &end) ||
+	    end > container_of(obj, struct krdma_buf, obj)->length)
+		goto err_inval;
+	offset = usge->offset;
+	for (left = usge->length; left; max_sges--) {
+		size_t chunk = krdma_chunk_size(mem);
+		unsigned int idx = div_u64(offset, chunk);
+		size_t off = offset - (u64)idx * chunk;
+		u32 len = min_t(u64, left, chunk - off);
+		struct ib_sge *sge = &sges[(*num_sges)++];
+
+		if (!max_sges)
+			goto err_inval;
+		sge->addr = (uintptr_t)page_address(mem->chunks[idx]) + off;
+		sge->length = len;
+		sge->lkey = 0;
+		offset += len;
+		left -= len;
+	}
+	*ref = obj;
+	return 0;
+
+err_inval:
+	krdma_object_put(obj);
+	return -EINVAL;
+}

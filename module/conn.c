@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Connections set up by hand: a QP and its CQ, created on a device/port/GID
+ * and moved to RTS with the peer's attributes (KRDMA_CONN_CREATE,
+ * KRDMA_CONN_MODIFY, KRDMA_CONN_QUERY).
+ */
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_DEFAULT_QUEUE_DEPTH 128
+#define KRDMA_DEFAULT_QKEY 0x11111111
+#define KRDMA_DEFAULT_TIMEOUT 14
+#define KRDMA_DEFAULT_RETRY 7
+#define KRDMA_DEFAULT_RNR_TIMER 12
+
+static void krdma_conn_destroy_hw(struct krdma_object *obj)
+{
+	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
+
+	if (conn->qp)
+		ib_destroy_qp(conn->qp);
+	conn->qp = NULL;
+	if (conn->cq)
+		ib_destroy_cq(conn->cq);
+	conn->cq = NULL;
+	if (test_and_clear_bit(KRDMA_CONN_CQ_READY, &conn->state))
+		atomic_dec(&obj->session->ready_conns);
+}
+
+static void krdma_conn_free(struct krdma_object *obj)
+{
+	kfree(container_of(obj, struct krdma_conn, obj));
+}
+
+const struct krdma_object_ops krdma_conn_ops = {
+	.name = "connection",
+	.destroy_pass = 0,
+	.destroy_hw = krdma_conn_destroy_hw,
+	.free = krdma_conn_free,
+};
+
+/* Interrupt-driven mode: a completion arrived on an armed CQ. */
+static void krdma_conn_comp(struct ib_cq *cq, void *cq_context)
+{
+	struct krdma_conn *conn = cq_context;
+	struct krdma_session *session = conn->obj.session;
+
+	if (!test_and_set_bit(KRDMA_CONN_CQ_READY, &conn->state))
+		atomic_inc(&session->ready_conns);
+	wake_up_all(&session->wait);
+}
+
+static void krdma_conn_qp_event(struct ib_event *event, void *context)
+{
+	struct krdma_conn *conn = context;
+
+	if (event->event == IB_EVENT_QP_FATAL ||
+	    event->event == IB_EVENT_QP_REQ_ERR ||
+	    event->event == IB_EVENT_QP_ACCESS_ERR)
+		set_bit(KRDMA_CONN_QP_ERROR, &conn->state);
+	wake_up_all(&conn->obj.session->wait);
+}
+
+static enum ib_qp_type krdma_qp_type(u32 transport)
+{
+	switch (transport) {
+	case KRDMA_TRANSPORT_UC:
+		return IB_QPT_UC;
+	case KRDMA_TRANSPORT_UD:
+		return IB_QPT_UD;
+	default:
+		return IB_QPT_RC;
+	}
+}
+
+/* Fill in defaults and refuse what the device cannot give. */
+static int krdma_conn_caps(struct krdma_device *kdev,
+			   struct krdma_qp_caps *caps)
+{
+	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
+
+	if (!caps->max_send_wr)
+		caps->max_send_wr = KRDMA_DEFAULT_QUEUE_DEPTH;
+	if (!caps->max_recv_wr)
+		caps->max_recv_wr = KRDMA_DEFAULT_QUEUE_DEPTH;
+	if (!caps->max_send_sge)
+		caps->max_send_sge = 1;
+	if (!caps->max_recv_sge)
+		caps->max_recv_sge = 1;
+	if (!caps->cq_depth)
+		caps->cq_depth = caps->max_send_wr + caps->max_recv_wr;
+	if (caps->max_send_wr > attrs->max_qp_wr ||
+	    caps->max_recv_wr > attrs->max_qp_wr ||
+	    caps->max_send_sge > min_t(u32, attrs->max_send_sge, KRDMA_MAX_SGE) ||
+	    caps->max_recv_sge > min_t(u32, attrs->max_recv_sge, KRDMA_MAX_SGE) ||
+	    caps->max_inline_data > kdev->max_inline_data ||
+	    caps->cq_depth > attrs->max_cqe)
+		return -EINVAL;
+	return 0;
+}
+
+static int krdma_conn_create_check(const struct krdma_conn_create *cmd)
+{
+	if (cmd->flags & ~KRDMA_CONN_NOTIFY)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved || cmd->srq_handle)
+		return -EINVAL;
+	if (cmd->transport > KRDMA_TRANSPORT_UD)
+		return -EINVAL;
+	return 0;
+}
+
+/* The port and source GID the connection sends from. */
+static int krdma_conn_source(struct krdma_conn *conn,
+			     const struct krdma_conn_create *cmd)
+{
+	struct ib_device *ibdev = conn->obj.kdev->ibdev;
+	const struct ib_gid_attr *attr;
+	struct ib_port_attr pattr;
+	int ret;
+
+	if (!rdma_is_port_valid(ibdev, cmd->port_num))
+		return -EINVAL;
+	ret = ib_query_port(ibdev, cmd->port_num, &pattr);
+	if (ret)
+		return ret;
+	attr = rdma_get_gid_attr(ibdev, cmd->port_num, cmd->gid_index);
+	if (IS_ERR(attr))
+		return -EINVAL;
+	conn->sgid = attr->gid;
+	rdma_put_gid_attr(attr);
+	conn->port_num = cmd->port_num;
+	conn->sgid_index = cmd->gid_index;
+	conn->lid = pattr.lid;
+	conn->active_mtu = pattr.active_mtu;
+	return 0;
+}
+
+static int krdma_conn_create_hw(struct krdma_conn *conn,
+				struct krdma_qp_caps *caps)
+{
+	struct krdma_device *kdev = conn->obj.kdev;
+	struct ib_cq_init_attr cq_attr = { .cqe = caps->cq_depth };
+	struct ib_qp_init_attr init = {
+		.event_handler = krdma_conn_qp_event,
+		.qp_context = conn,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = krdma_qp_type(conn->transport),
+		.cap = {
+			.max_send_wr = caps->max_send_wr,
+			.max_recv_wr = caps->max_recv_wr,
+			.max_send_sge = caps->max_send_sge,
+			.max_recv_sge = caps->max_recv_sge,
+			.max_inline_data = caps->max_inline_data,
+		},
+	};
+	struct ib_qp *qp;
+
+	conn->cq = ib_create_cq(kdev->ibdev, krdma_conn_comp, NULL, conn,
+				&cq_attr);
+	if (IS_ERR(conn->cq)) {
+		int ret = PTR_ERR(conn->cq);
+
+		conn->cq = NULL;
+		return ret;
+	}
+	init.send_cq = conn->cq;
+	init.recv_cq = conn->cq;
+	qp = ib_create_qp(kdev->pd, &init);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	conn->qp = qp;
+	conn->qp_num = qp->qp_num;
+	caps->max_send_wr = init.cap.max_send_wr;
+	caps->max_recv_wr = init.cap.max_recv_wr;
+	caps->max_send_sge = min_t(u32, init.cap.max_send_sge, KRDMA_MAX_SGE);
+	caps->max_recv_sge = min_t(u32, init.cap.max_recv_sge, KRDMA_MAX_SGE);
+	caps->max_inline_data = init.cap.max_inline_data;
+	conn->caps = *caps;
+	if (conn->notify)
+		ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP);
+	return 0;
+}
+
+int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_conn_create *cmd = ucmd->cmd;
+	struct krdma_device *kdev;
+	struct krdma_conn *conn;
+	int ret;
+
+	ret = krdma_conn_create_check(cmd);
+	if (ret)
+		return ret;
+	ret = krdma_device_enter(cmd->dev_index, &kdev);
+	if (ret)
+		return ret;
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn) {
+		krdma_device_exit(kdev);
+		krdma_device_put(kdev);
+		return -ENOMEM;
+	}
+	krdma_object_init(&conn->obj, session, &krdma_conn_ops);
+	conn->obj.kdev = kdev;
+	conn->transport = cmd->transport;
+	conn->notify = cmd->flags & KRDMA_CONN_NOTIFY;
+	conn->psn = get_random_u32() & 0xffffff;
+
+	ret = krdma_conn_source(conn, cmd);
+	if (!ret)
+		ret = krdma_conn_caps(kdev, &cmd->caps);
+	if (!ret)
+		ret = krdma_conn_create_hw(conn, &cmd->caps);
+	if (!ret)
+		ret = krdma_object_publish(&conn->obj);
+	if (ret) {
+		krdma_conn_destroy_hw(&conn->obj);
+		krdma_device_exit(kdev);
+		krdma_object_put(&conn->obj);
+		return ret;
+	}
+	cmd->handle = conn->obj.handle;
+	cmd->qp_num = conn->qp->qp_num;
+	cmd->psn = conn->psn;
+	cmd->lid = conn->lid;
+	memcpy(cmd->gid, conn->sgid.raw, sizeof(cmd->gid));
+	krdma_device_exit(kdev);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+static int krdma_mtu_from_bytes(u32 bytes, enum ib_mtu *mtu)
+{
+	switch (bytes) {
+	case 256:
+		*mtu = IB_MTU_256;
+		return 0;
+	case 512:
+		*mtu = IB_MTU_512;
+		return 0;
+	case 1024:
+		*mtu = IB_MTU_1024;
+		return 0;
+	case 2048:
+		*mtu = IB_MTU_2048;
+		return 0;
+	case 4096:
+		*mtu = IB_MTU_4096;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static u32 krdma_default_access(u32 transport)
+{
+	switch (transport) {
+	case KRDMA_TRANSPORT_RC:
+		return KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_READ |
+		       KRDMA_ACCESS_REMOTE_ATOMIC;
+	case KRDMA_TRANSPORT_UC:
+		return KRDMA_ACCESS_REMOTE_WRITE;
+	default:
+		return 0;
+	}
+}
+
+/* The RC timers and retries: the defaults, or the caller's, checked. */
+static int krdma_modify_rc_attrs(const struct krdma_conn_modify *cmd,
+				 struct krdma_qp_path *path)
+{
+	if (!(cmd->flags & KRDMA_CONN_MODIFY_RC_ATTRS)) {
+		if (cmd->timeout || cmd->retry_cnt || cmd->rnr_retry ||
+		    cmd->min_rnr_timer || cmd->access)
+			return -EINVAL;
+		path->timeout = KRDMA_DEFAULT_TIMEOUT;
+		path->retry_cnt = KRDMA_DEFAULT_RETRY;
+		path->rnr_retry = KRDMA_DEFAULT_RETRY;
+		path->min_rnr_timer = KRDMA_DEFAULT_RNR_TIMER;
+		return 0;
+	}
+	if (!cmd->timeout || cmd->timeout > 31 || cmd->retry_cnt > 7 ||
+	    cmd->rnr_retry > 7 || cmd->min_rnr_timer > 31)
+		return -EINVAL;
+	path->timeout = cmd->timeout;
+	path->retry_cnt = cmd->retry_cnt;
+	path->rnr_retry = cmd->rnr_retry;
+	path->min_rnr_timer = cmd->min_rnr_timer;
+	return 0;
+}
+
+static int krdma_modify_path(struct krdma_conn *conn,
+			     const struct krdma_conn_modify *cmd,
+			     struct krdma_qp_path *path)
+{
+	const struct ib_device_attr *attrs = &conn->obj.kdev->ibdev->attrs;
+	u32 access = cmd->access;
+	int ret;
+
+	if (cmd->flags & ~KRDMA_CONN_MODIFY_RC_ATTRS)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	ret = krdma_modify_rc_attrs(cmd, path);
+	if (ret)
+		return ret;
+	if (!(cmd->flags & KRDMA_CONN_MODIFY_RC_ATTRS))
+		access = krdma_default_access(conn->transport);
+	if (access & ~krdma_default_access(conn->transport))
+		return -EINVAL;
+	path->access = krdma_access_to_ib(access);
+
+	path->path_mtu = conn->active_mtu;
+	if (cmd->path_mtu && krdma_mtu_from_bytes(cmd->path_mtu, &path->path_mtu))
+		return -EINVAL;
+	if (path->path_mtu > conn->active_mtu)
+		return -EINVAL;
+	if (cmd->max_rd_atomic > attrs->max_qp_init_rd_atom ||
+	    cmd->max_dest_rd_atomic > attrs->max_qp_rd_atom)
+		return -EINVAL;
+	path->max_rd_atomic = cmd->max_rd_atomic ?: attrs->max_qp_init_rd_atom;
+	path->max_dest_rd_atomic = cmd->max_dest_rd_atomic ?:
+				   attrs->max_qp_rd_atom;
+	path->qkey = cmd->qkey ?: KRDMA_DEFAULT_QKEY;
+	if ((path->qkey & 0x80000000) && !capable(CAP_NET_RAW))
+		return -EPERM;
+
+	path->port_num = conn->port_num;
+	path->sgid_index = conn->sgid_index;
+	path->dest_qp_num = cmd->dest_qp_num & 0xffffff;
+	path->rq_psn = cmd->dest_psn & 0xffffff;
+	path->sq_psn = conn->psn;
+	path->dest_lid = cmd->dest_lid;
+	memcpy(path->dgid.raw, cmd->dest_gid, sizeof(path->dgid.raw));
+	return 0;
+}
+
+int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_conn_modify *cmd = ucmd->cmd;
+	struct krdma_qp_path path = {};
+	struct krdma_object *obj;
+	struct krdma_conn *conn;
+	int ret;
+
+	obj = krdma_object_get(session, cmd->handle, &krdma_conn_ops);
+	if (!obj)
+		return -ENOENT;
+	conn = container_of(obj, struct krdma_conn, obj);
+	ret = krdma_object_lock_hw(obj);
+	if (ret)
+		goto out_put;
+	ret = krdma_modify_path(conn, cmd, &path);
+	if (ret)
+		goto out_unlock;
+	/* One connect per QP: a QP past RESET keeps its peer. */
+	if (test_and_set_bit(KRDMA_CONN_CONNECTED, &conn->state)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	ret = krdma_qp_connect(conn->qp, &path);
+	if (ret) {
+		struct ib_qp_attr reset = { .qp_state = IB_QPS_RESET };
+
+		ib_modify_qp(conn->qp, &reset, IB_QP_STATE);
+		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
+		goto out_unlock;
+	}
+	conn->dest_qp_num = path.dest_qp_num;
+	conn->path_mtu = path.path_mtu;
+	conn->qkey = path.qkey;
+out_unlock:
+	krdma_object_unlock_hw(obj);
+out_put:
+	krdma_object_put(obj);
+	return ret;
+}
+
+int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_conn_query *cmd = ucmd->cmd;
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+	struct krdma_object *obj;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	obj = krdma_object_get(session, cmd->handle, &krdma_conn_ops);
+	if (!obj)
+		return -ENOENT;
+	conn = container_of(obj, struct krdma_conn, obj);
+	ret = krdma_object_lock_hw(obj);
+	if (ret)
+		goto out_put;
+	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE, &init);
+	krdma_object_unlock_hw(obj);
+	if (ret)
+		goto out_put;
+
+	cmd->state = attr.qp_state;
+	cmd->transport = conn->transport;
+	cmd->qp_num = conn->qp_num;
+	cmd->dest_qp_num = conn->dest_qp_num;
+	cmd->path_mtu = conn->path_mtu ? ib_mtu_enum_to_int(conn->path_mtu) : 0;
+	cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+out_put:
+	krdma_object_put(obj);
+	return ret;
+}
+
+/* Look up a connection and take its verbs state for use. */
+int krdma_conn_get(struct krdma_session *session, u32 handle,
+		   struct krdma_conn **connp)
+{
+	struct krdma_object *obj;
+	int ret;
+
+	obj = krdma_object_get(session, handle, &krdma_conn_ops);
+	if (!obj)
+		return -ENOENT;
+	ret = krdma_object_lock_hw(obj);
+	if (ret) {
+		krdma_object_put(obj);
+		return ret;
+	}
+	*connp = container_of(obj, struct krdma_conn, obj);
+	return 0;
+}
+
+void krdma_conn_put(struct krdma_conn *conn)
+{
+	krdma_object_unlock_hw(&conn->obj);
+	krdma_object_put(&conn->obj);
+}

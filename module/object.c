@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sessions and the objects they own.
+ *
+ * The lifetime rules follow drivers/infiniband/core/ucma.c and uverbs:
+ *  - a session is one open /dev/krdma; its objects live in an xarray keyed
+ *    by handle, and a lookup takes a kref under the xarray lock;
+ *  - exactly one destroyer wins: DESTROY, release() and nothing else erase a
+ *    handle, and xa_erase() decides who got it (the loser sees -ENOENT);
+ *  - device removal does not touch handles: it destroys the verbs objects
+ *    under each object's hw_rwsem and marks it dead, so later calls on the
+ *    handle answer -ENODEV until the session destroys it.
+ */
+#include <linux/slab.h>
+#include <linux/xarray.h>
+
+#include "krdma_priv.h"
+
+struct krdma_session *krdma_session_create(void)
+{
+	struct krdma_session *session;
+
+	session = kzalloc(sizeof(*session), GFP_KERNEL);
+	if (!session)
+		return NULL;
+	xa_init_flags(&session->objects, XA_FLAGS_ALLOC1);
+	init_waitqueue_head(&session->wait);
+	return session;
+}
+
+static void krdma_object_release(struct kref *kref)
+{
+	struct krdma_object *obj = container_of(kref, struct krdma_object, kref);
+	struct krdma_device *kdev = obj->kdev;
+
+	obj->ops->free(obj);
+	if (kdev)
+		krdma_device_put(kdev);
+}
+
+void krdma_object_put(struct krdma_object *obj)
+{
+	kref_put(&obj->kref, krdma_object_release);
+}
+
+void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
+		       const struct krdma_object_ops *ops)
+{
+	kref_init(&obj->kref);
+	init_rwsem(&obj->hw_rwsem);
+	INIT_LIST_HEAD(&obj->dev_entry);
+	obj->session = session;
+	obj->ops = ops;
+}
+
+/*
+ * Make a fully built object reachable: on its device's list, so removal
+ * finds it, and in the session's table, so the caller gets a handle.  The
+ * caller still holds the device's usage lock (krdma_device_enter()), so the
+ * device cannot be half-way through removal.
+ */
+int krdma_object_publish(struct krdma_object *obj)
+{
+	struct krdma_device *kdev = obj->kdev;
+	int ret;
+
+	mutex_lock(&kdev->lock);
+	list_add_tail(&obj->dev_entry, &kdev->objects);
+	mutex_unlock(&kdev->lock);
+
+	ret = xa_alloc(&obj->session->objects, &obj->handle, obj,
+		       xa_limit_31b, GFP_KERNEL);
+	if (ret) {
+		mutex_lock(&kdev->lock);
+		list_del_init(&obj->dev_entry);
+		mutex_unlock(&kdev->lock);
+	}
+	return ret;
+}
+
+/* Look a handle up, taking a reference; NULL if absent or of another type. */
+struct krdma_object *krdma_object_get(struct krdma_session *session,
+				      u32 handle,
+				      const struct krdma_object_ops *ops)
+{
+	struct krdma_object *obj;
+
+	xa_lock(&session->objects);
+	obj = xa_load(&session->objects, handle);
+	if (obj && (obj->ops != ops || !kref_get_unless_zero(&obj->kref)))
+		obj = NULL;
+	xa_unlock(&session->objects);
+	return obj;
+}
+
+/*
+ * Take an object's verbs state for use: -ENODEV once its device is gone.
+ * Pairs with krdma_object_unlock_hw().
+ */
+int krdma_object_lock_hw(struct krdma_object *obj)
+{
+	down_read(&obj->hw_rwsem);
+	if (obj->hw_dead) {
+		up_read(&obj->hw_rwsem);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+void krdma_object_unlock_hw(struct krdma_object *obj)
+{
+	up_read(&obj->hw_rwsem);
+}
+
+/* Destroy the verbs objects once; the caller holds the device's lock. */
+void krdma_object_kill_hw(struct krdma_object *obj)
+{
+	down_write(&obj->hw_rwsem);
+	if (!obj->hw_dead) {
+		obj->hw_dead = true;
+		obj->ops->destroy_hw(obj);
+	}
+	up_write(&obj->hw_rwsem);
+}
+
+/* The winner of xa_erase() tears the object down. */
+static void krdma_object_destroy(struct krdma_object *obj)
+{
+	struct krdma_device *kdev = obj->kdev;
+
+	mutex_lock(&kdev->lock);
+	krdma_object_kill_hw(obj);
+	list_del_init(&obj->dev_entry);
+	mutex_unlock(&kdev->lock);
+	krdma_object_put(obj);
+}
+
+int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_destroy *cmd = ucmd->cmd;
+	struct krdma_object *obj;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	obj = xa_erase(&session->objects, cmd->handle);
+	if (!obj)
+		return -ENOENT;
+	krdma_object_destroy(obj);
+	return 0;
+}
+
+/*
+ * Objects in the order they must go: users of other objects (connections)
+ * before what they use (address handles, then buffers).
+ */
+void krdma_session_destroy(struct krdma_session *session)
+{
+	int pass;
+
+	for (pass = 0; pass < KRDMA_OBJECT_PASSES; pass++) {
+		struct krdma_object *obj;
+		unsigned long handle;
+
+		xa_for_each(&session->objects, handle, obj) {
+			if (obj->ops->destroy_pass != pass)
+				continue;
+			if (xa_erase(&session->objects, handle) == obj)
+				krdma_object_destroy(obj);
+		}
+	}
+	WARN_ON(!xa_empty(&session->objects));
+	xa_destroy(&session->objects);
+	kfree(session);
+}

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Work requests and completions: KRDMA_POST turns the caller's WRs into one
+ * ib_send_wr or ib_recv_wr chain, refusing what the transport lacks before
+ * anything is posted; KRDMA_POLL returns completions, busy-polling or
+ * sleeping on the CQ's notification as the connection was created.
+ */
+#include <linux/jiffies.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_POLL_BATCH 16
+
+/* One WR of any send opcode; the ib_*_wr types all start with ib_send_wr. */
+union krdma_send_wr {
+	struct ib_send_wr send;
+	struct ib_rdma_wr rdma;
+	struct ib_atomic_wr atomic;
+	struct ib_ud_wr ud;
+};
+
+/**
+ * struct krdma_post_ctx - a KRDMA_POST being built
+ * @conn: the connection
+ * @send: the send chain (when posting sends)
+ * @recv: the receive chain (when posting receives)
+ * @sges: room for every WR's SGEs (inline ones may split at chunk edges)
+ * @refs: buffers and address handles the chain uses, referenced
+ * @num_refs: entries of @refs
+ * @is_recv: the chain is receives
+ */
+struct krdma_post_ctx {
+	struct krdma_conn *conn;
+	union krdma_send_wr *send;
+	struct ib_recv_wr *recv;
+	struct ib_sge *sges;
+	struct krdma_object **refs;
+	unsigned int num_refs;
+	bool is_recv;
+};
+
+#define KRDMA_SGES_PER_WR (2 * KRDMA_MAX_SGE)
+#define KRDMA_REFS_PER_WR (KRDMA_MAX_SGE + 1)
+
+static const enum ib_wr_opcode krdma_ib_opcode[] = {
+	[KRDMA_OP_SEND] = IB_WR_SEND,
+	[KRDMA_OP_SEND_WITH_IMM] = IB_WR_SEND_WITH_IMM,
+	[KRDMA_OP_RDMA_WRITE] = IB_WR_RDMA_WRITE,
+	[KRDMA_OP_RDMA_WRITE_WITH_IMM] = IB_WR_RDMA_WRITE_WITH_IMM,
+	[KRDMA_OP_RDMA_READ] = IB_WR_RDMA_READ,
+	[KRDMA_OP_ATOMIC_FETCH_ADD] = IB_WR_ATOMIC_FETCH_AND_ADD,
+	[KRDMA_OP_ATOMIC_CMP_SWP] = IB_WR_ATOMIC_CMP_AND_SWP,
+};
+
+/* Opcodes each transport can post; anything else is -EOPNOTSUPP. */
+static const u32 krdma_transport_ops[] = {
+	[KRDMA_TRANSPORT_RC] = BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) |
+			       BIT(KRDMA_OP_RECV) | BIT(KRDMA_OP_RDMA_WRITE) |
+			       BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM) |
+			       BIT(KRDMA_OP_RDMA_READ) |
+			       BIT(KRDMA_OP_ATOMIC_FETCH_ADD) |
+			       BIT(KRDMA_OP_ATOMIC_CMP_SWP),
+	[KRDMA_TRANSPORT_UC] = BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) |
+			       BIT(KRDMA_OP_RECV) | BIT(KRDMA_OP_RDMA_WRITE) |
+			       BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM),
+	[KRDMA_TRANSPORT_UD] = BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) |
+			       BIT(KRDMA_OP_RECV),
+};
+
+u64 krdma_supported_ops(void)
+{
+	return krdma_transport_ops[KRDMA_TRANSPORT_RC];
+}
+
+static void krdma_post_ctx_free(struct krdma_post_ctx *ctx)
+{
+	unsigned int i;
+
+	for (i = 0; i < ctx->num_refs; i++)
+		krdma_object_put(ctx->refs[i]);
+	kvfree(ctx->send);
+	kvfree(ctx->recv);
+	kvfree(ctx->sges);
+	kvfree(ctx->refs);
+}
+
+static int krdma_post_ctx_alloc(struct krdma_post_ctx *ctx, u32 num_wrs)
+{
+	if (ctx->is_recv)
+		ctx->recv = kvcalloc(num_wrs, sizeof(*ctx->recv), GFP_KERNEL);
+	else
+		ctx->send = kvcalloc(num_wrs, sizeof(*ctx->send), GFP_KERNEL);
+	ctx->sges = kvcalloc((size_t)num_wrs * KRDMA_SGES_PER_WR,
+			     sizeof(*ctx->sges), GFP_KERNEL);
+	ctx->refs = kvcalloc((size_t)num_wrs * KRDMA_REFS_PER_WR,
+			     sizeof(*ctx->refs), GFP_KERNEL);
+	if ((!ctx->recv && !ctx->send) || !ctx->sges || !ctx->refs)
+		return -ENOMEM;
+	return 0;
+}
+
+static bool krdma_is_recv(const struct krdma_wr *uwr)
+{
+	return uwr->opcode == KRDMA_OP_RECV;
+}
+
+static int krdma_check_wr(const struct krdma_conn *conn,
+			  const struct krdma_wr *uwr, bool is_recv)
+{
+	u32 max_sge = is_recv ? conn->caps.max_recv_sge :
+				conn->caps.max_send_sge;
+
+	if (uwr->opcode >= KRDMA_OP_MAX)
+		return -EINVAL;
+	/* one chain is all sends or all receives */
+	if (is_recv ^ krdma_is_recv(uwr))
+		return -EINVAL;
+	if (!(krdma_transport_ops[conn->transport] & BIT(uwr->opcode)))
+		return -EOPNOTSUPP;
+	if (uwr->flags & ~(KRDMA_WR_SIGNALED | KRDMA_WR_INLINE |
+			   KRDMA_WR_FENCE | KRDMA_WR_SOLICITED))
+		return -EOPNOTSUPP;
+	if (is_recv && uwr->flags)
+		return -EINVAL;
+	if (uwr->num_sge > max_sge)
+		return -EINVAL;
+	if ((uwr->opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
+	     uwr->opcode == KRDMA_OP_ATOMIC_CMP_SWP) &&
+	    (uwr->num_sge != 1 || uwr->sge[0].length != sizeof(u64)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Resolve the WR's SGEs into ctx->sges, taking buffer references. */
+static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
+			 struct ib_sge *sges, int *num_sge, u64 *total)
+{
+	struct krdma_session *session = ctx->conn->obj.session;
+	bool inline_data = uwr->flags & KRDMA_WR_INLINE;
+	unsigned int i;
+	int n = 0, ret;
+
+	*total = 0;
+	for (i = 0; i < uwr->num_sge; i++) {
+		struct krdma_object **ref = &ctx->refs[ctx->num_refs];
+
+		if (inline_data)
+			ret = krdma_buf_inline_sges(session, &uwr->sge[i],
+						    &sges[n], 2, &n, ref);
+		else
+			ret = krdma_buf_sge(session, &uwr->sge[i], &sges[n++],
+					    ref);
+		if (ret)
+			return ret;
+		ctx->num_refs++;
+		*total += uwr->sge[i].length;
+	}
+	*num_sge = n;
+	return 0;
+}
+
+static int krdma_build_ud(struct krdma_post_ctx *ctx,
+			  const struct krdma_wr *uwr, struct ib_ud_wr *ud,
+			  u64 total)
+{
+	struct krdma_conn *conn = ctx->conn;
+	struct krdma_object *ah_obj;
+	int ret;
+
+	if (total > ib_mtu_enum_to_int(conn->active_mtu))
+		return -EMSGSIZE;
+	ret = krdma_ah_get(conn->obj.session, uwr->ah_handle, &ud->ah, &ah_obj);
+	if (ret)
+		return ret;
+	ctx->refs[ctx->num_refs++] = ah_obj;
+	ud->remote_qpn = uwr->remote_qpn & 0xffffff;
+	ud->remote_qkey = uwr->remote_qkey ?: conn->qkey;
+	return 0;
+}
+
+static int krdma_build_send(struct krdma_post_ctx *ctx, unsigned int i,
+			    const struct krdma_wr *uwr)
+{
+	union krdma_send_wr *swr = &ctx->send[i];
+	struct ib_send_wr *wr = &swr->send;
+	u64 total;
+	int ret;
+
+	wr->sg_list = &ctx->sges[(size_t)i * KRDMA_SGES_PER_WR];
+	ret = krdma_wr_sges(ctx, uwr, wr->sg_list, &wr->num_sge, &total);
+	if (ret)
+		return ret;
+	if ((uwr->flags & KRDMA_WR_INLINE) &&
+	    total > ctx->conn->caps.max_inline_data)
+		return -EINVAL;
+	wr->wr_id = uwr->wr_id;
+	wr->opcode = krdma_ib_opcode[uwr->opcode];
+	wr->send_flags = (uwr->flags & KRDMA_WR_SIGNALED ? IB_SEND_SIGNALED : 0) |
+			 (uwr->flags & KRDMA_WR_INLINE ? IB_SEND_INLINE : 0) |
+			 (uwr->flags & KRDMA_WR_FENCE ? IB_SEND_FENCE : 0) |
+			 (uwr->flags & KRDMA_WR_SOLICITED ? IB_SEND_SOLICITED : 0);
+	if (uwr->opcode == KRDMA_OP_SEND_WITH_IMM ||
+	    uwr->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM)
+		wr->ex.imm_data = cpu_to_be32(uwr->imm_data);
+	if (i)
+		ctx->send[i - 1].send.next = wr;
+
+	switch (uwr->opcode) {
+	case KRDMA_OP_RDMA_WRITE:
+	case KRDMA_OP_RDMA_WRITE_WITH_IMM:
+	case KRDMA_OP_RDMA_READ:
+		swr->rdma.remote_addr = uwr->remote_addr;
+		swr->rdma.rkey = uwr->rkey;
+		return 0;
+	case KRDMA_OP_ATOMIC_FETCH_ADD:
+	case KRDMA_OP_ATOMIC_CMP_SWP:
+		swr->atomic.remote_addr = uwr->remote_addr;
+		swr->atomic.rkey = uwr->rkey;
+		swr->atomic.compare_add = uwr->compare_add;
+		swr->atomic.swap = uwr->swap;
+		return 0;
+	default:
+		if (ctx->conn->transport == KRDMA_TRANSPORT_UD)
+			return krdma_build_ud(ctx, uwr, &swr->ud, total);
+		return 0;
+	}
+}
+
+static int krdma_build_recv(struct krdma_post_ctx *ctx, unsigned int i,
+			    const struct krdma_wr *uwr)
+{
+	struct ib_recv_wr *wr = &ctx->recv[i];
+	u64 total;
+
+	wr->wr_id = uwr->wr_id;
+	wr->sg_list = &ctx->sges[(size_t)i * KRDMA_SGES_PER_WR];
+	if (i)
+		ctx->recv[i - 1].next = wr;
+	return krdma_wr_sges(ctx, uwr, wr->sg_list, &wr->num_sge, &total);
+}
+
+static int krdma_read_wr(const struct krdma_post *cmd, u32 i,
+			 struct krdma_wr *uwr)
+{
+	void __user *src = u64_to_user_ptr(cmd->wrs_uptr) +
+			   (size_t)i * cmd->wr_entry_size;
+
+	return copy_struct_from_user(uwr, sizeof(*uwr), src,
+				     cmd->wr_entry_size);
+}
+
+static int krdma_post_build(struct krdma_post_ctx *ctx,
+			    struct krdma_post *cmd, u32 *bad_index)
+{
+	struct krdma_wr uwr;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < cmd->num_wrs; i++) {
+		*bad_index = i;
+		ret = krdma_read_wr(cmd, i, &uwr);
+		if (ret)
+			return ret;
+		if (!i)
+			ctx->is_recv = krdma_is_recv(&uwr);
+		if (!i && krdma_post_ctx_alloc(ctx, cmd->num_wrs))
+			return -ENOMEM;
+		ret = krdma_check_wr(ctx->conn, &uwr, ctx->is_recv);
+		if (ret)
+			return ret;
+		ret = ctx->is_recv ? krdma_build_recv(ctx, i, &uwr) :
+				     krdma_build_send(ctx, i, &uwr);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static u32 krdma_post_index(const struct krdma_post_ctx *ctx,
+			    const void *bad_wr)
+{
+	if (!bad_wr)
+		return 0;
+	if (ctx->is_recv)
+		return (const struct ib_recv_wr *)bad_wr - ctx->recv;
+	return (const union krdma_send_wr *)bad_wr - ctx->send;
+}
+
+int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_post *cmd = ucmd->cmd;
+	struct krdma_post_ctx ctx = {};
+	const struct ib_send_wr *bad_send = NULL;
+	const struct ib_recv_wr *bad_recv = NULL;
+	u32 bad_index = 0;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (cmd->wr_entry_size < sizeof(struct krdma_wr) || !cmd->num_wrs)
+		return -EINVAL;
+	ret = krdma_conn_get(session, cmd->handle, &ctx.conn);
+	if (ret)
+		return ret;
+	if (cmd->num_wrs > max(ctx.conn->caps.max_send_wr,
+			       ctx.conn->caps.max_recv_wr)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = krdma_post_build(&ctx, cmd, &bad_index);
+	if (ret)
+		goto report;
+
+	if (ctx.is_recv) {
+		ret = ib_post_recv(ctx.conn->qp, ctx.recv, &bad_recv);
+		bad_index = krdma_post_index(&ctx, bad_recv);
+	} else {
+		ret = ib_post_send(ctx.conn->qp, &ctx.send[0].send, &bad_send);
+		bad_index = krdma_post_index(&ctx, bad_send);
+	}
+	if (!ret)
+		bad_index = cmd->num_wrs;
+report:
+	/* num_wrs says how many went; the rest were not posted. */
+	cmd->num_wrs = bad_index;
+	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
+		ret = -EFAULT;
+out:
+	krdma_conn_put(ctx.conn);
+	krdma_post_ctx_free(&ctx);
+	return ret;
+}
+
+static u32 krdma_wc_opcode(enum ib_wc_opcode opcode)
+{
+	switch (opcode) {
+	case IB_WC_SEND:
+		return KRDMA_OP_SEND;
+	case IB_WC_RDMA_WRITE:
+		return KRDMA_OP_RDMA_WRITE;
+	case IB_WC_RDMA_READ:
+		return KRDMA_OP_RDMA_READ;
+	case IB_WC_COMP_SWAP:
+		return KRDMA_OP_ATOMIC_CMP_SWP;
+	case IB_WC_FETCH_ADD:
+		return KRDMA_OP_ATOMIC_FETCH_ADD;
+	case IB_WC_RECV_RDMA_WITH_IMM:
+		return KRDMA_OP_RDMA_WRITE_WITH_IMM;
+	case IB_WC_LOCAL_INV:
+		return KRDMA_OP_LOCAL_INV;
+	default:
+		return KRDMA_OP_RECV;
+	}
+}
+
+static void krdma_wc_to_user(struct krdma_conn *conn, const struct ib_wc *wc,
+			     struct krdma_wc *uwc)
+{
+	memset(uwc, 0, sizeof(*uwc));
+	uwc->wr_id = wc->wr_id;
+	uwc->status = wc->status;
+	uwc->opcode = krdma_wc_opcode(wc->opcode);
+	uwc->byte_len = wc->byte_len;
+	if (wc->wc_flags & IB_WC_WITH_IMM)
+		uwc->imm_data = be32_to_cpu(wc->ex.imm_data);
+	else if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
+		uwc->imm_data = wc->ex.invalidate_rkey;
+	uwc->src_qp = wc->src_qp;
+	uwc->wc_flags = wc->wc_flags;
+	uwc->vendor_err = wc->vendor_err;
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		WRITE_ONCE(conn->last_wc_status, wc->status);
+}
+
+/* Move up to cmd->num_wcs completions to the caller; returns how many. */
+static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
+			 u32 done)
+{
+	struct ib_wc wc[KRDMA_POLL_BATCH];
+	struct krdma_wc uwc;
+	int n, i;
+
+	while (done < cmd->num_wcs) {
+		n = ib_poll_cq(conn->cq, min_t(u32, cmd->num_wcs - done,
+					       KRDMA_POLL_BATCH), wc);
+		if (n <= 0)
+			return n < 0 ? n : done;
+		for (i = 0; i < n; i++, done++) {
+			krdma_wc_to_user(conn, &wc[i], &uwc);
+			if (krdma_copy_entries(cmd->wcs_uptr + (u64)done *
+					       cmd->wc_entry_size,
+					       cmd->wc_entry_size, &uwc,
+					       sizeof(uwc), 1))
+				return -EFAULT;
+		}
+	}
+	return done;
+}
+
+/*
+ * Interrupt-driven mode: the CQ is drained, so re-arm it; a completion that
+ * slipped in before the arm shows up as a missed event.
+ */
+static void krdma_conn_rearm(struct krdma_conn *conn)
+{
+	struct krdma_session *session = conn->obj.session;
+
+	if (test_and_clear_bit(KRDMA_CONN_CQ_READY, &conn->state))
+		atomic_dec(&session->ready_conns);
+	if (ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0 &&
+	    !test_and_set_bit(KRDMA_CONN_CQ_READY, &conn->state))
+		atomic_inc(&session->ready_conns);
+}
+
+static bool krdma_conn_woken(struct krdma_conn *conn)
+{
+	return test_bit(KRDMA_CONN_CQ_READY, &conn->state) ||
+	       READ_ONCE(conn->obj.hw_dead);
+}
+
+/*
+ * Wait for a completion without holding the connection's hw lock, so that
+ * device removal never waits for a sleeper.
+ */
+static int krdma_poll_wait(struct krdma_conn *conn, unsigned long deadline)
+{
+	struct krdma_object *obj = &conn->obj;
+	long left = (long)(deadline - jiffies);
+	int ret = 0;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	krdma_object_unlock_hw(obj);
+	if (conn->notify)
+		left = wait_event_interruptible_timeout(obj->session->wait,
+							krdma_conn_woken(conn),
+							left);
+	else if (signal_pending(current))
+		left = -ERESTARTSYS;
+	else
+		cond_resched();
+	if (left < 0)
+		ret = -EINTR;
+	if (krdma_object_lock_hw(obj))
+		ret = -ENODEV;
+	return ret;
+}
+
+int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_poll *cmd = ucmd->cmd;
+	unsigned long deadline;
+	struct krdma_conn *conn;
+	int ret, done = 0;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (!cmd->num_wcs || cmd->wc_entry_size < sizeof(struct krdma_wc))
+		return -EINVAL;
+	ret = krdma_conn_get(session, cmd->handle, &conn);
+	if (ret)
+		return ret;
+	deadline = jiffies + msecs_to_jiffies(cmd->timeout_ms);
+	for (;;) {
+		done = krdma_poll_cq(conn, cmd, done);
+		if (done < 0 || done == cmd->num_wcs)
+			break;
+		if (conn->notify)
+			krdma_conn_rearm(conn);
+		if (done || !cmd->timeout_ms)
+			break;
+		ret = krdma_poll_wait(conn, deadline);
+		if (ret == -ENODEV) {
+			/* the lock is not held: put the object alone */
+			krdma_object_put(&conn->obj);
+			return ret;
+		}
+		if (ret == -ETIMEDOUT) {
+			ret = 0;
+			break;
+		}
+		if (ret)
+			break;
+	}
+	if (done < 0) {
+		ret = done;
+	} else if (done > 0 || !ret) {
+		cmd->num_wcs = done;
+		ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	}
+	krdma_conn_put(conn);
+	return ret;
+}
