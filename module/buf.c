@@ -197,7 +197,7 @@ static void krdma_buf_free(struct krdma_object *obj)
 	kfree(buf);
 }
 
-const struct krdma_object_ops krdma_buf_ops = {
+static const struct krdma_object_ops krdma_buf_ops = {
 	.name = "buffer",
 	.destroy_pass = 2,
 	.destroy_hw = krdma_buf_destroy_hw,

@@ -35,7 +35,7 @@ static void krdma_conn_free(struct krdma_object *obj)
 	kfree(container_of(obj, struct krdma_conn, obj));
 }
 
-const struct krdma_object_ops krdma_conn_ops = {
+static const struct krdma_object_ops krdma_conn_ops = {
 	.name = "connection",
 	.destroy_pass = 0,
 	.destroy_hw = krdma_conn_destroy_hw,
