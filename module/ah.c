@@ -38,20 +38,14 @@ static const struct krdma_object_ops krdma_ah_ops = {
 	.free = krdma_ah_free,
 };
 
-static int krdma_ah_create_hw(struct krdma_ah *kah, struct krdma_conn *conn,
-			      const struct krdma_ah_create *cmd)
+static int krdma_ah_create_hw(struct krdma_ah *kah,
+			      const struct krdma_qp_path *path)
 {
-	struct krdma_qp_path path = {
-		.port_num = conn->port_num,
-		.sgid_index = conn->sgid_index,
-		.dest_lid = cmd->dest_lid,
-	};
+	struct krdma_device *kdev = kah->obj.kdev;
 	struct rdma_ah_attr attr = {};
 
-	memcpy(path.dgid.raw, cmd->dest_gid, sizeof(path.dgid.raw));
-	krdma_qp_set_av(conn->obj.kdev->ibdev, &attr, &path);
-	kah->ah = rdma_create_ah(conn->obj.kdev->pd, &attr,
-				 RDMA_CREATE_AH_SLEEPABLE);
+	krdma_qp_set_av(kdev->ibdev, &attr, path);
+	kah->ah = rdma_create_ah(kdev->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
 	if (IS_ERR(kah->ah)) {
 		int ret = PTR_ERR(kah->ah);
 
@@ -61,46 +55,66 @@ static int krdma_ah_create_hw(struct krdma_ah *kah, struct krdma_conn *conn,
 	return 0;
 }
 
+/* Where the UD connection sends from, and its device. */
+static int krdma_ah_source(struct krdma_session *session,
+			   const struct krdma_ah_create *cmd,
+			   struct krdma_qp_path *path, u32 *dev_index)
+{
+	struct krdma_conn *conn;
+	int ret;
+
+	ret = krdma_conn_get(session, cmd->conn_handle, &conn);
+	if (ret)
+		return ret;
+	if (conn->transport != KRDMA_TRANSPORT_UD)
+		ret = -EINVAL;
+	path->port_num = conn->port_num;
+	path->sgid_index = conn->sgid_index;
+	*dev_index = conn->obj.kdev->id;
+	krdma_conn_put(conn);
+	return ret;
+}
+
 int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_ah_create *cmd = ucmd->cmd;
-	struct krdma_conn *conn;
+	struct krdma_qp_path path = { .dest_lid = cmd->dest_lid };
+	struct krdma_device *kdev;
 	struct krdma_ah *kah;
+	u32 dev_index;
 	int ret;
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	ret = krdma_conn_get(session, cmd->conn_handle, &conn);
+	ret = krdma_ah_source(session, cmd, &path, &dev_index);
 	if (ret)
 		return ret;
-	if (conn->transport != KRDMA_TRANSPORT_UD) {
-		ret = -EINVAL;
-		goto out_conn;
-	}
+	memcpy(path.dgid.raw, cmd->dest_gid, sizeof(path.dgid.raw));
+
+	ret = krdma_device_enter(dev_index, &kdev);
+	if (ret)
+		return ret;
 	kah = kzalloc(sizeof(*kah), GFP_KERNEL);
 	if (!kah) {
-		ret = -ENOMEM;
-		goto out_conn;
+		krdma_device_exit(kdev);
+		krdma_device_put(kdev);
+		return -ENOMEM;
 	}
 	krdma_object_init(&kah->obj, session, &krdma_ah_ops);
-	kref_get(&conn->obj.kdev->kref);
-	kah->obj.kdev = conn->obj.kdev;
-	/* The connection's hw lock keeps the device from going meanwhile. */
-	ret = krdma_ah_create_hw(kah, conn, cmd);
+	kah->obj.kdev = kdev;
+	ret = krdma_ah_create_hw(kah, &path);
 	if (!ret)
-		ret = krdma_object_publish(&kah->obj);
+		ret = krdma_object_publish(&kah->obj, &cmd->handle);
 	if (ret) {
 		krdma_ah_destroy_hw(&kah->obj);
+		krdma_device_exit(kdev);
 		krdma_object_put(&kah->obj);
-		goto out_conn;
+		return ret;
 	}
-	cmd->handle = kah->obj.handle;
-	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
-out_conn:
-	krdma_conn_put(conn);
-	return ret;
+	krdma_device_exit(kdev);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
 /* The verbs AH behind a handle, for a UD send; takes a reference. */
@@ -112,7 +126,7 @@ int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 	obj = krdma_object_get(session, handle, &krdma_ah_ops);
 	if (!obj)
 		return -ENOENT;
-	if (krdma_object_lock_hw(obj)) {
+	if (krdma_object_lock_hw_nested(obj)) {
 		krdma_object_put(obj);
 		return -ENODEV;
 	}

@@ -318,20 +318,18 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_buf_map(buf);
 	if (ret)
 		goto err;
-	ret = krdma_object_publish(&buf->obj);
-	if (ret)
-		goto err;
 
-	cmd->handle = buf->obj.handle;
 	cmd->lkey = buf->mr->lkey;
 	cmd->rkey = (buf->access & ~KRDMA_ACCESS_LOCAL_WRITE) ?
 		    buf->mr->rkey : 0;
 	cmd->addr = buf->mr->iova;
-	cmd->mmap_offset = (u64)buf->obj.handle << PAGE_SHIFT;
+	ret = krdma_object_publish(&buf->obj, &cmd->handle);
+	if (ret)
+		goto err;
+	cmd->mmap_offset = (u64)cmd->handle << PAGE_SHIFT;
 	krdma_device_exit(kdev);
-	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
 	/* The handle is live: a failed copy-out leaves it for DESTROY. */
-	return ret;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 
 err:
 	krdma_buf_destroy_hw(&buf->obj);
@@ -416,7 +414,7 @@ int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
 		krdma_object_put(obj);
 		return -EINVAL;
 	}
-	if (krdma_object_lock_hw(obj)) {
+	if (krdma_object_lock_hw_nested(obj)) {
 		krdma_object_put(obj);
 		return -ENODEV;
 	}

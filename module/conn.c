@@ -215,21 +215,23 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = krdma_conn_caps(kdev, &cmd->caps);
 	if (!ret)
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
-	if (!ret)
-		ret = krdma_object_publish(&conn->obj);
-	if (ret) {
-		krdma_conn_destroy_hw(&conn->obj);
-		krdma_device_exit(kdev);
-		krdma_object_put(&conn->obj);
-		return ret;
-	}
-	cmd->handle = conn->obj.handle;
-	cmd->qp_num = conn->qp->qp_num;
+	if (ret)
+		goto err;
+	cmd->qp_num = conn->qp_num;
 	cmd->psn = conn->psn;
 	cmd->lid = conn->lid;
 	memcpy(cmd->gid, conn->sgid.raw, sizeof(cmd->gid));
+	ret = krdma_object_publish(&conn->obj, &cmd->handle);
+	if (ret)
+		goto err;
 	krdma_device_exit(kdev);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err:
+	krdma_conn_destroy_hw(&conn->obj);
+	krdma_device_exit(kdev);
+	krdma_object_put(&conn->obj);
+	return ret;
 }
 
 static int krdma_mtu_from_bytes(u32 bytes, enum ib_mtu *mtu)

@@ -223,12 +223,13 @@ struct krdma_session *krdma_session_create(void);
 void krdma_session_destroy(struct krdma_session *session);
 void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 		       const struct krdma_object_ops *ops);
-int krdma_object_publish(struct krdma_object *obj);
+int krdma_object_publish(struct krdma_object *obj, u32 *handle);
 struct krdma_object *krdma_object_get(struct krdma_session *session,
 				      u32 handle,
 				      const struct krdma_object_ops *ops);
 void krdma_object_put(struct krdma_object *obj);
 int krdma_object_lock_hw(struct krdma_object *obj);
+int krdma_object_lock_hw_nested(struct krdma_object *obj);
 void krdma_object_unlock_hw(struct krdma_object *obj);
 void krdma_object_kill_hw(struct krdma_object *obj);
 

@@ -57,25 +57,29 @@ void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
  * Make a fully built object reachable: on its device's list, so removal
  * finds it, and in the session's table, so the caller gets a handle.  The
  * caller still holds the device's usage lock (krdma_device_enter()), so the
- * device cannot be half-way through removal.
+ * device cannot be half-way through removal.  Once this returns the object
+ * may already be destroyed by a DESTROY that guessed the handle: the caller
+ * must have filled in its answer and touches only *handle afterwards.
  */
-int krdma_object_publish(struct krdma_object *obj)
+int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 {
 	struct krdma_device *kdev = obj->kdev;
+	struct xarray *xa = &obj->session->objects;
+	u32 id;
 	int ret;
+
+	/* Reserve the slot first, so obj->handle is right before it shows. */
+	ret = xa_alloc(xa, &id, NULL, xa_limit_31b, GFP_KERNEL);
+	if (ret)
+		return ret;
+	obj->handle = id;
+	*handle = id;
 
 	mutex_lock(&kdev->lock);
 	list_add_tail(&obj->dev_entry, &kdev->objects);
 	mutex_unlock(&kdev->lock);
-
-	ret = xa_alloc(&obj->session->objects, &obj->handle, obj,
-		       xa_limit_31b, GFP_KERNEL);
-	if (ret) {
-		mutex_lock(&kdev->lock);
-		list_del_init(&obj->dev_entry);
-		mutex_unlock(&kdev->lock);
-	}
-	return ret;
+	xa_store(xa, id, obj, GFP_KERNEL);
+	return 0;
 }
 
 /* Look a handle up, taking a reference; NULL if absent or of another type. */
@@ -100,6 +104,22 @@ struct krdma_object *krdma_object_get(struct krdma_session *session,
 int krdma_object_lock_hw(struct krdma_object *obj)
 {
 	down_read(&obj->hw_rwsem);
+	if (obj->hw_dead) {
+		up_read(&obj->hw_rwsem);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/*
+ * The same, for an object used while another's hw lock is held (a buffer
+ * or address handle named by a WR posted on a connection).  Removal and
+ * DESTROY take the write side of one object at a time and never wait for a
+ * second object's lock while holding one, so the nesting cannot deadlock.
+ */
+int krdma_object_lock_hw_nested(struct krdma_object *obj)
+{
+	down_read_nested(&obj->hw_rwsem, SINGLE_DEPTH_NESTING);
 	if (obj->hw_dead) {
 		up_read(&obj->hw_rwsem);
 		return -ENODEV;
