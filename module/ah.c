@@ -33,7 +33,7 @@ static void krdma_ah_free(struct krdma_object *obj)
 
 static const struct krdma_object_ops krdma_ah_ops = {
 	.name = "address handle",
-	.destroy_pass = 1,
+	.destroy_pass = 2,
 	.destroy_hw = krdma_ah_destroy_hw,
 	.free = krdma_ah_free,
 };

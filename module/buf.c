@@ -199,7 +199,7 @@ static void krdma_buf_free(struct krdma_object *obj)
 
 static const struct krdma_object_ops krdma_buf_ops = {
 	.name = "buffer",
-	.destroy_pass = 2,
+	.destroy_pass = 3,
 	.destroy_hw = krdma_buf_destroy_hw,
 	.free = krdma_buf_free,
 };

@@ -7,6 +7,7 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
+#include <rdma/rdma_cm.h>
 
 #include "krdma_priv.h"
 
@@ -16,10 +17,17 @@
 #define KRDMA_DEFAULT_RETRY 7
 #define KRDMA_DEFAULT_RNR_TIMER 12
 
-static void krdma_conn_destroy_hw(struct krdma_object *obj)
+void krdma_conn_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
 
+	if (conn->cm_id) {
+		/* Ends a connect or accept still waiting on the id. */
+		WRITE_ONCE(conn->cm_status, -ECONNABORTED);
+		complete_all(&conn->cm_done);
+		rdma_destroy_id(conn->cm_id);
+		conn->cm_id = NULL;
+	}
 	if (conn->qp)
 		ib_destroy_qp(conn->qp);
 	conn->qp = NULL;
@@ -37,7 +45,7 @@ static void krdma_conn_free(struct krdma_object *obj)
 
 static const struct krdma_object_ops krdma_conn_ops = {
 	.name = "connection",
-	.destroy_pass = 0,
+	.destroy_pass = 1,
 	.destroy_hw = krdma_conn_destroy_hw,
 	.free = krdma_conn_free,
 };
@@ -77,8 +85,7 @@ static enum ib_qp_type krdma_qp_type(u32 transport)
 }
 
 /* Fill in defaults and refuse what the device cannot give. */
-static int krdma_conn_caps(struct krdma_device *kdev,
-			   struct krdma_qp_caps *caps)
+int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps)
 {
 	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
 
@@ -113,34 +120,7 @@ static int krdma_conn_create_check(const struct krdma_conn_create *cmd)
 	return 0;
 }
 
-/* The port and source GID the connection sends from. */
-static int krdma_conn_source(struct krdma_conn *conn,
-			     const struct krdma_conn_create *cmd)
-{
-	struct ib_device *ibdev = conn->obj.kdev->ibdev;
-	const struct ib_gid_attr *attr;
-	struct ib_port_attr pattr;
-	int ret;
-
-	if (!rdma_is_port_valid(ibdev, cmd->port_num))
-		return -EINVAL;
-	ret = ib_query_port(ibdev, cmd->port_num, &pattr);
-	if (ret)
-		return ret;
-	attr = rdma_get_gid_attr(ibdev, cmd->port_num, cmd->gid_index);
-	if (IS_ERR(attr))
-		return -EINVAL;
-	conn->sgid = attr->gid;
-	rdma_put_gid_attr(attr);
-	conn->port_num = cmd->port_num;
-	conn->sgid_index = cmd->gid_index;
-	conn->lid = pattr.lid;
-	conn->active_mtu = pattr.active_mtu;
-	return 0;
-}
-
-static int krdma_conn_create_hw(struct krdma_conn *conn,
-				struct krdma_qp_caps *caps)
+int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 {
 	struct krdma_device *kdev = conn->obj.kdev;
 	struct ib_cq_init_attr cq_attr = { .cqe = caps->cq_depth };
@@ -169,9 +149,17 @@ static int krdma_conn_create_hw(struct krdma_conn *conn,
 	}
 	init.send_cq = conn->cq;
 	init.recv_cq = conn->cq;
-	qp = ib_create_qp(kdev->pd, &init);
-	if (IS_ERR(qp))
-		return PTR_ERR(qp);
+	if (conn->cm_id) {
+		int ret = rdma_create_qp(conn->cm_id, kdev->pd, &init);
+
+		if (ret)
+			return ret;
+		qp = conn->cm_id->qp;
+	} else {
+		qp = ib_create_qp(kdev->pd, &init);
+		if (IS_ERR(qp))
+			return PTR_ERR(qp);
+	}
 	conn->qp = qp;
 	conn->qp_num = qp->qp_num;
 	caps->max_send_wr = init.cap.max_send_wr;
@@ -183,6 +171,91 @@ static int krdma_conn_create_hw(struct krdma_conn *conn,
 	if (conn->notify)
 		ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP);
 	return 0;
+}
+
+/* A connection object, not yet on any device. */
+struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
+				    u32 transport, bool notify)
+{
+	struct krdma_conn *conn;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn)
+		return NULL;
+	krdma_object_init(&conn->obj, session, &krdma_conn_ops);
+	init_completion(&conn->cm_done);
+	conn->transport = transport;
+	conn->notify = notify;
+	conn->psn = get_random_u32() & 0xffffff;
+	return conn;
+}
+
+/* Where a connection sends from: port, GID, LID, MTU. */
+static int krdma_conn_set_port(struct krdma_conn *conn, u32 port,
+			       u32 gid_index)
+{
+	struct ib_device *ibdev = conn->obj.kdev->ibdev;
+	const struct ib_gid_attr *attr;
+	struct ib_port_attr pattr;
+	int ret;
+
+	if (!rdma_is_port_valid(ibdev, port))
+		return -EINVAL;
+	ret = ib_query_port(ibdev, port, &pattr);
+	if (ret)
+		return ret;
+	attr = rdma_get_gid_attr(ibdev, port, gid_index);
+	if (IS_ERR(attr))
+		return -EINVAL;
+	conn->sgid = attr->gid;
+	rdma_put_gid_attr(attr);
+	conn->port_num = port;
+	conn->sgid_index = gid_index;
+	conn->lid = pattr.lid;
+	conn->active_mtu = pattr.active_mtu;
+	return 0;
+}
+
+/*
+ * Put a resolved rdma_cm connection on its device; returns holding the
+ * device's usage lock, as krdma_device_enter() does.
+ */
+int krdma_conn_attach_cm(struct krdma_conn *conn)
+{
+	struct rdma_cm_id *id = conn->cm_id;
+	struct krdma_device *kdev;
+	int ret;
+
+	ret = krdma_device_enter_ib(id->device, &kdev);
+	if (ret)
+		return ret;
+	conn->obj.kdev = kdev;
+	ret = krdma_conn_set_port(conn, id->port_num,
+				  id->route.addr.dev_addr.sgid_attr ?
+				  id->route.addr.dev_addr.sgid_attr->index : 0);
+	if (ret)
+		krdma_device_exit(kdev);
+	return ret;
+}
+
+/* The connection of an incoming request, before accept or reject. */
+struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
+				       struct rdma_cm_id *id)
+{
+	struct krdma_conn *conn;
+	int ret;
+
+	conn = krdma_conn_alloc(session, KRDMA_TRANSPORT_RC, false);
+	if (!conn)
+		return ERR_PTR(-ENOMEM);
+	conn->cm_id = id;
+	ret = krdma_conn_attach_cm(conn);
+	if (ret) {
+		conn->cm_id = NULL;
+		krdma_object_put(&conn->obj);
+		return ERR_PTR(ret);
+	}
+	return conn;
 }
 
 int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -198,19 +271,16 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_device_enter(cmd->dev_index, &kdev);
 	if (ret)
 		return ret;
-	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	conn = krdma_conn_alloc(session, cmd->transport,
+				cmd->flags & KRDMA_CONN_NOTIFY);
 	if (!conn) {
 		krdma_device_exit(kdev);
 		krdma_device_put(kdev);
 		return -ENOMEM;
 	}
-	krdma_object_init(&conn->obj, session, &krdma_conn_ops);
 	conn->obj.kdev = kdev;
-	conn->transport = cmd->transport;
-	conn->notify = cmd->flags & KRDMA_CONN_NOTIFY;
-	conn->psn = get_random_u32() & 0xffffff;
 
-	ret = krdma_conn_source(conn, cmd);
+	ret = krdma_conn_set_port(conn, cmd->port_num, cmd->gid_index);
 	if (!ret)
 		ret = krdma_conn_caps(kdev, &cmd->caps);
 	if (!ret)
@@ -355,7 +425,7 @@ int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_object_lock_hw(obj);
 	if (ret)
 		goto out_put;
-	ret = krdma_modify_path(conn, cmd, &path);
+	ret = conn->cm_id ? -EINVAL : krdma_modify_path(conn, cmd, &path);
 	if (ret)
 		goto out_unlock;
 	/* One connect per QP: a QP past RESET keeps its peer. */

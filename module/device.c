@@ -150,6 +150,27 @@ int krdma_device_enter(u32 id, struct krdma_device **kdevp)
 	return 0;
 }
 
+/* The same, by the ib_device an rdma_cm id resolved to. */
+int krdma_device_enter_ib(struct ib_device *ibdev,
+			  struct krdma_device **kdevp)
+{
+	struct krdma_device *kdev;
+	unsigned long index;
+
+	krdma_devices_lock();
+	xa_for_each(&krdma_devices, index, kdev) {
+		if (kdev->ibdev == ibdev) {
+			kref_get(&kdev->kref);
+			down_read(&kdev->usage);
+			krdma_devices_unlock();
+			*kdevp = kdev;
+			return 0;
+		}
+	}
+	krdma_devices_unlock();
+	return -ENODEV;
+}
+
 void krdma_device_exit(struct krdma_device *kdev)
 {
 	up_read(&kdev->usage);

@@ -8,6 +8,7 @@
 #include <linux/kref.h>
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 
 #include "krdma.h"
 
@@ -52,17 +53,23 @@ struct krdma_device {
  *	lookup and the kref it takes
  * @wait: woken by completions and device removal, for poll(2) and waits
  * @ready_conns: interrupt-driven connections with completions to fetch
+ * @event_lock: protects @events and @num_events
+ * @events: CM events not yet fetched
+ * @num_events: entries of @events
  */
 struct krdma_session {
 	struct xarray objects;
 	wait_queue_head_t wait;
 	atomic_t ready_conns;
+	spinlock_t event_lock;		/* protects events, num_events */
+	struct list_head events;
+	unsigned int num_events;
 };
 
 struct krdma_object;
 
-/* Destroy order: connections, then address handles, then buffers. */
-#define KRDMA_OBJECT_PASSES 3
+/* Destroy order: listeners, connections, address handles, buffers. */
+#define KRDMA_OBJECT_PASSES 4
 
 /**
  * struct krdma_object_ops - what differs between object types
@@ -84,6 +91,7 @@ struct krdma_object_ops {
  * @hw_rwsem: protects @hw_dead and the verbs objects of the containing
  *	object: read to use them, write to destroy them
  * @hw_dead: the verbs objects are gone (destroyed, or the device removed)
+ * @published: in the session's table (else being built)
  * @handle: the object's handle in its session
  * @session: the session owning the object
  * @kdev: the device, referenced
@@ -94,6 +102,7 @@ struct krdma_object {
 	struct kref kref;
 	struct rw_semaphore hw_rwsem;
 	bool hw_dead;
+	bool published;
 	u32 handle;
 	struct krdma_session *session;
 	struct krdma_device *kdev;
@@ -154,6 +163,7 @@ enum {
 	KRDMA_CONN_CQ_READY,	/* armed CQ signalled, not yet drained */
 	KRDMA_CONN_CONNECTED,	/* KRDMA_CONN_MODIFY has run */
 	KRDMA_CONN_QP_ERROR,	/* a fatal QP event arrived */
+	KRDMA_CONN_DISCONNECTED,	/* rdma_cm: DISCONNECTED arrived */
 };
 
 /**
@@ -176,6 +186,12 @@ enum {
  * @qkey: UD Q_Key
  * @caps: what the device granted
  * @last_wc_status: the last error completion's status
+ * @cm_id: rdma_cm id of a CM connection (NULL for manual ones)
+ * @cm_done: completed by the CM event that ends a connect/accept step
+ * @cm_status: that step's outcome (0 or -errno)
+ * @reject_reason: the peer's reject reason, after REJECTED
+ * @peer_initiator_depth: from the CONNECT_REQUEST
+ * @peer_responder_resources: from the CONNECT_REQUEST
  */
 struct krdma_conn {
 	struct krdma_object obj;
@@ -196,6 +212,12 @@ struct krdma_conn {
 	u32 qkey;
 	struct krdma_qp_caps caps;
 	u32 last_wc_status;
+	struct rdma_cm_id *cm_id;
+	struct completion cm_done;
+	int cm_status;
+	int reject_reason;
+	u8 peer_initiator_depth;
+	u8 peer_responder_resources;
 };
 
 extern struct ib_client krdma_client;
@@ -214,6 +236,8 @@ struct krdma_device *krdma_device_find(u32 id);
 unsigned int krdma_devices_count(void);
 unsigned int krdma_device_contexts(void);
 int krdma_device_enter(u32 id, struct krdma_device **kdevp);
+int krdma_device_enter_ib(struct ib_device *ibdev,
+			  struct krdma_device **kdevp);
 void krdma_device_exit(struct krdma_device *kdev);
 void krdma_device_put(struct krdma_device *kdev);
 int krdma_device_reg_mr(struct krdma_device *kdev, struct ib_mr *mr,
@@ -223,7 +247,11 @@ struct krdma_session *krdma_session_create(void);
 void krdma_session_destroy(struct krdma_session *session);
 void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 		       const struct krdma_object_ops *ops);
+int krdma_object_reserve(struct krdma_object *obj);
 int krdma_object_publish(struct krdma_object *obj, u32 *handle);
+void krdma_object_discard(struct krdma_object *obj);
+void krdma_object_erase(struct krdma_object *obj);
+void krdma_object_get_ref(struct krdma_object *obj);
 struct krdma_object *krdma_object_get(struct krdma_session *session,
 				      u32 handle,
 				      const struct krdma_object_ops *ops);
@@ -261,6 +289,18 @@ int krdma_buf_inline_sges(struct krdma_session *session,
 int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma);
 int krdma_conn_get(struct krdma_session *session, u32 handle,
 		   struct krdma_conn **connp);
+struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
+				    u32 transport, bool notify);
+struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
+				       struct rdma_cm_id *id);
+int krdma_conn_attach_cm(struct krdma_conn *conn);
+int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps);
+int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps);
+void krdma_conn_destroy_hw(struct krdma_object *obj);
+int krdma_event_queue(struct krdma_session *session,
+		      const struct krdma_event *event);
+bool krdma_events_pending(struct krdma_session *session);
+void krdma_events_flush(struct krdma_session *session);
 void krdma_conn_put(struct krdma_conn *conn);
 int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 		 struct krdma_object **ref);
@@ -278,5 +318,12 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_get_events(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_cm_disconnect(struct krdma_session *session,
+			struct krdma_ucmd *ucmd);
 
 #endif /* KRDMA_PRIV_H */

@@ -28,6 +28,11 @@ union krdma_cmd_buffer {
 	struct krdma_post post;
 	struct krdma_poll poll;
 	struct krdma_ah_create ah_create;
+	struct krdma_get_events get_events;
+	struct krdma_cm_listen cm_listen;
+	struct krdma_cm_connect cm_connect;
+	struct krdma_cm_accept cm_accept;
+	struct krdma_cm_disconnect cm_disconnect;
 };
 
 struct krdma_ioctl_op {
@@ -82,6 +87,24 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 	[KRDMA_CMD_AH_CREATE - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_AH_CREATE, krdma_ah_create,
 			       struct krdma_ah_create, __reserved),
+	[KRDMA_CMD_GET_EVENTS - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_GET_EVENTS, krdma_get_events,
+			       struct krdma_get_events, events_uptr),
+	[KRDMA_CMD_CM_LISTEN - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CM_LISTEN, krdma_cm_listen,
+			       struct krdma_cm_listen, port),
+	[KRDMA_CMD_CM_CONNECT - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CM_CONNECT, krdma_cm_connect,
+			       struct krdma_cm_connect, reject_reason),
+	[KRDMA_CMD_CM_ACCEPT - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CM_ACCEPT, krdma_cm_accept,
+			       struct krdma_cm_accept, private_data),
+	[KRDMA_CMD_CM_REJECT - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CM_REJECT, krdma_cm_reject,
+			       struct krdma_cm_accept, private_data),
+	[KRDMA_CMD_CM_DISCONNECT - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_CM_DISCONNECT, krdma_cm_disconnect,
+			       struct krdma_cm_disconnect, __reserved),
 };
 
 /* Copy the kernel's answer back, no more than the caller's struct holds. */
@@ -160,13 +183,19 @@ static int krdma_fops_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-/* Readable while an interrupt-driven connection has completions. */
+/*
+ * Readable while an event waits or an interrupt-driven connection has
+ * completions.
+ */
 static __poll_t krdma_fops_poll(struct file *filp, poll_table *wait)
 {
 	struct krdma_session *session = filp->private_data;
 
 	poll_wait(filp, &session->wait, wait);
-	return atomic_read(&session->ready_conns) ? EPOLLIN | EPOLLRDNORM : 0;
+	if (atomic_read(&session->ready_conns) ||
+	    krdma_events_pending(session))
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
 }
 
 static int krdma_fops_mmap(struct file *filp, struct vm_area_struct *vma)

@@ -25,6 +25,8 @@ struct krdma_session *krdma_session_create(void)
 		return NULL;
 	xa_init_flags(&session->objects, XA_FLAGS_ALLOC1);
 	init_waitqueue_head(&session->wait);
+	spin_lock_init(&session->event_lock);
+	INIT_LIST_HEAD(&session->events);
 	return session;
 }
 
@@ -54,32 +56,53 @@ void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 }
 
 /*
+ * Reserve the object's handle before it is built, for an object whose
+ * events must name it early (an rdma_cm connect).  Undone by
+ * krdma_object_discard() if the object is never published.
+ */
+int krdma_object_reserve(struct krdma_object *obj)
+{
+	return xa_alloc(&obj->session->objects, &obj->handle, NULL,
+			xa_limit_31b, GFP_KERNEL);
+}
+
+/*
  * Make a fully built object reachable: on its device's list, so removal
  * finds it, and in the session's table, so the caller gets a handle.  The
  * caller still holds the device's usage lock (krdma_device_enter()), so the
- * device cannot be half-way through removal.  Once this returns the object
- * may already be destroyed by a DESTROY that guessed the handle: the caller
- * must have filled in its answer and touches only *handle afterwards.
+ * device cannot be half-way through removal.  The creator's reference
+ * becomes the table's.  Once this returns the object may already be
+ * destroyed by a DESTROY that guessed the handle: the caller must have
+ * filled in its answer and touches only *handle afterwards.
  */
 int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 {
 	struct krdma_device *kdev = obj->kdev;
-	struct xarray *xa = &obj->session->objects;
-	u32 id;
 	int ret;
 
-	/* Reserve the slot first, so obj->handle is right before it shows. */
-	ret = xa_alloc(xa, &id, NULL, xa_limit_31b, GFP_KERNEL);
-	if (ret)
-		return ret;
-	obj->handle = id;
-	*handle = id;
-
-	mutex_lock(&kdev->lock);
-	list_add_tail(&obj->dev_entry, &kdev->objects);
-	mutex_unlock(&kdev->lock);
-	xa_store(xa, id, obj, GFP_KERNEL);
+	if (!obj->handle) {
+		ret = krdma_object_reserve(obj);
+		if (ret)
+			return ret;
+	}
+	*handle = obj->handle;
+	if (kdev) {
+		mutex_lock(&kdev->lock);
+		list_add_tail(&obj->dev_entry, &kdev->objects);
+		mutex_unlock(&kdev->lock);
+	}
+	obj->published = true;
+	xa_store(&obj->session->objects, obj->handle, obj, GFP_KERNEL);
 	return 0;
+}
+
+/* Undo the creation of an object never published. */
+void krdma_object_discard(struct krdma_object *obj)
+{
+	if (obj->handle)
+		xa_release(&obj->session->objects, obj->handle);
+	obj->ops->destroy_hw(obj);
+	krdma_object_put(obj);
 }
 
 /* Look a handle up, taking a reference; NULL if absent or of another type. */
@@ -148,11 +171,28 @@ static void krdma_object_destroy(struct krdma_object *obj)
 {
 	struct krdma_device *kdev = obj->kdev;
 
-	mutex_lock(&kdev->lock);
+	if (kdev)
+		mutex_lock(&kdev->lock);
 	krdma_object_kill_hw(obj);
 	list_del_init(&obj->dev_entry);
-	mutex_unlock(&kdev->lock);
+	if (kdev)
+		mutex_unlock(&kdev->lock);
 	krdma_object_put(obj);
+}
+
+/* Take a published object out of its session and tear it down, if no one
+ * else did; the caller keeps any reference of its own.
+ */
+void krdma_object_erase(struct krdma_object *obj)
+{
+	if (xa_cmpxchg(&obj->session->objects, obj->handle, obj, NULL, 0) ==
+	    obj)
+		krdma_object_destroy(obj);
+}
+
+void krdma_object_get_ref(struct krdma_object *obj)
+{
+	kref_get(&obj->kref);
 }
 
 int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -192,5 +232,6 @@ void krdma_session_destroy(struct krdma_session *session)
 	}
 	WARN_ON(!xa_empty(&session->objects));
 	xa_destroy(&session->objects);
+	krdma_events_flush(session);
 	kfree(session);
 }

@@ -711,9 +711,9 @@ struct krdma_sockaddr {
  * @flags: must be 0
  * @addr: local address; the any-address listens on every device
  * @backlog: pending CONNECT_REQUESTs (0: default 128)
- * @transport: &enum krdma_transport of the connections it accepts
+ * @transport: &enum krdma_transport of the connections it accepts (RC)
  * @handle: out, the listener's handle
- * @__reserved: must be 0
+ * @port: out, the port bound (useful when @addr.port was 0)
  */
 struct krdma_cm_listen {
 	__u32 size;
@@ -722,7 +722,7 @@ struct krdma_cm_listen {
 	__u32 backlog;
 	__u32 transport;
 	__u32 handle;
-	__u32 __reserved;
+	__u32 port;
 };
 
 #define KRDMA_CM_LISTEN _IO(KRDMA_TYPE, KRDMA_CMD_CM_LISTEN)
@@ -733,15 +733,25 @@ struct krdma_cm_listen {
  * @flags: &enum krdma_conn_flags
  * @dst: peer address
  * @src: local address, or family 0 to let routing choose
- * @transport: &enum krdma_transport
- * @timeout_ms: address and route resolution timeout (0: 2000)
+ * @transport: &enum krdma_transport (rdma_cm connects RC; others are
+ *	%EOPNOTSUPP)
+ * @timeout_ms: bound on each step: address and route resolution, and the
+ *	connection handshake (0: 5000)
  * @caps: queue sizes; out, what the device granted
  * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
- * @private_data_len: bytes of @private_data sent with the request
+ * @private_data_len: bytes of @private_data sent with the request (<= 56)
  * @private_data: up to 56 bytes for the peer's CONNECT_REQUEST event
- * @handle: out, the connection's handle; the call returns at once and the
- *	outcome arrives as an event (ESTABLISHED, UNREACHABLE, REJECTED)
- * @__reserved: must be 0
+ * @handle: out, the connection's handle
+ * @dev_index: out, the device routing chose
+ * @qp_num: out, the local QP number
+ * @reject_reason: out, with %ECONNREFUSED: the peer's reject reason
+ *	(IB_CM_REJ_*; 28 is a consumer reject, with its private data in
+ *	the REJECTED event)
+ *
+ * The call returns once the connection is established (0), or fails:
+ * %ETIMEDOUT, %EHOSTUNREACH (address, route, or peer unreachable),
+ * %ECONNREFUSED (rejected), %EINTR (a signal; nothing is left behind).
+ * Each CM event along the way is also queued for %KRDMA_GET_EVENTS.
  */
 struct krdma_cm_connect {
 	__u32 size;
@@ -755,7 +765,9 @@ struct krdma_cm_connect {
 	__u32 private_data_len;
 	__u8 private_data[56];
 	__u32 handle;
-	__u32 __reserved;
+	__u32 dev_index;
+	__u32 qp_num;
+	__s32 reject_reason;
 };
 
 #define KRDMA_CM_CONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_CONNECT)
@@ -767,9 +779,15 @@ struct krdma_cm_connect {
  * @handle: the connection handle a CONNECT_REQUEST event carried
  * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
  * @caps: queue sizes (accept only); out, what the device granted
- * @private_data_len: bytes of @private_data for the peer
+ * @private_data_len: bytes of @private_data for the peer (accept <= 196,
+ *	reject <= 148)
+ * @timeout_ms: accept waits this long for ESTABLISHED (0: 5000)
+ * @qp_num: out (accept), the local QP number
  * @__reserved: must be 0
- * @private_data: reply private data (reject: up to 148 bytes go as reason)
+ * @private_data: reply private data, or the reject's consumer data
+ *
+ * Accept returns once the connection is established.  Reject answers the
+ * request and destroys the handle.
  */
 struct krdma_cm_accept {
 	__u32 size;
@@ -778,8 +796,10 @@ struct krdma_cm_accept {
 	__u32 srq_handle;
 	struct krdma_qp_caps caps;
 	__u32 private_data_len;
+	__u32 timeout_ms;
+	__u32 qp_num;
 	__u32 __reserved;
-	__u8 private_data[148];
+	__u8 private_data[196];
 };
 
 #define KRDMA_CM_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_CM_ACCEPT)
@@ -826,7 +846,8 @@ enum krdma_event_type {
 /**
  * struct krdma_event - one event, an entry of %KRDMA_GET_EVENTS
  * @type: &enum krdma_event_type
- * @status: the event's status (negative errno or reject reason)
+ * @status: the event's status (negative errno, or for REJECTED the reject
+ *	reason)
  * @handle: the connection (for CONNECT_REQUEST: a new one to accept)
  * @listener: the listener for CONNECT_REQUEST, else 0
  * @peer: the peer's address
@@ -842,7 +863,7 @@ struct krdma_event {
 	struct krdma_sockaddr peer;
 	__u32 private_data_len;
 	__u32 __reserved;
-	__u8 private_data[148];
+	__u8 private_data[196];
 };
 
 /**

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdma_cm connections: listeners, connect, accept, reject, disconnect.
+ *
+ * Every CM event on a session's ids is queued for KRDMA_GET_EVENTS.  The
+ * calls that start a step (connect, accept) also wait for its outcome, so a
+ * caller gets an established connection or an errno from one ioctl.
+ *
+ * CM handlers never take an object's hw_rwsem: destroy_hw holds it for
+ * write while rdma_destroy_id() waits for the running handler.
+ */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/slab.h>
+#include <linux/sched/signal.h>
+#include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
+#include <net/net_namespace.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_CM_DEFAULT_TIMEOUT_MS 5000
+#define KRDMA_CM_DEFAULT_BACKLOG 128
+
+/**
+ * struct krdma_listener - a listening rdma_cm id
+ * @obj: the handle (no device: a listener may span all of them)
+ * @cm_id: the id
+ */
+struct krdma_listener {
+	struct krdma_object obj;
+	struct rdma_cm_id *cm_id;
+};
+
+static void krdma_listener_destroy_hw(struct krdma_object *obj)
+{
+	struct krdma_listener *l = container_of(obj, struct krdma_listener, obj);
+
+	if (l->cm_id)
+		rdma_destroy_id(l->cm_id);
+	l->cm_id = NULL;
+}
+
+static void krdma_listener_free(struct krdma_object *obj)
+{
+	kfree(container_of(obj, struct krdma_listener, obj));
+}
+
+static const struct krdma_object_ops krdma_listener_ops = {
+	.name = "listener",
+	.destroy_pass = 0,
+	.destroy_hw = krdma_listener_destroy_hw,
+	.free = krdma_listener_free,
+};
+
+static int krdma_sockaddr_from_user(const struct krdma_sockaddr *ua,
+				    struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (ua->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (memchr_inv(ua->addr + 4, 0, sizeof(ua->addr) - 4) ||
+		    ua->scope_id)
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(ua->port);
+		memcpy(&sin->sin_addr, ua->addr, 4);
+		return 0;
+	}
+	if (ua->family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(ua->port);
+		sin6->sin6_scope_id = ua->scope_id;
+		memcpy(&sin6->sin6_addr, ua->addr, 16);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static void krdma_sockaddr_to_user(const struct sockaddr *sa,
+				   struct krdma_sockaddr *ua)
+{
+	memset(ua, 0, sizeof(*ua));
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+
+		ua->family = AF_INET;
+		ua->port = ntohs(sin->sin_port);
+		memcpy(ua->addr, &sin->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 =
+			(const struct sockaddr_in6 *)sa;
+
+		ua->family = AF_INET6;
+		ua->port = ntohs(sin6->sin6_port);
+		ua->scope_id = sin6->sin6_scope_id;
+		memcpy(ua->addr, &sin6->sin6_addr, 16);
+	}
+}
+
+static void krdma_cm_fill_event(struct krdma_event *kev, u32 handle,
+				struct rdma_cm_id *id,
+				const struct rdma_cm_event *ev)
+{
+	const void *pdata = ev->param.conn.private_data;
+	u8 plen = ev->param.conn.private_data_len;
+
+	memset(kev, 0, sizeof(*kev));
+	kev->type = ev->event;
+	kev->status = ev->status;
+	kev->handle = handle;
+	krdma_sockaddr_to_user((struct sockaddr *)&id->route.addr.dst_addr,
+			       &kev->peer);
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		pdata = rdma_consumer_reject_data(id, (struct rdma_cm_event *)ev,
+						  &plen);
+	if (pdata && plen) {
+		kev->private_data_len = min_t(u32, plen,
+					      sizeof(kev->private_data));
+		memcpy(kev->private_data, pdata, kev->private_data_len);
+	}
+}
+
+/* What a waiting connect/accept learns from an event; 1: not an outcome. */
+static int krdma_cm_outcome(struct krdma_conn *conn,
+			    const struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return 0;
+	case RDMA_CM_EVENT_REJECTED:
+		conn->reject_reason = ev->status;
+		return -ECONNREFUSED;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		return -ECONNRESET;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return -ENODEV;
+	default:
+		return 1;
+	}
+}
+
+static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
+				const struct rdma_cm_event *ev)
+{
+	struct krdma_event kev;
+	int outcome;
+
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+		set_bit(KRDMA_CONN_DISCONNECTED, &conn->state);
+	outcome = krdma_cm_outcome(conn, ev);
+	if (outcome <= 0) {
+		WRITE_ONCE(conn->cm_status, outcome);
+		complete(&conn->cm_done);
+	}
+	krdma_cm_fill_event(&kev, conn->obj.handle, id, ev);
+	krdma_event_queue(conn->obj.session, &kev);
+}
+
+/* Build the connection of an incoming request; a non-zero return rejects. */
+static int krdma_listener_request(struct krdma_listener *l,
+				  struct rdma_cm_id *id,
+				  const struct rdma_cm_event *ev)
+{
+	struct krdma_conn *conn;
+	struct krdma_event kev;
+	u32 handle;
+	int ret;
+
+	conn = krdma_conn_alloc_cm(l->obj.session, id);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
+	conn->peer_initiator_depth = ev->param.conn.initiator_depth;
+	conn->peer_responder_resources = ev->param.conn.responder_resources;
+	ret = krdma_object_publish(&conn->obj, &handle);
+	krdma_device_exit(conn->obj.kdev);
+	if (ret)
+		goto err;
+
+	krdma_cm_fill_event(&kev, handle, id, ev);
+	kev.listener = l->obj.handle;
+	ret = krdma_event_queue(l->obj.session, &kev);
+	if (ret)
+		goto err_unpublish;
+	id->context = &conn->obj;
+	return 0;
+
+err_unpublish:
+	/* The CM destroys the id when we return non-zero: not us. */
+	conn->cm_id = NULL;
+	krdma_object_erase(&conn->obj);
+	return ret;
+err:
+	conn->cm_id = NULL;
+	krdma_object_put(&conn->obj);
+	return ret;
+}
+
+static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct krdma_object *obj = id->context;
+	struct krdma_event kev;
+
+	if (obj->ops == &krdma_listener_ops) {
+		struct krdma_listener *l =
+			container_of(obj, struct krdma_listener, obj);
+
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			return krdma_listener_request(l, id, ev);
+		krdma_cm_fill_event(&kev, obj->handle, id, ev);
+		krdma_event_queue(obj->session, &kev);
+		return 0;
+	}
+	krdma_conn_cm_event(container_of(obj, struct krdma_conn, obj), id, ev);
+	return 0;
+}
+
+static struct rdma_cm_id *krdma_cm_create_id(struct krdma_object *obj)
+{
+	return rdma_create_id(current->nsproxy->net_ns, krdma_cm_handler, obj,
+			      RDMA_PS_TCP, IB_QPT_RC);
+}
+
+int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_cm_listen *cmd = ucmd->cmd;
+	struct krdma_listener *l;
+	struct sockaddr_storage ss;
+	struct krdma_sockaddr bound;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->transport != KRDMA_TRANSPORT_RC)
+		return cmd->transport > KRDMA_TRANSPORT_UD ? -EINVAL :
+							     -EOPNOTSUPP;
+	ret = krdma_sockaddr_from_user(&cmd->addr, &ss);
+	if (ret)
+		return ret;
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
+	krdma_object_init(&l->obj, session, &krdma_listener_ops);
+	ret = krdma_object_reserve(&l->obj);
+	if (ret)
+		goto err_free;
+	l->cm_id = krdma_cm_create_id(&l->obj);
+	if (IS_ERR(l->cm_id)) {
+		ret = PTR_ERR(l->cm_id);
+		l->cm_id = NULL;
+		goto err_free;
+	}
+	ret = rdma_bind_addr(l->cm_id, (struct sockaddr *)&ss);
+	if (!ret)
+		ret = rdma_listen(l->cm_id, cmd->backlog ?:
+				  KRDMA_CM_DEFAULT_BACKLOG);
+	if (ret)
+		goto err_free;
+	krdma_sockaddr_to_user((struct sockaddr *)&l->cm_id->route.addr.src_addr,
+			       &bound);
+	cmd->port = bound.port;
+	ret = krdma_object_publish(&l->obj, &cmd->handle);
+	if (ret)
+		goto err_free;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err_free:
+	krdma_object_discard(&l->obj);
+	return ret;
+}
+
+/* Wait for the step just started; the caller holds no hw lock. */
+static int krdma_cm_wait(struct krdma_conn *conn, u32 timeout_ms)
+{
+	unsigned long jiffies_left = msecs_to_jiffies(timeout_ms);
+	long left;
+
+	left = wait_for_completion_interruptible_timeout(&conn->cm_done,
+							 jiffies_left);
+	if (left < 0)
+		return -EINTR;
+	if (!left)
+		return -ETIMEDOUT;
+	return READ_ONCE(conn->cm_status);
+}
+
+static int krdma_cm_connect_check(const struct krdma_cm_connect *cmd)
+{
+	if (cmd->flags & ~KRDMA_CONN_NOTIFY)
+		return -EOPNOTSUPP;
+	if (cmd->srq_handle || cmd->handle || cmd->dev_index ||
+	    cmd->qp_num || cmd->reject_reason)
+		return -EINVAL;
+	if (cmd->transport > KRDMA_TRANSPORT_UD)
+		return -EINVAL;
+	if (cmd->transport != KRDMA_TRANSPORT_RC)
+		return -EOPNOTSUPP;
+	if (cmd->private_data_len > sizeof(cmd->private_data))
+		return -EINVAL;
+	if (cmd->src.family && cmd->src.family != cmd->dst.family)
+		return -EINVAL;
+	return 0;
+}
+
+static int krdma_cm_resolve(struct krdma_conn *conn,
+			    const struct krdma_cm_connect *cmd, u32 timeout_ms)
+{
+	struct sockaddr_storage src, dst;
+	int ret;
+
+	ret = krdma_sockaddr_from_user(&cmd->dst, &dst);
+	if (!ret && cmd->src.family)
+		ret = krdma_sockaddr_from_user(&cmd->src, &src);
+	if (ret)
+		return ret;
+	reinit_completion(&conn->cm_done);
+	ret = rdma_resolve_addr(conn->cm_id, cmd->src.family ?
+				(struct sockaddr *)&src : NULL,
+				(struct sockaddr *)&dst, timeout_ms);
+	if (!ret)
+		ret = krdma_cm_wait(conn, timeout_ms);
+	if (ret)
+		return ret;
+	reinit_completion(&conn->cm_done);
+	ret = rdma_resolve_route(conn->cm_id, timeout_ms);
+	if (!ret)
+		ret = krdma_cm_wait(conn, timeout_ms);
+	return ret;
+}
+
+static void krdma_cm_conn_param(struct krdma_conn *conn,
+				struct rdma_conn_param *param,
+				const void *pdata, u32 plen)
+{
+	const struct ib_device_attr *attrs = &conn->obj.kdev->ibdev->attrs;
+
+	memset(param, 0, sizeof(*param));
+	param->private_data = pdata;
+	param->private_data_len = plen;
+	param->responder_resources = min_t(u32, attrs->max_qp_rd_atom, 255);
+	param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 255);
+	param->retry_count = 7;
+	param->rnr_retry_count = 7;
+}
+
+/* The session's connection after resolution: device, QP, handle. */
+static int krdma_cm_setup(struct krdma_session *session,
+			  struct krdma_conn *conn, struct krdma_cm_connect *cmd)
+{
+	int ret;
+
+	ret = krdma_conn_attach_cm(conn);
+	if (ret)
+		return ret;
+	ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
+	if (!ret)
+		ret = krdma_conn_create_hw(conn, &cmd->caps);
+	if (!ret)
+		ret = krdma_object_publish(&conn->obj, &cmd->handle);
+	krdma_device_exit(conn->obj.kdev);
+	return ret;
+}
+
+int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_cm_connect *cmd = ucmd->cmd;
+	u32 timeout = cmd->timeout_ms ?: KRDMA_CM_DEFAULT_TIMEOUT_MS;
+	struct rdma_conn_param param;
+	struct krdma_conn *conn;
+	int ret;
+
+	ret = krdma_cm_connect_check(cmd);
+	if (ret)
+		return ret;
+	conn = krdma_conn_alloc(session, KRDMA_TRANSPORT_RC,
+				cmd->flags & KRDMA_CONN_NOTIFY);
+	if (!conn)
+		return -ENOMEM;
+	ret = krdma_object_reserve(&conn->obj);
+	if (ret)
+		goto err_put;
+	conn->cm_id = krdma_cm_create_id(&conn->obj);
+	if (IS_ERR(conn->cm_id)) {
+		ret = PTR_ERR(conn->cm_id);
+		conn->cm_id = NULL;
+		goto err_put;
+	}
+	ret = krdma_cm_resolve(conn, cmd, timeout);
+	if (!ret)
+		ret = krdma_cm_setup(session, conn, cmd);
+	if (ret)
+		goto err_put;
+
+	/* Published: from here on a DESTROY or removal may end it. */
+	krdma_object_get_ref(&conn->obj);
+	ret = krdma_object_lock_hw(&conn->obj);
+	if (!ret) {
+		krdma_cm_conn_param(conn, &param, cmd->private_data,
+				    cmd->private_data_len);
+		reinit_completion(&conn->cm_done);
+		ret = rdma_connect(conn->cm_id, &param);
+		krdma_object_unlock_hw(&conn->obj);
+	}
+	if (!ret)
+		ret = krdma_cm_wait(conn, timeout);
+	cmd->reject_reason = conn->reject_reason;
+	cmd->dev_index = conn->obj.kdev->id;
+	cmd->qp_num = conn->qp_num;
+	if (ret) {
+		krdma_object_erase(&conn->obj);
+		krdma_object_put(&conn->obj);
+		if (ret == -ECONNREFUSED)
+			cmd->handle = 0;
+		if (ret == -ECONNREFUSED &&
+		    krdma_ucmd_respond(ucmd, sizeof(*cmd)))
+			return -EFAULT;
+		return ret;
+	}
+	krdma_object_put(&conn->obj);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err_put:
+	krdma_object_discard(&conn->obj);
+	return ret;
+}
+
+/* A connection still waiting for accept or reject, hw lock held. */
+static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
+				struct krdma_conn **connp)
+{
+	struct krdma_conn *conn;
+	int ret;
+
+	ret = krdma_conn_get(session, handle, &conn);
+	if (ret)
+		return ret;
+	if (!conn->cm_id || conn->qp ||
+	    test_and_set_bit(KRDMA_CONN_CONNECTED, &conn->state)) {
+		krdma_conn_put(conn);
+		return -EINVAL;
+	}
+	*connp = conn;
+	return 0;
+}
+
+static int krdma_cm_accept_check(const struct krdma_cm_accept *cmd,
+				 u32 max_pdata)
+{
+	if (cmd->srq_handle || cmd->__reserved || cmd->qp_num)
+		return -EINVAL;
+	if (cmd->private_data_len > max_pdata)
+		return -EINVAL;
+	return 0;
+}
+
+int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_cm_accept *cmd = ucmd->cmd;
+	u32 timeout = cmd->timeout_ms ?: KRDMA_CM_DEFAULT_TIMEOUT_MS;
+	struct rdma_conn_param param;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags & ~KRDMA_CONN_NOTIFY)
+		return -EOPNOTSUPP;
+	ret = krdma_cm_accept_check(cmd, sizeof(cmd->private_data));
+	if (ret)
+		return ret;
+	ret = krdma_cm_get_request(session, cmd->handle, &conn);
+	if (ret)
+		return ret;
+	conn->notify = cmd->flags & KRDMA_CONN_NOTIFY;
+	ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
+	if (!ret)
+		ret = krdma_conn_create_hw(conn, &cmd->caps);
+	if (!ret) {
+		krdma_cm_conn_param(conn, &param, cmd->private_data,
+				    cmd->private_data_len);
+		param.initiator_depth = min_t(u32, param.initiator_depth,
+					      conn->peer_responder_resources);
+		param.responder_resources =
+			min_t(u32, param.responder_resources,
+			      conn->peer_initiator_depth);
+		reinit_completion(&conn->cm_done);
+		rdma_lock_handler(conn->cm_id);
+		ret = rdma_accept(conn->cm_id, &param);
+		rdma_unlock_handler(conn->cm_id);
+	}
+	cmd->qp_num = conn->qp_num;
+	krdma_object_get_ref(&conn->obj);
+	krdma_conn_put(conn);
+	if (!ret)
+		ret = krdma_cm_wait(conn, timeout);
+	krdma_object_put(&conn->obj);
+	if (ret)
+		return ret;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_cm_accept *cmd = ucmd->cmd;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	ret = krdma_cm_accept_check(cmd, 148);
+	if (ret)
+		return ret;
+	ret = krdma_cm_get_request(session, cmd->handle, &conn);
+	if (ret)
+		return ret;
+	rdma_lock_handler(conn->cm_id);
+	ret = rdma_reject(conn->cm_id, cmd->private_data,
+			  cmd->private_data_len, IB_CM_REJ_CONSUMER_DEFINED);
+	rdma_unlock_handler(conn->cm_id);
+	krdma_object_get_ref(&conn->obj);
+	krdma_conn_put(conn);
+	krdma_object_erase(&conn->obj);
+	krdma_object_put(&conn->obj);
+	return ret;
+}
+
+int krdma_cm_disconnect(struct krdma_session *session,
+			struct krdma_ucmd *ucmd)
+{
+	struct krdma_cm_disconnect *cmd = ucmd->cmd;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	ret = krdma_conn_get(session, cmd->handle, &conn);
+	if (ret)
+		return ret;
+	ret = conn->cm_id ? rdma_disconnect(conn->cm_id) : -EINVAL;
+	krdma_conn_put(conn);
+	return ret;
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The session's event queue: CM events on its listeners and connections,
+ * fetched with KRDMA_GET_EVENTS or waited for with poll(2).
+ */
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_MAX_QUEUED_EVENTS 4096
+
+struct krdma_queued_event {
+	struct list_head entry;
+	struct krdma_event event;
+};
+
+/* May be called from CM handlers: never sleeps on anything but memory. */
+int krdma_event_queue(struct krdma_session *session,
+		      const struct krdma_event *event)
+{
+	struct krdma_queued_event *qe;
+	int ret = 0;
+
+	qe = kmalloc(sizeof(*qe), GFP_KERNEL);
+	if (!qe)
+		return -ENOMEM;
+	qe->event = *event;
+	spin_lock(&session->event_lock);
+	if (session->num_events >= KRDMA_MAX_QUEUED_EVENTS) {
+		ret = -ENOSPC;
+	} else {
+		list_add_tail(&qe->entry, &session->events);
+		session->num_events++;
+	}
+	spin_unlock(&session->event_lock);
+	if (ret)
+		kfree(qe);
+	else
+		wake_up_all(&session->wait);
+	return ret;
+}
+
+bool krdma_events_pending(struct krdma_session *session)
+{
+	return READ_ONCE(session->num_events) != 0;
+}
+
+static struct krdma_queued_event *krdma_event_dequeue(struct krdma_session *s)
+{
+	struct krdma_queued_event *qe;
+
+	spin_lock(&s->event_lock);
+	qe = list_first_entry_or_null(&s->events, struct krdma_queued_event,
+				      entry);
+	if (qe) {
+		list_del(&qe->entry);
+		s->num_events--;
+	}
+	spin_unlock(&s->event_lock);
+	return qe;
+}
+
+/* Put an event back at the head, when it could not be copied out. */
+static void krdma_event_requeue(struct krdma_session *s,
+				struct krdma_queued_event *qe)
+{
+	spin_lock(&s->event_lock);
+	list_add(&qe->entry, &s->events);
+	s->num_events++;
+	spin_unlock(&s->event_lock);
+}
+
+void krdma_events_flush(struct krdma_session *session)
+{
+	struct krdma_queued_event *qe;
+
+	while ((qe = krdma_event_dequeue(session)))
+		kfree(qe);
+}
+
+int krdma_get_events(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_get_events *cmd = ucmd->cmd;
+	struct krdma_queued_event *qe;
+	u32 done = 0;
+	long left;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (!cmd->num_events ||
+	    cmd->event_entry_size < sizeof(struct krdma_event))
+		return -EINVAL;
+	if (cmd->timeout_ms) {
+		unsigned long timeout = msecs_to_jiffies(cmd->timeout_ms);
+
+		left = wait_event_interruptible_timeout(session->wait,
+							krdma_events_pending(session),
+							timeout);
+		if (left < 0)
+			return -EINTR;
+	}
+	while (done < cmd->num_events && (qe = krdma_event_dequeue(session))) {
+		if (krdma_copy_entries(cmd->events_uptr +
+				       (u64)done * cmd->event_entry_size,
+				       cmd->event_entry_size, &qe->event,
+				       sizeof(qe->event), 1)) {
+			krdma_event_requeue(session, qe);
+			if (!done)
+				return -EFAULT;
+			break;
+		}
+		kfree(qe);
+		done++;
+	}
+	cmd->num_events = done;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
