@@ -43,12 +43,14 @@ static int krdma_ah_create_hw(struct krdma_ah *kah,
 {
 	struct krdma_device *kdev = kah->obj.kdev;
 	struct rdma_ah_attr attr = {};
+	int ret;
 
-	krdma_qp_set_av(kdev->ibdev, &attr, path);
+	ret = krdma_qp_set_av(kdev->ibdev, &attr, path);
+	if (ret)
+		return ret;
 	kah->ah = rdma_create_ah(kdev->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
 	if (IS_ERR(kah->ah)) {
-		int ret = PTR_ERR(kah->ah);
-
+		ret = PTR_ERR(kah->ah);
 		kah->ah = NULL;
 		return ret;
 	}

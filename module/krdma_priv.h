@@ -153,8 +153,8 @@ struct krdma_qp_path {
 };
 
 int krdma_qp_connect(struct ib_qp *qp, const struct krdma_qp_path *path);
-void krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
-		     const struct krdma_qp_path *path);
+int krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
+		    const struct krdma_qp_path *path);
 int krdma_qp_default_sgid(struct ib_device *ibdev, u32 port, u32 *index,
 			  union ib_gid *gid);
 

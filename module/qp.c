@@ -3,6 +3,9 @@
  * The QP state machine, RESET -> INIT -> RTR -> RTS, for RC, UC and UD QPs,
  * shared by connections and the device's registration QP.
  */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
@@ -27,26 +30,89 @@ static int krdma_qp_init(struct ib_qp *qp, const struct krdma_qp_path *path)
 	return ib_modify_qp(qp, &attr, mask);
 }
 
-void krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
-		     const struct krdma_qp_path *path)
+struct krdma_resolve {
+	struct completion done;
+	int status;
+};
+
+static void krdma_resolve_done(int status, struct sockaddr *src,
+			       struct rdma_dev_addr *addr, void *context)
+{
+	struct krdma_resolve *resolve = context;
+
+	resolve->status = status;
+	complete(&resolve->done);
+}
+
+/*
+ * The verbs core resolves the destination MAC of a RoCE address vector only
+ * for user QPs and AHs; kernel users hand it over resolved.  Do what
+ * ib_resolve_eth_dmac() does: link-local GIDs carry the MAC, the others go
+ * through neighbour resolution from the source GID's netdev.
+ */
+static int krdma_resolve_dmac(struct ib_device *ibdev, struct rdma_ah_attr *ah)
+{
+	struct ib_global_route *grh = rdma_ah_retrieve_grh(ah);
+	struct in6_addr *dgid = (struct in6_addr *)grh->dgid.raw;
+	struct rdma_dev_addr dev_addr = { .net = &init_net };
+	const struct ib_gid_attr *sgid_attr;
+	struct sockaddr_storage src, dst;
+	struct krdma_resolve resolve;
+	int ret;
+
+	if (rdma_is_multicast_addr(dgid))
+		return -EINVAL;
+	if (rdma_link_local_addr(dgid)) {
+		rdma_get_ll_mac(dgid, ah->roce.dmac);
+		return 0;
+	}
+	sgid_attr = rdma_get_gid_attr(ibdev, rdma_ah_get_port_num(ah),
+				      grh->sgid_index);
+	if (IS_ERR(sgid_attr))
+		return PTR_ERR(sgid_attr);
+	rdma_gid2ip((struct sockaddr *)&src, &sgid_attr->gid);
+	rdma_gid2ip((struct sockaddr *)&dst, &grh->dgid);
+	dev_addr.sgid_attr = sgid_attr;
+	init_completion(&resolve.done);
+	ret = rdma_resolve_ip((struct sockaddr *)&src, (struct sockaddr *)&dst,
+			      &dev_addr, 1000, krdma_resolve_done, true,
+			      &resolve);
+	if (!ret) {
+		wait_for_completion(&resolve.done);
+		ret = resolve.status;
+	}
+	if (!ret) {
+		memcpy(ah->roce.dmac, dev_addr.dst_dev_addr, ETH_ALEN);
+		grh->hop_limit = dev_addr.hoplimit;
+	}
+	rdma_put_gid_attr(sgid_attr);
+	return ret;
+}
+
+/* The address vector to a peer: LID on IB, GRH (and MAC) on RoCE. */
+int krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
+		    const struct krdma_qp_path *path)
 {
 	union ib_gid dgid = path->dgid;	/* rdma_ah_set_grh() takes no const */
 
 	ah->type = rdma_ah_find_type(ibdev, path->port_num);
 	rdma_ah_set_port_num(ah, path->port_num);
 	rdma_ah_set_sl(ah, 0);
-	if (rdma_protocol_roce(ibdev, path->port_num) ||
-	    path->use_grh)
+	if (rdma_protocol_roce(ibdev, path->port_num) || path->use_grh)
 		rdma_ah_set_grh(ah, &dgid, 0, path->sgid_index,
 				path->hop_limit ? path->hop_limit : 64, 0);
 	else
 		rdma_ah_set_dlid(ah, path->dest_lid);
+	if (ah->type == RDMA_AH_ATTR_TYPE_ROCE)
+		return krdma_resolve_dmac(ibdev, ah);
+	return 0;
 }
 
 static int krdma_qp_rtr(struct ib_qp *qp, const struct krdma_qp_path *path)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
 	int mask = IB_QP_STATE;
+	int ret;
 
 	if (qp->qp_type == IB_QPT_UD)
 		return ib_modify_qp(qp, &attr, mask);
@@ -54,7 +120,9 @@ static int krdma_qp_rtr(struct ib_qp *qp, const struct krdma_qp_path *path)
 	attr.path_mtu = path->path_mtu;
 	attr.dest_qp_num = path->dest_qp_num;
 	attr.rq_psn = path->rq_psn;
-	krdma_qp_set_av(qp->device, &attr.ah_attr, path);
+	ret = krdma_qp_set_av(qp->device, &attr.ah_attr, path);
+	if (ret)
+		return ret;
 	mask |= IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN;
 	if (qp->qp_type == IB_QPT_RC) {
 		attr.max_dest_rd_atomic = path->max_dest_rd_atomic;
