@@ -482,7 +482,8 @@ out:
 
 /*
  * Inline data is copied by the CPU at post time from kernel addresses, so
- * the SGE names the chunk memory itself, split where a chunk ends.
+ * the SGE names the chunk memory itself, split where a chunk ends.  The
+ * pieces go at sges[*num_sges] onwards, up to sges[max_sges - 1].
  */
 int krdma_buf_inline_sges(struct krdma_session *session,
 			  const struct krdma_sge *usge, struct ib_sge *sges,
@@ -503,15 +504,16 @@ int krdma_buf_inline_sges(struct krdma_session *session,
 	    end > container_of(obj, struct krdma_buf, obj)->length)
 		goto err_inval;
 	offset = usge->offset;
-	for (left = usge->length; left; max_sges--) {
+	for (left = usge->length; left;) {
 		size_t chunk = krdma_chunk_size(mem);
 		unsigned int idx = div_u64(offset, chunk);
 		size_t off = offset - (u64)idx * chunk;
 		u32 len = min_t(u64, left, chunk - off);
-		struct ib_sge *sge = &sges[(*num_sges)++];
+		struct ib_sge *sge;
 
-		if (!max_sges)
+		if (*num_sges >= max_sges)
 			goto err_inval;
+		sge = &sges[(*num_sges)++];
 		sge->addr = (uintptr_t)page_address(mem->chunks[idx]) + off;
 		sge->length = len;
 		sge->lkey = 0;

@@ -149,7 +149,7 @@ static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 
 		if (inline_data)
 			ret = krdma_buf_inline_sges(session, &uwr->sge[i],
-						    &sges[n], 2, &n, ref);
+						    sges, n + 2, &n, ref);
 		else
 			ret = krdma_buf_sge(session, &uwr->sge[i], &sges[n++],
 					    ref);

@@ -418,4 +418,490 @@ static inline bool krdma_have_cmd(const char *name)
 	return krdma_run("command -v %s >/dev/null 2>&1", name) == 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Data path: a device to run on, buffers, connections, WRs, completions
+ * (krdma_transfer, krdma_objects).  Helpers return 0 or -1 with errno set.
+ */
+
+#include <time.h>
+
+#define KT_ACCESS_RC (KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_READ | \
+		      KRDMA_ACCESS_REMOTE_ATOMIC)
+#define KT_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE | KT_ACCESS_RC)
+
+/* IB_WC_* status numbers (enum ib_wc_status) and wc_flags */
+enum {
+	KT_WC_SUCCESS = 0,
+	KT_WC_LOC_LEN_ERR = 1,
+	KT_WC_LOC_QP_OP_ERR = 2,
+	KT_WC_LOC_PROT_ERR = 4,
+	KT_WC_WR_FLUSH_ERR = 5,
+	KT_WC_REM_INV_REQ_ERR = 9,
+	KT_WC_REM_ACCESS_ERR = 10,
+	KT_WC_REM_OP_ERR = 11,
+	KT_WC_RETRY_EXC_ERR = 12,
+	KT_WC_RNR_RETRY_EXC_ERR = 13,
+};
+#define KT_WC_GRH 1u
+#define KT_WC_WITH_IMM 2u
+#define KT_GRH_LEN 40u
+
+/* One port of one device and the source GID connections there use. */
+struct kt_dev {
+	uint32_t dev_index;
+	uint32_t port_num;
+	uint32_t gid_index;
+	uint32_t gid_type;
+	uint8_t gid[16];
+	struct krdma_device_info info;
+	struct krdma_port_info port;
+};
+
+/* RXE0_ADDR (192.0.2.1) as an IPv4-mapped GID. */
+static inline bool kt_gid_is_v4mapped(const uint8_t *gid, const char *addr)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+	struct in_addr in;
+
+	if (memcmp(gid, prefix, sizeof(prefix)))
+		return false;
+	if (!addr)
+		return true;
+	return inet_pton(AF_INET, addr, &in) == 1 && !memcmp(gid + 12, &in, 4);
+}
+
+/*
+ * The device named @name (NULL: "rxe0", else the first one with an active
+ * port), its first active port, and a GID there: the RoCE v2 GID of
+ * $RXE0_ADDR, else any IPv4-mapped RoCE v2 GID, else any RoCE v2 GID, else
+ * the first one.  -1 with errno ENODEV if there is none.
+ */
+static inline int kt_dev_pick(int fd, const char *name, struct kt_dev *d)
+{
+	const char *addr = getenv("RXE0_ADDR");
+	struct krdma_snap s;
+	uint32_t i, p, g;
+	int best = -1, best_score = -1;
+
+	if (!addr || !*addr)
+		addr = "192.0.2.1";
+	memset(d, 0, sizeof(*d));
+	if (krdma_snap_get(fd, 0, 0, &s))
+		return -1;
+	for (i = 0; i < s.ndev && best < 0; i++) {
+		struct krdma_device_info *di = &s.devs[i];
+
+		if (name ? strcmp(di->name, name) :
+		    (krdma_snap_find(&s, "rxe0") && strcmp(di->name, "rxe0")))
+			continue;
+		for (p = 0; p < di->phys_port_cnt && best < 0; p++) {
+			struct krdma_port_info *pi = &s.ports[di->first_port + p];
+
+			if (pi->state != KRDMA_PORT_ACTIVE)
+				continue;
+			for (g = 0; g < pi->num_gids; g++) {
+				struct krdma_gid_info *gi = &s.gids[pi->first_gid + g];
+				bool v2 = gi->gid_type == KRDMA_GID_TYPE_ROCE_UDP_ENCAP;
+				int score = 0;
+
+				if (v2 && kt_gid_is_v4mapped(gi->gid, addr))
+					score = 3;
+				else if (v2 && kt_gid_is_v4mapped(gi->gid, NULL))
+					score = 2;
+				else if (v2)
+					score = 1;
+				if (score > best_score) {
+					best_score = score;
+					d->info = *di;
+					d->port = *pi;
+					d->dev_index = di->dev_index;
+					d->port_num = pi->port_num;
+					d->gid_index = gi->gid_index;
+					d->gid_type = gi->gid_type;
+					memcpy(d->gid, gi->gid, 16);
+				}
+			}
+			if (best_score >= 0)
+				best = 0;
+		}
+	}
+	krdma_snap_free(&s);
+	if (best < 0) {
+		errno = ENODEV;
+		return -1;
+	}
+	return 0;
+}
+
+/* Buffers */
+
+struct kt_buf {
+	uint32_t handle, lkey, rkey;
+	uint64_t len, addr, mmap_offset;
+};
+
+static inline int kt_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
+			       uint64_t len, struct kt_buf *b)
+{
+	struct krdma_buf_alloc a = {
+		.size = sizeof(a),
+		.dev_index = dev_index,
+		.access = access,
+		.length = len,
+	};
+
+	memset(b, 0, sizeof(*b));
+	if (ioctl(fd, KRDMA_BUF_ALLOC, &a))
+		return -1;
+	b->handle = a.handle;
+	b->lkey = a.lkey;
+	b->rkey = a.rkey;
+	b->len = len;
+	b->addr = a.addr;
+	b->mmap_offset = a.mmap_offset;
+	return 0;
+}
+
+static inline int kt_destroy(int fd, uint32_t handle)
+{
+	struct krdma_destroy d = { .size = sizeof(d), .handle = handle };
+
+	return ioctl(fd, KRDMA_DESTROY, &d);
+}
+
+static inline int kt_buf_rw(int fd, uint32_t handle, uint64_t off, void *p,
+			    uint64_t len, bool write)
+{
+	struct krdma_buf_rw rw = {
+		.size = sizeof(rw),
+		.flags = write ? KRDMA_BUF_RW_WRITE : 0,
+		.handle = handle,
+		.offset = off,
+		.length = len,
+		.data_uptr = (uintptr_t)p,
+	};
+
+	return ioctl(fd, KRDMA_BUF_RW, &rw);
+}
+
+static inline int kt_buf_write(int fd, uint32_t handle, uint64_t off,
+			       const void *p, uint64_t len)
+{
+	return kt_buf_rw(fd, handle, off, (void *)p, len, true);
+}
+
+static inline int kt_buf_read(int fd, uint32_t handle, uint64_t off, void *p,
+			      uint64_t len)
+{
+	return kt_buf_rw(fd, handle, off, p, len, false);
+}
+
+/* mmap(2) a whole buffer (rounded up to pages); MAP_FAILED on error. */
+static inline void *kt_buf_mmap(int fd, const struct kt_buf *b)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	size_t len = (b->len + psz - 1) / psz * psz;
+
+	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    b->mmap_offset);
+}
+
+static inline void kt_buf_munmap(void *p, const struct kt_buf *b)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+
+	munmap(p, (b->len + psz - 1) / psz * psz);
+}
+
+/* Patterns: byte i of the pattern @seed; tests derive seeds from what runs. */
+static inline uint8_t kt_pattern_byte(uint32_t seed, uint64_t i)
+{
+	uint64_t x = (i / 8 + 1) * 0x9e3779b97f4a7c15ull ^
+		     ((uint64_t)seed * 0xbf58476d1ce4e5b9ull + seed);
+
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 29;
+	return x >> (8 * (i % 8));
+}
+
+static inline uint32_t kt_seed(uint32_t test, uint64_t size, uint32_t iter)
+{
+	return test * 0x01000193u ^ (uint32_t)size * 0x9e3779b1u ^ iter * 0x85ebca77u;
+}
+
+static inline void kt_fill(void *p, uint64_t len, uint32_t seed)
+{
+	uint8_t *b = p;
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		b[i] = kt_pattern_byte(seed, i);
+}
+
+/* Index of the first byte that is not the pattern, or -1. */
+static inline int64_t kt_check(const void *p, uint64_t len, uint32_t seed)
+{
+	const uint8_t *b = p;
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != kt_pattern_byte(seed, i))
+			return i;
+	return -1;
+}
+
+/* Index of the first byte that is not @val, or -1. */
+static inline int64_t kt_check_byte(const void *p, uint64_t len, uint8_t val)
+{
+	const uint8_t *b = p;
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != val)
+			return i;
+	return -1;
+}
+
+/* Connections */
+
+struct kt_conn {
+	uint32_t handle, qp_num, psn, lid, transport;
+	uint8_t gid[16];
+	struct krdma_qp_caps caps;
+};
+
+static inline int kt_conn_create(int fd, const struct kt_dev *d,
+				 uint32_t transport, uint32_t flags,
+				 const struct krdma_qp_caps *caps,
+				 struct kt_conn *c)
+{
+	struct krdma_conn_create cc = {
+		.size = sizeof(cc),
+		.flags = flags,
+		.dev_index = d->dev_index,
+		.port_num = d->port_num,
+		.gid_index = d->gid_index,
+		.transport = transport,
+	};
+
+	memset(c, 0, sizeof(*c));
+	if (caps)
+		cc.caps = *caps;
+	if (ioctl(fd, KRDMA_CONN_CREATE, &cc))
+		return -1;
+	c->handle = cc.handle;
+	c->qp_num = cc.qp_num;
+	c->psn = cc.psn;
+	c->lid = cc.lid;
+	c->transport = transport;
+	memcpy(c->gid, cc.gid, 16);
+	c->caps = cc.caps;
+	return 0;
+}
+
+/* A CONN_MODIFY of @c towards @peer (NULL for UD), default attributes. */
+static inline void kt_modify_init(struct krdma_conn_modify *m,
+				  const struct kt_conn *c,
+				  const struct kt_conn *peer)
+{
+	memset(m, 0, sizeof(*m));
+	m->size = sizeof(*m);
+	m->handle = c->handle;
+	if (peer) {
+		m->dest_qp_num = peer->qp_num;
+		m->dest_psn = peer->psn;
+		m->dest_lid = peer->lid;
+		memcpy(m->dest_gid, peer->gid, 16);
+	}
+}
+
+static inline int kt_conn_connect(int fd, const struct kt_conn *c,
+				  const struct kt_conn *peer)
+{
+	struct krdma_conn_modify m;
+
+	kt_modify_init(&m, c, c->transport == KRDMA_TRANSPORT_UD ? NULL : peer);
+	return ioctl(fd, KRDMA_CONN_MODIFY, &m);
+}
+
+static inline int kt_conn_query(int fd, uint32_t handle,
+				struct krdma_conn_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->handle = handle;
+	return ioctl(fd, KRDMA_CONN_QUERY, q);
+}
+
+static inline int kt_ah_create(int fd, uint32_t conn, const uint8_t *gid,
+			       uint32_t *ah)
+{
+	struct krdma_ah_create a = { .size = sizeof(a), .conn_handle = conn };
+
+	memcpy(a.dest_gid, gid, 16);
+	if (ioctl(fd, KRDMA_AH_CREATE, &a))
+		return -1;
+	*ah = a.handle;
+	return 0;
+}
+
+/* Work requests and completions */
+
+static inline void kt_wr_init(struct krdma_wr *wr, uint64_t wr_id,
+			      uint32_t opcode, uint32_t flags)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->opcode = opcode;
+	wr->flags = flags;
+}
+
+/* Append an SGE. */
+static inline void kt_wr_sge(struct krdma_wr *wr, uint32_t buf, uint64_t off,
+			     uint32_t len)
+{
+	struct krdma_sge *sge = &wr->sge[wr->num_sge++];
+
+	sge->buf_handle = buf;
+	sge->offset = off;
+	sge->length = len;
+}
+
+/* POST @n WRs; *@accepted (if given) gets num_wrs as written back. */
+static inline int kt_post(int fd, uint32_t conn, const struct krdma_wr *wrs,
+			  uint32_t n, uint32_t *accepted)
+{
+	struct krdma_post p = {
+		.size = sizeof(p),
+		.handle = conn,
+		.num_wrs = n,
+		.wr_entry_size = sizeof(*wrs),
+		.wrs_uptr = (uintptr_t)wrs,
+	};
+	int ret = ioctl(fd, KRDMA_POST, &p);
+	int err = errno;
+
+	if (accepted)
+		*accepted = p.num_wrs;
+	errno = err;
+	return ret;
+}
+
+static inline int kt_post1(int fd, uint32_t conn, const struct krdma_wr *wr)
+{
+	return kt_post(fd, conn, wr, 1, NULL);
+}
+
+/* One POLL: the number of completions, or -1. */
+static inline int kt_poll(int fd, uint32_t conn, struct krdma_wc *wcs,
+			  uint32_t n, uint32_t timeout_ms)
+{
+	struct krdma_poll p = {
+		.size = sizeof(p),
+		.handle = conn,
+		.num_wcs = n,
+		.wc_entry_size = sizeof(*wcs),
+		.timeout_ms = timeout_ms,
+		.wcs_uptr = (uintptr_t)wcs,
+	};
+
+	if (ioctl(fd, KRDMA_POLL, &p))
+		return -1;
+	return p.num_wcs;
+}
+
+static inline uint64_t kt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Collect @n completions within @timeout_ms in all: how many arrived, or -1
+ * if a POLL failed.
+ */
+static inline int kt_poll_n(int fd, uint32_t conn, struct krdma_wc *wcs,
+			    uint32_t n, uint32_t timeout_ms)
+{
+	uint64_t end = kt_now_ms() + timeout_ms;
+	uint32_t got = 0;
+
+	while (got < n) {
+		uint64_t now = kt_now_ms();
+		int r;
+
+		if (now >= end)
+			break;
+		r = kt_poll(fd, conn, wcs + got, n - got,
+			    (uint32_t)(end - now));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return got ? (int)got : -1;
+		}
+		got += r;
+	}
+	return got;
+}
+
+/* Kernel log lines that mean trouble, counted (the VM runner's list). */
+static inline int kt_dmesg_bad_lines(void)
+{
+	static const char *const pats[] = {
+		"BUG:", "WARNING:", "Oops", "KASAN", "UBSAN", "refcount_t",
+		"hung_task", "blocked for more than", "soft lockup",
+		"rcu_sched self-detected", "kmemleak",
+	};
+	char line[1024];
+	unsigned int i;
+	int n = 0;
+	FILE *f;
+
+	fflush(stdout);
+	f = popen("dmesg 2>/dev/null", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		for (i = 0; i < ARRAY_SIZE(pats); i++)
+			if (strstr(line, pats[i])) {
+				n++;
+				break;
+			}
+	pclose(f);
+	return n;
+}
+
+/* Drop @cap from this process' effective, permitted and inheritable sets. */
+static inline int kt_drop_cap(int cap)
+{
+	struct { uint32_t version; int pid; } hdr = { 0x20080522, 0 };
+	struct { uint32_t effective, permitted, inheritable; } data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[cap / 32].effective &= ~(1u << (cap % 32));
+	data[cap / 32].permitted &= ~(1u << (cap % 32));
+	data[cap / 32].inheritable &= ~(1u << (cap % 32));
+	return syscall(SYS_capset, &hdr, data);
+}
+
+/* KRDMA_TEST_F with the harness timeout given in seconds. */
+#define KRDMA_TEST_F_TIMEOUT(fixture, name, secs)			\
+	static void fixture##_##name##_body(				\
+		struct __test_metadata *_metadata,			\
+		FIXTURE_DATA(fixture) *self,				\
+		const FIXTURE_VARIANT(fixture) *variant);		\
+	TEST_F_TIMEOUT(fixture, name, secs)				\
+	{								\
+		if (!_metadata->skip)					\
+			fixture##_##name##_body(_metadata, self, variant); \
+	}								\
+	static void fixture##_##name##_body(				\
+		struct __test_metadata __attribute__((unused)) *_metadata, \
+		FIXTURE_DATA(fixture) __attribute__((unused)) *self,	\
+		const FIXTURE_VARIANT(fixture) __attribute__((unused)) *variant)
+
 #endif /* KRDMA_TEST_H */

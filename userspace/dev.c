@@ -36,16 +36,6 @@ struct devices_opts {
 	uint32_t index;
 };
 
-/* One KRDMA_QUERY_DEVICES answer. */
-struct dev_snapshot {
-	struct krdma_device_info *devs;
-	struct krdma_port_info *ports;
-	struct krdma_gid_info *gids;
-	uint32_t num_devs;
-	uint32_t num_ports;
-	uint32_t num_gids;
-};
-
 /* Returns 0, -1 when done (help printed), or an exit code. */
 static int parse_devices_opts(int argc, char **argv, struct devices_opts *o)
 {
@@ -81,7 +71,7 @@ static int parse_devices_opts(int argc, char **argv, struct devices_opts *o)
 	return opt_extra_args("devices", argc, argv, devices_usage);
 }
 
-static void free_snapshot(struct dev_snapshot *s)
+void free_snapshot(struct dev_snapshot *s)
 {
 	free(s->devs);
 	free(s->ports);
@@ -128,8 +118,8 @@ static void terminate_strings(struct dev_snapshot *s)
 }
 
 static void fill_query(struct krdma_query_devices *q,
-		       const struct dev_snapshot *s,
-		       const struct devices_opts *o)
+		       const struct dev_snapshot *s, bool one,
+		       uint32_t dev_index)
 {
 	*q = (struct krdma_query_devices){
 		.size = sizeof(*q),
@@ -143,17 +133,17 @@ static void fill_query(struct krdma_query_devices *q,
 		.ports_uptr = (uintptr_t)s->ports,
 		.gids_uptr = (uintptr_t)s->gids,
 	};
-	if (o->by_index) {
+	if (one) {
 		q->flags = KRDMA_QUERY_DEVICES_ONE;
-		q->dev_index = o->index;
+		q->dev_index = dev_index;
 	}
 }
 
-static void report_query_error(const struct devices_opts *o, int err)
+static void report_query_error(bool one, uint32_t dev_index, int err)
 {
-	if (o->by_index && err == -ENODEV)
+	if (one && err == -ENODEV)
 		krdma_report_field(KRDMA_QUERY_DEVICES, err, "dev_index %u",
-				   o->index);
+				   dev_index);
 	else
 		krdma_report(KRDMA_QUERY_DEVICES, err);
 }
@@ -161,17 +151,18 @@ static void report_query_error(const struct devices_opts *o, int err)
 /*
  * KRDMA_QUERY_DEVICES sizing protocol: start with zero capacities; a too
  * small array fails with EMSGSIZE and writes back the counts needed, so
- * allocate those and ask again.  Reports failures; returns 0 or -errno.
+ * allocate those and ask again.  With @one, only the device @dev_index.
+ * Reports failures; returns 0 or -errno.
  */
-static int query_devices(int fd, const struct devices_opts *o,
-			 struct dev_snapshot *s)
+int query_devices(int fd, bool one, uint32_t dev_index,
+		  struct dev_snapshot *s)
 {
 	struct krdma_query_devices q;
 	int try, ret, err;
 
 	memset(s, 0, sizeof(*s));
 	for (try = 0; try < QUERY_DEVICES_TRIES; try++) {
-		fill_query(&q, s, o);
+		fill_query(&q, s, one, dev_index);
 		ret = krdma_ioctl_quiet(fd, KRDMA_QUERY_DEVICES, &q);
 		if (ret != -EMSGSIZE)
 			break;
@@ -185,7 +176,7 @@ static int query_devices(int fd, const struct devices_opts *o,
 		}
 	}
 	if (ret && ret != -EMSGSIZE) {
-		report_query_error(o, ret);
+		report_query_error(one, dev_index, ret);
 		free_snapshot(s);
 		return ret;
 	}
@@ -406,7 +397,7 @@ int cmd_devices(int argc, char **argv)
 		krdma_report_open(fd);
 		return 1;
 	}
-	ret = query_devices(fd, &opts, &snap);
+	ret = query_devices(fd, opts.by_index, opts.index, &snap);
 	close(fd);
 	if (ret)
 		return 1;

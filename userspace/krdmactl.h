@@ -37,6 +37,25 @@ struct cmd {
 /* Commands (one file each). */
 int cmd_version(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_pingpong(int argc, char **argv);
+
+/* dev.c: one KRDMA_QUERY_DEVICES answer */
+struct krdma_device_info;
+struct krdma_port_info;
+struct krdma_gid_info;
+
+struct dev_snapshot {
+	struct krdma_device_info *devs;
+	struct krdma_port_info *ports;
+	struct krdma_gid_info *gids;
+	uint32_t num_devs;
+	uint32_t num_ports;
+	uint32_t num_gids;
+};
+
+int query_devices(int fd, bool one, uint32_t dev_index,
+		  struct dev_snapshot *s);
+void free_snapshot(struct dev_snapshot *s);
 
 /* util.c: messages, option parsing */
 void __printf(1, 2) err_msg(const char *fmt, ...);

@@ -21,6 +21,8 @@ static int cmd_help(int argc, char **argv);
 static const struct cmd commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices, their ports and GIDs" },
 	{ "help", cmd_help, "show help for krdmactl or for a command" },
+	{ "pingpong", cmd_pingpong,
+	  "ping-pong SENDs with ibv_{rc,uc,ud}_pingpong or another krdmactl" },
 	{ "version", cmd_version, "show krdmactl, uAPI and module versions" },
 };
 

@@ -169,3 +169,34 @@ const char *width_name(uint32_t width)
 			return names[bit];
 	return lookup(NULL, 0, width);
 }
+
+/* IB_WC_* completion status, without the prefix, as ib_verbs.h numbers it */
+const char *wc_status_name(uint32_t status)
+{
+	static const char *const names[] = {
+		"SUCCESS",
+		"LOC_LEN_ERR",
+		"LOC_QP_OP_ERR",
+		"LOC_EEC_OP_ERR",
+		"LOC_PROT_ERR",
+		"WR_FLUSH_ERR",
+		"MW_BIND_ERR",
+		"BAD_RESP_ERR",
+		"LOC_ACCESS_ERR",
+		"REM_INV_REQ_ERR",
+		"REM_ACCESS_ERR",
+		"REM_OP_ERR",
+		"RETRY_EXC_ERR",
+		"RNR_RETRY_EXC_ERR",
+		"LOC_RDD_VIOL_ERR",
+		"REM_INV_RD_REQ_ERR",
+		"REM_ABORT_ERR",
+		"INV_EECN_ERR",
+		"INV_EEC_STATE_ERR",
+		"FATAL_ERR",
+		"RESP_TIMEOUT_ERR",
+		"GENERAL_ERR",
+	};
+
+	return LOOKUP(names, status);
+}

@@ -24,5 +24,6 @@ const char *link_layer_name(uint32_t layer);
 const char *gid_type_name(uint32_t type);
 const char *speed_name(uint32_t speed);
 const char *width_name(uint32_t width);
+const char *wc_status_name(uint32_t status);	/* struct krdma_wc.status */
 
 #endif /* KRDMACTL_NAMES_H */

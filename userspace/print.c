@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "print.h"
@@ -340,6 +341,35 @@ void pr_value_str(const char *key, const char *val)
 	} else {
 		text_word();
 		fputs(val, stdout);
+	}
+}
+
+void pr_fmt_u64(const char *key, const char *fmt, uint64_t val)
+{
+	if (pr.json) {
+		if (!key)
+			return;
+		json_member(key);
+		printf("%" PRIu64, val);
+	} else {
+		text_word();
+		printf(fmt, val);
+	}
+}
+
+void pr_fmt_double(const char *key, const char *fmt, double val)
+{
+	if (pr.json) {
+		if (!key)
+			return;
+		json_member(key);
+		if (isfinite(val))
+			printf("%.10g", val);
+		else
+			fputs("null", stdout);
+	} else {
+		text_word();
+		printf(fmt, val);
 	}
 }
 

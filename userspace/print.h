@@ -52,6 +52,17 @@ void pr_label_str(const char *key, const char *val);
 /* text "val"                    JSON "key": "val" */
 void pr_value_str(const char *key, const char *val);
 
+/*
+ * Numbers with their words around them: text prints @fmt applied to @val
+ * as it is ("%.2f seconds"), JSON the bare number (a double that is not
+ * finite is null).  A NULL @key prints in text only, for a figure that a
+ * line repeats.
+ */
+/* text "1000 iters"             JSON "key": 1000 */
+void pr_fmt_u64(const char *key, const char *fmt, uint64_t val);
+/* text "in 0.25 seconds"        JSON "key": 0.25 */
+void pr_fmt_double(const char *key, const char *fmt, double val);
+
 /* Text only: continue the current object on a new line. */
 void pr_nl(void);
 
