@@ -16,6 +16,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "buf.h"
 #include "krdma_priv.h"
 
 #define KRDMA_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE |			\
@@ -25,23 +26,7 @@
 			  KRDMA_ACCESS_MW_BIND)
 #define KRDMA_BUF_MAX_CHUNK_ORDER 10	/* 4 MiB chunks at most */
 
-/**
- * struct krdma_buf_mem - a buffer's pages, shared with its mappings
- * @kref: the buffer's reference plus one per VMA mapping it
- * @chunks: the chunks, each 2^@chunk_order pages
- * @num_chunks: entries of @chunks
- * @chunk_order: page order of each chunk
- * @mm: the mm charged for the pages (RLIMIT_MEMLOCK), grabbed
- */
-struct krdma_buf_mem {
-	struct kref kref;
-	struct page **chunks;
-	unsigned int num_chunks;
-	unsigned int chunk_order;
-	struct mm_struct *mm;
-};
-
-static size_t krdma_chunk_size(const struct krdma_buf_mem *mem)
+size_t krdma_chunk_size(const struct krdma_buf_mem *mem)
 {
 	return PAGE_SIZE << mem->chunk_order;
 }
@@ -78,16 +63,20 @@ static void krdma_buf_mem_release(struct kref *kref)
 		container_of(kref, struct krdma_buf_mem, kref);
 	unsigned int i;
 
-	for (i = 0; i < mem->num_chunks; i++)
-		if (mem->chunks[i])
-			__free_pages(mem->chunks[i], mem->chunk_order);
+	if (mem->user) {
+		unpin_user_pages_dirty_lock(mem->chunks, mem->num_pinned, true);
+	} else {
+		for (i = 0; i < mem->num_chunks; i++)
+			if (mem->chunks[i])
+				__free_pages(mem->chunks[i], mem->chunk_order);
+	}
 	krdma_uncharge_pinned(mem->mm, krdma_mem_pages(mem));
 	mmdrop(mem->mm);
 	kvfree(mem->chunks);
 	kfree(mem);
 }
 
-static void krdma_buf_mem_put(struct krdma_buf_mem *mem)
+void krdma_buf_mem_put(struct krdma_buf_mem *mem)
 {
 	kref_put(&mem->kref, krdma_buf_mem_release);
 }
@@ -154,25 +143,10 @@ err_put:
 	return ERR_PTR(-ENOMEM);
 }
 
-/**
- * struct krdma_buf - a buffer object
- * @obj: the handle
- * @mem: the pages
- * @length: the length the user asked for
- * @access: &enum krdma_access
- * @sgt: @mem's chunks, DMA mapped while @mapped
- * @mapped: @sgt is DMA mapped
- * @mr: the fast-registered MR
- */
-struct krdma_buf {
-	struct krdma_object obj;
-	struct krdma_buf_mem *mem;
-	u64 length;
-	u32 access;
-	struct sg_table sgt;
-	bool mapped;
-	struct ib_mr *mr;
-};
+u32 krdma_buf_rkey(const struct krdma_buf *buf)
+{
+	return (buf->access & ~KRDMA_ACCESS_LOCAL_WRITE) ? buf->mr->rkey : 0;
+}
 
 static void krdma_buf_destroy_hw(struct krdma_object *obj)
 {
@@ -197,7 +171,7 @@ static void krdma_buf_free(struct krdma_object *obj)
 	kfree(buf);
 }
 
-static const struct krdma_object_ops krdma_buf_ops = {
+const struct krdma_object_ops krdma_buf_ops = {
 	.name = "buffer",
 	.destroy_pass = 3,
 	.destroy_hw = krdma_buf_destroy_hw,
@@ -235,20 +209,43 @@ int krdma_check_access(u32 access)
 	return 0;
 }
 
-static int krdma_buf_map(struct krdma_buf *buf)
+/* Describe the buffer's bytes, first_offset .. + length, chunk by chunk. */
+static int krdma_buf_sg(struct krdma_buf *buf)
 {
-	struct krdma_device *kdev = buf->obj.kdev;
 	struct krdma_buf_mem *mem = buf->mem;
 	size_t chunk = krdma_chunk_size(mem);
+	u64 left = buf->length;
 	struct scatterlist *sg;
 	unsigned int i;
-	int ret, n;
+	int ret;
 
 	ret = sg_alloc_table(&buf->sgt, mem->num_chunks, GFP_KERNEL);
 	if (ret)
 		return ret;
-	for_each_sgtable_sg(&buf->sgt, sg, i)
-		sg_set_page(sg, mem->chunks[i], chunk, 0);
+	for_each_sgtable_sg(&buf->sgt, sg, i) {
+		size_t off = i ? 0 : mem->first_offset;
+		size_t len = min_t(u64, left, chunk - off);
+
+		sg_set_page(sg, mem->chunks[i], len, off);
+		left -= len;
+	}
+	return 0;
+}
+
+/*
+ * DMA-map and fast-register the buffer.  The MR's iova keeps only the
+ * offset into the first chunk: peers address the buffer from there, and
+ * no kernel address leaves the module.
+ */
+int krdma_buf_map(struct krdma_buf *buf)
+{
+	struct krdma_device *kdev = buf->obj.kdev;
+	size_t chunk = krdma_chunk_size(buf->mem);
+	int ret, n;
+
+	ret = krdma_buf_sg(buf);
+	if (ret)
+		return ret;
 	n = ib_dma_map_sg(kdev->ibdev, buf->sgt.sgl, buf->sgt.orig_nents,
 			  DMA_BIDIRECTIONAL);
 	if (n <= 0)
@@ -256,7 +253,8 @@ static int krdma_buf_map(struct krdma_buf *buf)
 	buf->sgt.nents = n;
 	buf->mapped = true;
 
-	buf->mr = ib_alloc_mr(kdev->pd, IB_MR_TYPE_MEM_REG, mem->num_chunks);
+	buf->mr = ib_alloc_mr(kdev->pd, IB_MR_TYPE_MEM_REG,
+			      buf->mem->num_chunks);
 	if (IS_ERR(buf->mr)) {
 		ret = PTR_ERR(buf->mr);
 		buf->mr = NULL;
@@ -264,8 +262,7 @@ static int krdma_buf_map(struct krdma_buf *buf)
 	}
 	if (ib_map_mr_sg(buf->mr, buf->sgt.sgl, n, NULL, chunk) != n)
 		return -EINVAL;
-	buf->mr->iova = 0;
-	buf->mr->length = buf->length;
+	buf->mr->iova &= chunk - 1;
 	return krdma_device_reg_mr(kdev, buf->mr,
 				   krdma_access_to_ib(buf->access));
 }
@@ -320,8 +317,7 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		goto err;
 
 	cmd->lkey = buf->mr->lkey;
-	cmd->rkey = (buf->access & ~KRDMA_ACCESS_LOCAL_WRITE) ?
-		    buf->mr->rkey : 0;
+	cmd->rkey = krdma_buf_rkey(buf);
 	cmd->addr = buf->mr->iova;
 	ret = krdma_object_publish(&buf->obj, &cmd->handle);
 	if (ret)
@@ -344,6 +340,7 @@ static int krdma_buf_copy(struct krdma_buf_mem *mem, u64 offset,
 {
 	size_t chunk = krdma_chunk_size(mem);
 
+	offset += mem->first_offset;
 	while (length) {
 		unsigned int idx = div_u64(offset, chunk);
 		size_t off = offset - (u64)idx * chunk;
@@ -383,7 +380,8 @@ int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!obj)
 		return -ENOENT;
 	buf = container_of(obj, struct krdma_buf, obj);
-	if (check_add_overflow(cmd->offset, cmd->length, &end) ||
+	if (buf->mem->user ||
+	    check_add_overflow(cmd->offset, cmd->length, &end) ||
 	    end > buf->length)
 		ret = -EINVAL;
 	else
@@ -458,7 +456,7 @@ int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma)
 	if (!obj)
 		return -ENOENT;
 	mem = container_of(obj, struct krdma_buf, obj)->mem;
-	if (len > krdma_mem_pages(mem) << PAGE_SHIFT) {
+	if (mem->user || len > krdma_mem_pages(mem) << PAGE_SHIFT) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -503,7 +501,7 @@ int krdma_buf_inline_sges(struct krdma_session *session,
 	if (check_add_overflow(usge->offset, (u64)usge->length, &end) ||
 	    end > container_of(obj, struct krdma_buf, obj)->length)
 		goto err_inval;
-	offset = usge->offset;
+	offset = usge->offset + mem->first_offset;
 	for (left = usge->length; left;) {
 		size_t chunk = krdma_chunk_size(mem);
 		unsigned int idx = div_u64(offset, chunk);

@@ -367,6 +367,8 @@ static int krdma_cm_setup(struct krdma_session *session,
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
 	if (!ret)
 		ret = krdma_object_publish(&conn->obj, &cmd->handle);
+	if (ret)	/* while removal is still held off */
+		krdma_conn_destroy_hw(&conn->obj);
 	krdma_device_exit(conn->obj.kdev);
 	return ret;
 }

@@ -312,6 +312,8 @@ int krdma_query_devices(struct krdma_session *session,
 int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_buf_reg_user(struct krdma_session *session,
+		       struct krdma_ucmd *ucmd);
 int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd);

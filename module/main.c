@@ -22,6 +22,7 @@ union krdma_cmd_buffer {
 	struct krdma_destroy destroy;
 	struct krdma_buf_alloc buf_alloc;
 	struct krdma_buf_rw buf_rw;
+	struct krdma_buf_reg_user buf_reg_user;
 	struct krdma_conn_create conn_create;
 	struct krdma_conn_modify conn_modify;
 	struct krdma_conn_query conn_query;
@@ -66,6 +67,9 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 	[KRDMA_CMD_BUF_ALLOC - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_BUF_ALLOC, krdma_buf_alloc,
 			       struct krdma_buf_alloc, mmap_offset),
+	[KRDMA_CMD_BUF_REG_USER - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_BUF_REG_USER, krdma_buf_reg_user,
+			       struct krdma_buf_reg_user, addr),
 	[KRDMA_CMD_BUF_RW - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_BUF_RW, krdma_buf_rw,
 			       struct krdma_buf_rw, data_uptr),

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Buffers, shared by kernel buffers (buf.c) and zero-copy user buffers
+ * (ubuf.c): the memory, its DMA mapping and its fast-registered MR.
+ */
+#ifndef KRDMA_BUF_H
+#define KRDMA_BUF_H
+
+#include <linux/kref.h>
+#include <linux/scatterlist.h>
+
+#include "krdma_priv.h"
+
+/**
+ * struct krdma_buf_mem - a buffer's pages, shared with its mappings
+ * @kref: the buffer's reference plus one per VMA mapping it
+ * @chunks: the chunks, each 2^@chunk_order pages
+ * @num_chunks: entries of @chunks
+ * @num_pinned: user buffers: entries of @chunks pinned so far
+ * @chunk_order: page order of each chunk (0 for user buffers)
+ * @first_offset: where the buffer starts in the first chunk
+ * @user: pinned user pages (else pages the module allocated)
+ * @mm: the mm charged for the pages (RLIMIT_MEMLOCK), grabbed
+ */
+struct krdma_buf_mem {
+	struct kref kref;
+	struct page **chunks;
+	unsigned int num_chunks;
+	unsigned int num_pinned;
+	unsigned int chunk_order;
+	unsigned int first_offset;
+	bool user;
+	struct mm_struct *mm;
+};
+
+/**
+ * struct krdma_buf - a buffer object
+ * @obj: the handle; @obj.hw_rwsem protects @mr and the DMA mapping
+ * @mem: the pages
+ * @length: the length the user asked for
+ * @access: &enum krdma_access
+ * @sgt: @mem's chunks, DMA mapped while @mapped
+ * @mapped: @sgt is DMA mapped
+ * @mr: the fast-registered MR
+ */
+struct krdma_buf {
+	struct krdma_object obj;
+	struct krdma_buf_mem *mem;
+	u64 length;
+	u32 access;
+	struct sg_table sgt;
+	bool mapped;
+	struct ib_mr *mr;
+};
+
+extern const struct krdma_object_ops krdma_buf_ops;
+
+size_t krdma_chunk_size(const struct krdma_buf_mem *mem);
+void krdma_buf_mem_put(struct krdma_buf_mem *mem);
+int krdma_buf_map(struct krdma_buf *buf);
+u32 krdma_buf_rkey(const struct krdma_buf *buf);
+
+#endif /* KRDMA_BUF_H */

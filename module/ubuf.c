@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Zero-copy user buffers (KRDMA_BUF_REG_USER): the caller's own pages,
+ * pinned long-term and charged to RLIMIT_MEMLOCK as ib_umem_get() does,
+ * then DMA-mapped and fast-registered like a kernel buffer.  The peer's
+ * bytes land in the user's pages; the pages are unpinned (and marked dirty)
+ * only after the MR is gone.
+ */
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include "buf.h"
+#include "krdma_priv.h"
+
+static int krdma_ubuf_check(const struct krdma_buf_reg_user *cmd)
+{
+	u64 end;
+
+	if (cmd->flags & KRDMA_BUF_REG_WINDOW)
+		return -EOPNOTSUPP;	/* memory windows: not yet */
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (!cmd->length || check_add_overflow(cmd->uaddr, cmd->length, &end) ||
+	    end > TASK_SIZE)
+		return -EINVAL;
+	return krdma_check_access(cmd->access);
+}
+
+static int krdma_ubuf_pin(struct krdma_buf_mem *mem, u64 uaddr, bool write)
+{
+	unsigned long start = uaddr & PAGE_MASK;
+	unsigned int gup = FOLL_LONGTERM | (write ? FOLL_WRITE : 0);
+	int n;
+
+	while (mem->num_pinned < mem->num_chunks) {
+		n = pin_user_pages_fast(start +
+					((unsigned long)mem->num_pinned << PAGE_SHIFT),
+					mem->num_chunks - mem->num_pinned, gup,
+					mem->chunks + mem->num_pinned);
+		if (n <= 0)
+			return n ? n : -EFAULT;
+		mem->num_pinned += n;
+	}
+	return 0;
+}
+
+static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
+					    u64 uaddr, u64 length, bool write)
+{
+	u64 first = uaddr & PAGE_MASK, last = PAGE_ALIGN(uaddr + length);
+	u64 npages = (last - first) >> PAGE_SHIFT;
+	struct krdma_buf_mem *mem;
+	int ret;
+
+	/* One fast registration maps the whole buffer. */
+	if (npages > kdev->ibdev->attrs.max_fast_reg_page_list_len)
+		return ERR_PTR(-EINVAL);
+	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	if (!mem)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&mem->kref);
+	mem->user = true;
+	mem->num_chunks = npages;
+	mem->first_offset = uaddr & ~PAGE_MASK;
+	mem->mm = current->mm;
+	mmgrab(mem->mm);
+	ret = krdma_charge_pinned(mem->mm, npages);
+	if (ret) {
+		mmdrop(mem->mm);
+		kfree(mem);
+		return ERR_PTR(ret);
+	}
+	mem->chunks = kvcalloc(npages, sizeof(*mem->chunks), GFP_KERNEL);
+	ret = mem->chunks ? krdma_ubuf_pin(mem, uaddr, write) : -ENOMEM;
+	if (ret) {
+		krdma_buf_mem_put(mem);
+		return ERR_PTR(ret);
+	}
+	return mem;
+}
+
+int krdma_buf_reg_user(struct krdma_session *session,
+		       struct krdma_ucmd *ucmd)
+{
+	struct krdma_buf_reg_user *cmd = ucmd->cmd;
+	struct krdma_device *kdev;
+	struct krdma_buf *buf;
+	bool write;
+	int ret;
+
+	ret = krdma_ubuf_check(cmd);
+	if (ret)
+		return ret;
+	ret = krdma_device_enter(cmd->dev_index, &kdev);
+	if (ret)
+		return ret;
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf) {
+		krdma_device_exit(kdev);
+		krdma_device_put(kdev);
+		return -ENOMEM;
+	}
+	krdma_object_init(&buf->obj, session, &krdma_buf_ops);
+	buf->obj.kdev = kdev;
+	buf->length = cmd->length;
+	buf->access = cmd->access;
+
+	write = cmd->access & (KRDMA_ACCESS_LOCAL_WRITE |
+			       KRDMA_ACCESS_REMOTE_WRITE |
+			       KRDMA_ACCESS_REMOTE_ATOMIC);
+	buf->mem = krdma_ubuf_mem(kdev, cmd->uaddr, cmd->length, write);
+	if (IS_ERR(buf->mem)) {
+		ret = PTR_ERR(buf->mem);
+		buf->mem = NULL;
+		goto err;
+	}
+	ret = krdma_buf_map(buf);
+	if (ret)
+		goto err;
+	cmd->lkey = buf->mr->lkey;
+	cmd->rkey = krdma_buf_rkey(buf);
+	cmd->addr = buf->mr->iova;
+	ret = krdma_object_publish(&buf->obj, &cmd->handle);
+	if (ret)
+		goto err;
+	krdma_device_exit(kdev);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err:
+	/* Unmap and deregister while removal is still held off. */
+	buf->obj.ops->destroy_hw(&buf->obj);
+	krdma_device_exit(kdev);
+	krdma_object_put(&buf->obj);
+	return ret;
+}
