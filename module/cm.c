@@ -156,8 +156,13 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	struct krdma_event kev;
 	int outcome;
 
-	if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
-		set_bit(KRDMA_CONN_DISCONNECTED, &conn->state);
+	/*
+	 * rdma_cm leaves answering a peer's disconnect to its consumer: reply
+	 * (and move the QP to error, flushing what is posted) as kernel ULPs do.
+	 */
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED &&
+	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
+		rdma_disconnect(id);
 	outcome = krdma_cm_outcome(conn, ev);
 	if (outcome <= 0) {
 		WRITE_ONCE(conn->cm_status, outcome);
@@ -443,11 +448,11 @@ static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
 	struct krdma_conn *conn;
 	int ret;
 
-	ret = krdma_conn_get(session, handle, &conn);
+	ret = krdma_conn_get_request(session, handle, &conn);
 	if (ret)
 		return ret;
-	if (!conn->cm_id || conn->qp ||
-	    test_and_set_bit(KRDMA_CONN_CONNECTED, &conn->state)) {
+	/* one answer per request: a second accept or reject loses */
+	if (test_and_set_bit(KRDMA_CONN_CONNECTED, &conn->state)) {
 		krdma_conn_put(conn);
 		return -EINVAL;
 	}
@@ -485,19 +490,23 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
 	if (!ret)
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
-	if (!ret) {
-		krdma_cm_conn_param(conn, &param, cmd->private_data,
-				    cmd->private_data_len);
-		param.initiator_depth = min_t(u32, param.initiator_depth,
-					      conn->peer_responder_resources);
-		param.responder_resources =
-			min_t(u32, param.responder_resources,
-			      conn->peer_initiator_depth);
-		reinit_completion(&conn->cm_done);
-		rdma_lock_handler(conn->cm_id);
-		ret = rdma_accept(conn->cm_id, &param);
-		rdma_unlock_handler(conn->cm_id);
+	if (ret) {
+		/* Nothing reached the peer: the request can still be answered. */
+		krdma_conn_release_hw(conn);
+		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
+		krdma_conn_put(conn);
+		return ret;
 	}
+	krdma_cm_conn_param(conn, &param, cmd->private_data,
+			    cmd->private_data_len);
+	param.initiator_depth = min_t(u32, param.initiator_depth,
+				      conn->peer_responder_resources);
+	param.responder_resources = min_t(u32, param.responder_resources,
+					  conn->peer_initiator_depth);
+	reinit_completion(&conn->cm_done);
+	rdma_lock_handler(conn->cm_id);
+	ret = rdma_accept(conn->cm_id, &param);
+	rdma_unlock_handler(conn->cm_id);
 	cmd->qp_num = conn->qp_num;
 	krdma_object_get_ref(&conn->obj);
 	krdma_conn_put(conn);
@@ -548,7 +557,12 @@ int krdma_cm_disconnect(struct krdma_session *session,
 	ret = krdma_conn_get(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
-	ret = conn->cm_id ? rdma_disconnect(conn->cm_id) : -EINVAL;
+	if (!conn->cm_id)
+		ret = -EINVAL;
+	else if (test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
+		ret = 0;	/* already disconnected, by either side */
+	else
+		ret = rdma_disconnect(conn->cm_id);
 	krdma_conn_put(conn);
 	return ret;
 }

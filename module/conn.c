@@ -455,44 +455,46 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_conn_query *cmd = ucmd->cmd;
 	struct ib_qp_init_attr init;
-	struct ib_qp_attr attr;
-	struct krdma_object *obj;
 	struct krdma_conn *conn;
+	struct ib_qp_attr attr;
 	int ret;
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	obj = krdma_object_get(session, cmd->handle, &krdma_conn_ops);
-	if (!obj)
-		return -ENOENT;
-	conn = container_of(obj, struct krdma_conn, obj);
-	ret = krdma_object_lock_hw(obj);
+	ret = krdma_conn_get(session, cmd->handle, &conn);
 	if (ret)
-		goto out_put;
-	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE, &init);
-	krdma_object_unlock_hw(obj);
-	if (ret)
-		goto out_put;
-
-	cmd->state = attr.qp_state;
-	cmd->transport = conn->transport;
-	cmd->qp_num = conn->qp_num;
-	cmd->dest_qp_num = conn->dest_qp_num;
-	cmd->path_mtu = conn->path_mtu ? ib_mtu_enum_to_int(conn->path_mtu) : 0;
-	cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
-	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
-out_put:
-	krdma_object_put(obj);
-	return ret;
+		return ret;
+	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE | IB_QP_PATH_MTU |
+			  IB_QP_DEST_QPN, &init);
+	if (!ret) {
+		cmd->state = attr.qp_state;
+		cmd->transport = conn->transport;
+		cmd->qp_num = conn->qp_num;
+		/* what the QP says: rdma_cm connected it, not CONN_MODIFY */
+		cmd->dest_qp_num = attr.qp_state >= IB_QPS_RTR &&
+				   conn->transport != KRDMA_TRANSPORT_UD ?
+				   attr.dest_qp_num : 0;
+		cmd->path_mtu = attr.qp_state >= IB_QPS_RTR &&
+				conn->transport != KRDMA_TRANSPORT_UD ?
+				ib_mtu_enum_to_int(attr.path_mtu) : 0;
+		cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
+	}
+	krdma_conn_put(conn);
+	return ret ?: krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-/* Look up a connection and take its verbs state for use. */
-int krdma_conn_get(struct krdma_session *session, u32 handle,
-		   struct krdma_conn **connp)
+/*
+ * Look up a connection and take its verbs state for use.  @want_qp: a
+ * connection with a QP (anything that posts, polls or queries), else an
+ * rdma_cm request still waiting for accept or reject (no QP yet).
+ */
+static int krdma_conn_lookup(struct krdma_session *session, u32 handle,
+			     bool want_qp, struct krdma_conn **connp)
 {
 	struct krdma_object *obj;
+	struct krdma_conn *conn;
 	int ret;
 
 	obj = krdma_object_get(session, handle, &krdma_conn_ops);
@@ -503,8 +505,38 @@ int krdma_conn_get(struct krdma_session *session, u32 handle,
 		krdma_object_put(obj);
 		return ret;
 	}
-	*connp = container_of(obj, struct krdma_conn, obj);
+	conn = container_of(obj, struct krdma_conn, obj);
+	if (want_qp ? !conn->qp : (conn->qp || !conn->cm_id)) {
+		krdma_conn_put(conn);
+		return -EINVAL;
+	}
+	*connp = conn;
 	return 0;
+}
+
+int krdma_conn_get(struct krdma_session *session, u32 handle,
+		   struct krdma_conn **connp)
+{
+	return krdma_conn_lookup(session, handle, true, connp);
+}
+
+int krdma_conn_get_request(struct krdma_session *session, u32 handle,
+			   struct krdma_conn **connp)
+{
+	return krdma_conn_lookup(session, handle, false, connp);
+}
+
+/* Undo krdma_conn_create_hw(), leaving the connection as it was before. */
+void krdma_conn_release_hw(struct krdma_conn *conn)
+{
+	if (conn->qp && conn->cm_id)
+		rdma_destroy_qp(conn->cm_id);
+	else if (conn->qp)
+		ib_destroy_qp(conn->qp);
+	conn->qp = NULL;
+	if (conn->cq)
+		ib_destroy_cq(conn->cq);
+	conn->cq = NULL;
 }
 
 void krdma_conn_put(struct krdma_conn *conn)

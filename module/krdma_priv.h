@@ -163,7 +163,7 @@ enum {
 	KRDMA_CONN_CQ_READY,	/* armed CQ signalled, not yet drained */
 	KRDMA_CONN_CONNECTED,	/* KRDMA_CONN_MODIFY has run */
 	KRDMA_CONN_QP_ERROR,	/* a fatal QP event arrived */
-	KRDMA_CONN_DISCONNECTED,	/* rdma_cm: DISCONNECTED arrived */
+	KRDMA_CONN_DISCONNECTED,	/* rdma_cm: disconnect sent or answered */
 };
 
 /**
@@ -302,6 +302,9 @@ int krdma_event_queue(struct krdma_session *session,
 bool krdma_events_pending(struct krdma_session *session);
 void krdma_events_flush(struct krdma_session *session);
 void krdma_conn_put(struct krdma_conn *conn);
+int krdma_conn_get_request(struct krdma_session *session, u32 handle,
+			   struct krdma_conn **connp);
+void krdma_conn_release_hw(struct krdma_conn *conn);
 int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 		 struct krdma_object **ref);
 u64 krdma_supported_ops(void);

@@ -709,7 +709,8 @@ struct krdma_sockaddr {
  * struct krdma_cm_listen - ioctl(KRDMA_CM_LISTEN)
  * @size: sizeof(struct krdma_cm_listen)
  * @flags: must be 0
- * @addr: local address; the any-address listens on every device
+ * @addr: local address; the any-address listens on every device; an
+ *	address no local device has is %EADDRNOTAVAIL, one in use %EADDRINUSE
  * @backlog: pending CONNECT_REQUESTs (0: default 128)
  * @transport: &enum krdma_transport of the connections it accepts (RC)
  * @handle: out, the listener's handle
@@ -750,7 +751,9 @@ struct krdma_cm_listen {
  *
  * The call returns once the connection is established (0), or fails:
  * %ETIMEDOUT, %EHOSTUNREACH (address, route, or peer unreachable),
- * %ECONNREFUSED (rejected), %EINTR (a signal; nothing is left behind).
+ * %ENETUNREACH or %EADDRNOTAVAIL (no route or source address, from address
+ * resolution at once), %ECONNREFUSED (rejected; no listener gives reason 8,
+ * invalid service id), %EINTR (a signal; nothing is left behind).
  * Each CM event along the way is also queued for %KRDMA_GET_EVENTS.
  */
 struct krdma_cm_connect {
@@ -851,7 +854,9 @@ enum krdma_event_type {
  * @handle: the connection (for CONNECT_REQUEST: a new one to accept)
  * @listener: the listener for CONNECT_REQUEST, else 0
  * @peer: the peer's address
- * @private_data_len: valid bytes of @private_data
+ * @private_data_len: bytes of @private_data the CM delivered; the CM pads
+ *	what the peer sent to its message's fixed size (CONNECT_REQUEST 56,
+ *	ESTABLISHED 196, REJECTED 148), so a protocol carries its own length
  * @__reserved: zero
  * @private_data: the peer's private data
  */
