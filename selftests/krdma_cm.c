@@ -1,0 +1,1864 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma rdma_cm: KRDMA_CM_LISTEN / CONNECT / ACCEPT / REJECT / DISCONNECT and
+ * the session event queue (KRDMA_GET_EVENTS, poll(2)).
+ *
+ * Both ends run in the one VM over rxe loopback (connect to $RXE0_ADDR) with
+ * a server session and a client session on separate fds.  CONNECT and
+ * ACCEPT each block until ESTABLISHED, so the client side always connects
+ * from a thread (or a child process) while the test's main thread takes the
+ * CONNECT_REQUEST and accepts.  Data is moved over the accepted connections
+ * with KRDMA_POST / KRDMA_POLL and every byte is checked.
+ *
+ * The tests that make the module oops (a command used on a connection that
+ * has no QP or CQ yet) are last, each in a child process of its own.
+ */
+#include "krdma_test.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+
+#define CM_MS 10000		/* handshake and event waits: rxe under TCG */
+#define POLL_MS 20000
+#define REJ_CONSUMER_DEFINED 28	/* IB_CM_REJ_CONSUMER_DEFINED */
+#define CONNECT_PDATA_MAX 56
+#define ACCEPT_PDATA_MAX 196
+#define REJECT_PDATA_MAX 148
+
+static const char *env_or(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : def;
+}
+
+static const char *rxe0_addr(void)
+{
+	return env_or("RXE0_ADDR", "192.0.2.1");
+}
+
+static const char *rxe0_addr6(void)
+{
+	return env_or("RXE0_ADDR6", "2001:db8::1");
+}
+
+/* @addr (IPv4 or IPv6 text, NULL or "" for family 0) and @port. */
+static int kc_sockaddr(struct krdma_sockaddr *sa, const char *addr,
+		       uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (!addr || !*addr)
+		return 0;
+	sa->port = port;
+	if (inet_pton(AF_INET, addr, sa->addr) == 1) {
+		sa->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, addr, sa->addr) == 1) {
+		sa->family = AF_INET6;
+		return 0;
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static bool kc_sockaddr_is(const struct krdma_sockaddr *sa, const char *addr)
+{
+	struct krdma_sockaddr want;
+
+	if (kc_sockaddr(&want, addr, 0))
+		return false;
+	return sa->family == want.family &&
+	       !memcmp(sa->addr, want.addr, sizeof(want.addr));
+}
+
+static void kc_listen_init(struct krdma_cm_listen *l, const char *addr,
+			   uint16_t port)
+{
+	memset(l, 0, sizeof(*l));
+	l->size = sizeof(*l);
+	kc_sockaddr(&l->addr, addr, port);
+}
+
+static int kc_listen(int fd, const char *addr, uint16_t port,
+		     uint32_t *handle, uint16_t *bound)
+{
+	struct krdma_cm_listen l;
+
+	kc_listen_init(&l, addr, port);
+	if (ioctl(fd, KRDMA_CM_LISTEN, &l))
+		return -1;
+	*handle = l.handle;
+	if (bound)
+		*bound = l.port;
+	return 0;
+}
+
+static void kc_get_events_init(struct krdma_get_events *g,
+			       struct krdma_event *ev, uint32_t n,
+			       uint32_t timeout_ms)
+{
+	memset(g, 0, sizeof(*g));
+	g->size = sizeof(*g);
+	g->num_events = n;
+	g->event_entry_size = sizeof(*ev);
+	g->timeout_ms = timeout_ms;
+	g->events_uptr = (uintptr_t)ev;
+}
+
+/* Up to @n events, waiting @timeout_ms for the first: how many, or -1. */
+static int kc_events(int fd, struct krdma_event *ev, uint32_t n,
+		     uint32_t timeout_ms)
+{
+	struct krdma_get_events g;
+
+	kc_get_events_init(&g, ev, n, timeout_ms);
+	if (ioctl(fd, KRDMA_GET_EVENTS, &g))
+		return -1;
+	return g.num_events;
+}
+
+/*
+ * The next event of @type (on @handle unless 0) within @timeout_ms; events
+ * before it are dropped.  0, or -1 with errno (ETIMEDOUT if none came).
+ */
+static int kc_wait_event(int fd, uint32_t type, uint32_t handle,
+			 uint32_t timeout_ms, struct krdma_event *out)
+{
+	uint64_t end = kt_now_ms() + timeout_ms;
+	struct krdma_event ev;
+
+	for (;;) {
+		uint64_t now = kt_now_ms();
+		int n;
+
+		if (now >= end) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		n = kc_events(fd, &ev, 1, (uint32_t)(end - now));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 1 && ev.type == type && (!handle || ev.handle == handle)) {
+			if (out)
+				*out = ev;
+			return 0;
+		}
+	}
+}
+
+static const char *kc_event_name(uint32_t type)
+{
+	static const char *const names[] = {
+		"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR",
+		"CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR",
+		"UNREACHABLE", "REJECTED", "ESTABLISHED", "DISCONNECTED",
+		"DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR",
+		"ADDR_CHANGE", "TIMEWAIT_EXIT",
+	};
+
+	if (type < ARRAY_SIZE(names))
+		return names[type];
+	return type == KRDMA_EVENT_CONN_ERROR ? "CONN_ERROR" : "?";
+}
+
+static void kc_accept_init(struct krdma_cm_accept *a, uint32_t handle,
+			   const void *pdata, uint32_t plen)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->handle = handle;
+	a->timeout_ms = CM_MS;
+	a->private_data_len = plen;
+	if (pdata)
+		memcpy(a->private_data, pdata, plen);
+}
+
+static int kc_accept(int fd, uint32_t handle, const void *pdata,
+		     uint32_t plen, struct krdma_cm_accept *out)
+{
+	struct krdma_cm_accept a;
+	int ret;
+
+	kc_accept_init(&a, handle, pdata, plen);
+	ret = ioctl(fd, KRDMA_CM_ACCEPT, &a);
+	if (out)
+		*out = a;
+	return ret;
+}
+
+static int kc_reject(int fd, uint32_t handle, const void *pdata,
+		     uint32_t plen)
+{
+	struct krdma_cm_accept a;
+
+	kc_accept_init(&a, handle, pdata, plen);
+	a.timeout_ms = 0;
+	return ioctl(fd, KRDMA_CM_REJECT, &a);
+}
+
+static int kc_disconnect(int fd, uint32_t handle)
+{
+	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = handle };
+
+	return ioctl(fd, KRDMA_CM_DISCONNECT, &d);
+}
+
+/* A CM_CONNECT run in a thread of its own. */
+struct kc_connect {
+	int fd;
+	struct krdma_cm_connect cmd;
+	int ret, err;
+	uint64_t ms;		/* how long the ioctl took */
+	pthread_t thread;
+	bool started;
+};
+
+static void kc_connect_init(struct kc_connect *c, int fd, const char *dst,
+			    uint16_t port, const void *pdata, uint32_t plen)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->cmd.size = sizeof(c->cmd);
+	c->cmd.transport = KRDMA_TRANSPORT_RC;
+	c->cmd.timeout_ms = CM_MS;
+	kc_sockaddr(&c->cmd.dst, dst, port);
+	c->cmd.private_data_len = plen;
+	if (pdata)
+		memcpy(c->cmd.private_data, pdata, plen);
+	c->ret = -1;
+	c->err = EINPROGRESS;
+}
+
+static void kc_connect_run(struct kc_connect *c)
+{
+	uint64_t t0 = kt_now_ms();
+
+	c->ret = ioctl(c->fd, KRDMA_CM_CONNECT, &c->cmd);
+	c->err = c->ret ? errno : 0;
+	c->ms = kt_now_ms() - t0;
+}
+
+static void *kc_connect_fn(void *arg)
+{
+	kc_connect_run(arg);
+	return NULL;
+}
+
+static int kc_connect_start(struct kc_connect *c)
+{
+	int ret = pthread_create(&c->thread, NULL, kc_connect_fn, c);
+
+	c->started = !ret;
+	return ret;
+}
+
+/* Join within @ms: 0, or ETIMEDOUT if the CONNECT still runs. */
+static int kc_connect_join(struct kc_connect *c, uint32_t ms)
+{
+	struct timespec ts;
+	int ret;
+
+	if (!c->started)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	ret = pthread_timedjoin_np(c->thread, NULL, &ts);
+	if (!ret)
+		c->started = false;
+	return ret;
+}
+
+/* One established connection: both ends and what the handshake carried. */
+struct kc_pair {
+	uint32_t s, c;			/* server-side, client-side handles */
+	uint32_t s_qp;			/* ACCEPT's qp_num */
+	struct krdma_event req;		/* the CONNECT_REQUEST */
+	struct krdma_cm_connect conn;	/* the client's answer */
+};
+
+/*
+ * Connect @cfd to @dst:@port from a thread, accept the request on @sfd
+ * (which must come from @listener), and wait for both ESTABLISHED events.
+ */
+static void kc_establish(struct __test_metadata *_metadata, int sfd, int cfd,
+			 uint32_t listener, const char *dst, uint16_t port,
+			 const void *cpd, uint32_t cplen, const void *apd,
+			 uint32_t aplen, struct kc_pair *p)
+{
+	struct kc_connect c;
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+
+	memset(p, 0, sizeof(*p));
+	kc_connect_init(&c, cfd, dst, port, cpd, cplen);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(sfd, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS,
+				&p->req));
+	EXPECT_EQ(listener, p->req.listener);
+	ASSERT_OK(kc_accept(sfd, p->req.handle, apd, aplen, &a));
+	p->s = p->req.handle;
+	p->s_qp = a.qp_num;
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s (reject_reason %d)", strerror(c.err),
+		       c.cmd.reject_reason);
+	}
+	p->conn = c.cmd;
+	p->c = c.cmd.handle;
+	ASSERT_OK(kc_wait_event(sfd, KRDMA_EVENT_ESTABLISHED, p->s, CM_MS,
+				&ev));
+	ASSERT_OK(kc_wait_event(cfd, KRDMA_EVENT_ESTABLISHED, p->c, CM_MS,
+				&ev));
+}
+
+/*
+ * A RECV on (@rfd, @rconn) and a SEND of @len pattern bytes from (@tfd,
+ * @tconn); the received bytes are checked.  Buffers are on the devices
+ * @tdev and @rdev of the two connections.
+ */
+static void kc_send_check(struct __test_metadata *_metadata, int tfd,
+			  uint32_t tconn, uint32_t tdev, int rfd,
+			  uint32_t rconn, uint32_t rdev, uint32_t len,
+			  uint32_t seed)
+{
+	struct kt_buf tb, rb;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	uint8_t *data = malloc(len), *got = calloc(1, len);
+
+	ASSERT_TRUE(data && got);
+	kt_fill(data, len, seed);
+	ASSERT_OK(kt_buf_alloc(tfd, tdev, KRDMA_ACCESS_LOCAL_WRITE, len, &tb));
+	ASSERT_OK(kt_buf_alloc(rfd, rdev, KRDMA_ACCESS_LOCAL_WRITE, len, &rb));
+	ASSERT_OK(kt_buf_write(tfd, tb.handle, 0, data, len));
+
+	kt_wr_init(&wr, 0x1000 + seed, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, rb.handle, 0, len);
+	ASSERT_OK(kt_post1(rfd, rconn, &wr));
+	kt_wr_init(&wr, 0x2000 + seed, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, tb.handle, 0, len);
+	ASSERT_OK(kt_post1(tfd, tconn, &wr));
+
+	memset(&wc, 0, sizeof(wc));
+	ASSERT_EQ(1, kt_poll_n(tfd, tconn, &wc, 1, POLL_MS));
+	EXPECT_EQ(0x2000 + seed, wc.wr_id);
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	memset(&wc, 0, sizeof(wc));
+	ASSERT_EQ(1, kt_poll_n(rfd, rconn, &wc, 1, POLL_MS));
+	EXPECT_EQ(0x1000 + seed, wc.wr_id);
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_EQ((uint32_t)KRDMA_OP_RECV, wc.opcode);
+	EXPECT_EQ(len, wc.byte_len);
+	ASSERT_OK(kt_buf_read(rfd, rb.handle, 0, got, len));
+	EXPECT_EQ(-1, kt_check(got, len, seed)) {
+		TH_LOG("%u-byte SEND: first bad byte at %lld", len,
+		       (long long)kt_check(got, len, seed));
+	}
+	EXPECT_OK(kt_destroy(tfd, tb.handle));
+	EXPECT_OK(kt_destroy(rfd, rb.handle));
+	free(data);
+	free(got);
+}
+
+/* No handle 1 ... @n is left in the session. */
+static void kc_expect_no_handles(struct __test_metadata *_metadata, int fd,
+				 uint32_t n)
+{
+	uint32_t h;
+
+	for (h = 1; h <= n; h++)
+		EXPECT_ERRNO(ENOENT, kt_destroy(fd, h), "handle %u", h);
+}
+
+/* The dev_index of the device called @name, or -1. */
+static int64_t kc_dev_index(int fd, const char *name)
+{
+	struct kt_dev d;
+
+	if (kt_dev_pick(fd, name, &d))
+		return -1;
+	return d.dev_index;
+}
+
+FIXTURE(cm)
+{
+	int sfd, cfd;		/* server and client sessions */
+	struct kt_dev dev;	/* rxe0 */
+	const char *addr, *addr6;
+	uint32_t listener;	/* on $RXE0_ADDR:port, in sfd */
+	uint16_t port;
+};
+
+FIXTURE_SETUP(cm)
+{
+	const char *why = krdma_unavailable();
+	struct krdma_info info;
+
+	self->sfd = self->cfd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	self->sfd = krdma_open();
+	ASSERT_LE(0, self->sfd);
+	self->cfd = krdma_open();
+	ASSERT_LE(0, self->cfd);
+	ASSERT_OK(krdma_info_get(self->sfd, &info));
+	if (!(info.features & KRDMA_FEATURE_RDMA_CM))
+		SKIP(return, "no KRDMA_FEATURE_RDMA_CM");
+	if (kt_dev_pick(self->sfd, NULL, &self->dev))
+		SKIP(return, "no device with an active port");
+	self->addr = rxe0_addr();
+	self->addr6 = rxe0_addr6();
+	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &self->listener,
+			    &self->port));
+	ASSERT_NE(0, self->port);
+}
+
+FIXTURE_TEARDOWN(cm)
+{
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->sfd >= 0)
+		close(self->sfd);
+}
+
+/* ------------------------------------------------------------------------
+ * LISTEN
+ */
+
+KRDMA_TEST_F(cm, listen_flags_and_transport)
+{
+	struct krdma_cm_listen l;
+
+	kc_listen_init(&l, self->addr, 0);
+	l.flags = 1;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	l.flags = 1u << 31;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+
+	kc_listen_init(&l, self->addr, 0);
+	l.transport = KRDMA_TRANSPORT_UC;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	l.transport = KRDMA_TRANSPORT_UD;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	l.transport = KRDMA_TRANSPORT_UD + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	l.transport = 0xffffffff;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	/* Only the fixture's listener exists in sfd. */
+	kc_expect_no_handles(_metadata, self->sfd, 0);
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, self->listener + 1));
+}
+
+KRDMA_TEST_F(cm, listen_bad_family)
+{
+	static const uint16_t families[] = { 0, AF_UNIX, AF_PACKET, 0xffff };
+	struct krdma_cm_listen l;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(families); i++) {
+		kc_listen_init(&l, self->addr, 0);
+		l.addr.family = families[i];
+		EXPECT_ERRNO(EAFNOSUPPORT, ioctl(self->sfd, KRDMA_CM_LISTEN, &l),
+			     "family %u", families[i]);
+	}
+}
+
+/* AF_INET: only 4 address bytes, no scope id. */
+KRDMA_TEST_F(cm, listen_inet_trailing_bytes)
+{
+	struct krdma_cm_listen l;
+	unsigned int i;
+
+	for (i = 4; i < 16; i++) {
+		kc_listen_init(&l, self->addr, 0);
+		l.addr.addr[i] = 1;
+		EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l),
+			     "addr[%u]", i);
+	}
+	kc_listen_init(&l, self->addr, 0);
+	l.addr.scope_id = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, self->listener + 1));
+}
+
+KRDMA_TEST_F(cm, listen_ephemeral_and_fixed_port)
+{
+	uint32_t h1, h2, h3;
+	uint16_t p1, p2, p3;
+
+	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &h1, &p1));
+	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &h2, &p2));
+	EXPECT_NE(0, p1);
+	EXPECT_NE(0, p2);
+	EXPECT_NE(p1, p2);
+	EXPECT_NE(p1, self->port);
+	EXPECT_NE(h1, h2);
+	EXPECT_NE(h1, self->listener);
+	/* A fixed port is reported back as it was asked for. */
+	ASSERT_OK(kt_destroy(self->sfd, h1));
+	ASSERT_OK(kc_listen(self->sfd, self->addr, p1, &h3, &p3));
+	EXPECT_EQ(p1, p3);
+	EXPECT_OK(kt_destroy(self->sfd, h3));
+	EXPECT_OK(kt_destroy(self->sfd, h2));
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, h2));
+}
+
+KRDMA_TEST_F(cm, listen_addrinuse)
+{
+	uint32_t h;
+	uint16_t p;
+
+	EXPECT_ERRNO(EADDRINUSE, kc_listen(self->sfd, self->addr, self->port,
+					   &h, &p));
+	/* Another session cannot take it either. */
+	EXPECT_ERRNO(EADDRINUSE, kc_listen(self->cfd, self->addr, self->port,
+					   &h, &p));
+	/* Nothing was left behind by the failures. */
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, self->listener + 1));
+	kc_expect_no_handles(_metadata, self->cfd, 4);
+	/* Free again once the listener is destroyed. */
+	ASSERT_OK(kt_destroy(self->sfd, self->listener));
+	ASSERT_OK(kc_listen(self->cfd, self->addr, self->port, &h, &p));
+	EXPECT_EQ(self->port, p);
+	EXPECT_OK(kt_destroy(self->cfd, h));
+}
+
+KRDMA_TEST_F(cm, listen_ipv6)
+{
+	uint32_t h, h2;
+	uint16_t p, p2;
+
+	ASSERT_OK(kc_listen(self->sfd, self->addr6, 0, &h, &p));
+	EXPECT_NE(0, p);
+	EXPECT_ERRNO(EADDRINUSE, kc_listen(self->sfd, self->addr6, p, &h2,
+					   &p2));
+	EXPECT_OK(kt_destroy(self->sfd, h));
+}
+
+/* An address no local interface has cannot be bound. */
+KRDMA_TEST_F(cm, listen_foreign_address)
+{
+	uint32_t h;
+	uint16_t p;
+	int ret = kc_listen(self->sfd, "198.51.100.1", 0, &h, &p);
+	int err = errno;
+
+	EXPECT_EQ(-1, ret);
+	EXPECT_TRUE(err == EADDRNOTAVAIL || err == ENODEV) {
+		TH_LOG("LISTEN on 198.51.100.1: %s", strerror(err));
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * CONNECT argument checks (nothing is sent)
+ */
+
+KRDMA_TEST_F(cm, connect_bad_arguments)
+{
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL,
+			CONNECT_PDATA_MAX + 1);
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd),
+		     "private_data_len 57");
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.private_data_len = 0xffffffff;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.transport = KRDMA_TRANSPORT_UC;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	c.cmd.transport = KRDMA_TRANSPORT_UD;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	c.cmd.transport = KRDMA_TRANSPORT_UD + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.flags = 1u << 7;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+
+	/* Output fields must come in as zero. */
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.handle = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.qp_num = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.reject_reason = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.dev_index = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+
+	/* Source and destination of different families. */
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	kc_sockaddr(&c.cmd.src, self->addr6, 0);
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+
+	/* Bad destination addresses. */
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.dst.family = 0;
+	EXPECT_ERRNO(EAFNOSUPPORT, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.dst.family = AF_UNIX;
+	EXPECT_ERRNO(EAFNOSUPPORT, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.dst.addr[8] = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+
+	/* None of that left a handle, an event, or a pending request. */
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+	{
+		struct krdma_event ev;
+
+		EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 0));
+		EXPECT_EQ(0, kc_events(self->sfd, &ev, 1, 200));
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Handshake, events and data
+ */
+
+KRDMA_TEST_F(cm, connect_accept_events)
+{
+	uint8_t cpd[CONNECT_PDATA_MAX], apd[ACCEPT_PDATA_MAX];
+	struct krdma_event ev[8], req;
+	struct krdma_cm_accept a;
+	struct kc_connect c;
+	int64_t rxe0 = kc_dev_index(self->sfd, self->dev.info.name);
+	int n;
+
+	kt_fill(cpd, sizeof(cpd), 1);
+	kt_fill(apd, sizeof(apd), 2);
+	kc_connect_init(&c, self->cfd, self->addr, self->port, cpd,
+			sizeof(cpd));
+	ASSERT_EQ(0, kc_connect_start(&c));
+
+	/* The request, on the listener's session, nothing before it. */
+	n = kc_events(self->sfd, &req, 1, CM_MS);
+	ASSERT_EQ(1, n);
+	ASSERT_EQ((uint32_t)KRDMA_EVENT_CONNECT_REQUEST, req.type) {
+		TH_LOG("first server event %s", kc_event_name(req.type));
+	}
+	EXPECT_EQ(0, req.status);
+	EXPECT_EQ(self->listener, req.listener);
+	EXPECT_NE(0u, req.handle);
+	EXPECT_NE(self->listener, req.handle);
+	EXPECT_EQ(AF_INET, req.peer.family);
+	EXPECT_TRUE(kc_sockaddr_is(&req.peer, self->addr)) {
+		TH_LOG("peer %u.%u.%u.%u", req.peer.addr[0], req.peer.addr[1],
+		       req.peer.addr[2], req.peer.addr[3]);
+	}
+	EXPECT_NE(0, req.peer.port);
+	EXPECT_EQ(0u, req.__reserved);
+	ASSERT_LE(sizeof(cpd), req.private_data_len);
+	EXPECT_EQ(0, memcmp(req.private_data, cpd, sizeof(cpd)));
+
+	/* The CONNECT is still blocked: it waits for the accept. */
+	usleep(200 * 1000);
+	EXPECT_EQ(EINPROGRESS, c.err);
+
+	ASSERT_OK(kc_accept(self->sfd, req.handle, apd, sizeof(apd), &a));
+	EXPECT_NE(0u, a.qp_num);
+	EXPECT_NE(0u, a.caps.max_send_wr);
+	EXPECT_NE(0u, a.caps.max_recv_wr);
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	EXPECT_NE(0u, c.cmd.handle);
+	EXPECT_NE(0u, c.cmd.qp_num);
+	EXPECT_NE(a.qp_num, c.cmd.qp_num);
+	EXPECT_EQ(rxe0, c.cmd.dev_index);
+	EXPECT_EQ(0, c.cmd.reject_reason);
+	EXPECT_NE(0u, c.cmd.caps.max_send_wr);
+
+	/* Server: ESTABLISHED on the accepted handle, then nothing. */
+	n = kc_events(self->sfd, ev, ARRAY_SIZE(ev), CM_MS);
+	ASSERT_EQ(1, n);
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_ESTABLISHED, ev[0].type) {
+		TH_LOG("server event %s", kc_event_name(ev[0].type));
+	}
+	EXPECT_EQ(req.handle, ev[0].handle);
+	EXPECT_EQ(0u, ev[0].listener);
+	EXPECT_EQ(0, ev[0].status);
+	EXPECT_TRUE(kc_sockaddr_is(&ev[0].peer, self->addr));
+
+	/* Client: the three steps of the connect, in order, on its handle. */
+	n = kc_events(self->cfd, ev, ARRAY_SIZE(ev), 0);
+	ASSERT_EQ(3, n);
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_ADDR_RESOLVED, ev[0].type);
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_ROUTE_RESOLVED, ev[1].type);
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_ESTABLISHED, ev[2].type);
+	for (int i = 0; i < n; i++) {
+		EXPECT_EQ(c.cmd.handle, ev[i].handle);
+		EXPECT_EQ(0, ev[i].status);
+		EXPECT_EQ(0u, ev[i].listener);
+		EXPECT_TRUE(kc_sockaddr_is(&ev[i].peer, self->addr));
+		EXPECT_EQ(self->port, ev[i].peer.port);
+	}
+	/* The accept's private data reaches the client. */
+	ASSERT_LE(sizeof(apd), ev[2].private_data_len);
+	EXPECT_EQ(0, memcmp(ev[2].private_data, apd, sizeof(apd)));
+
+	/* Queues are empty now. */
+	EXPECT_EQ(0, kc_events(self->cfd, ev, 1, 0));
+	EXPECT_EQ(0, kc_events(self->sfd, ev, 1, 0));
+}
+
+/* Both connection handles report an RC connection in RTS to the peer QP. */
+KRDMA_TEST_F(cm, conn_query_cm_connection)
+{
+	struct krdma_conn_query qs, qc;
+	struct kc_pair p;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	ASSERT_OK(kt_conn_query(self->sfd, p.s, &qs));
+	ASSERT_OK(kt_conn_query(self->cfd, p.c, &qc));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, qs.state);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, qc.state);
+	EXPECT_EQ((uint32_t)KRDMA_TRANSPORT_RC, qs.transport);
+	EXPECT_EQ((uint32_t)KRDMA_TRANSPORT_RC, qc.transport);
+	EXPECT_EQ(p.s_qp, qs.qp_num);
+	EXPECT_EQ(p.conn.qp_num, qc.qp_num);
+	/* "@dest_qp_num: out, the peer's QP number" */
+	EXPECT_EQ(p.conn.qp_num, qs.dest_qp_num);
+	EXPECT_EQ(p.s_qp, qc.dest_qp_num);
+	/* "@path_mtu: out, bytes" */
+	EXPECT_NE(0u, qs.path_mtu);
+	EXPECT_NE(0u, qc.path_mtu);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, send_recv_both_ways, 120)
+{
+	static const uint32_t sizes[] = { 1, 4096, 65536 };
+	uint32_t rxe0 = self->dev.dev_index;
+	struct kc_pair p;
+	unsigned int i;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	ASSERT_EQ(rxe0, p.conn.dev_index);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		kc_send_check(_metadata, self->cfd, p.c, rxe0, self->sfd, p.s,
+			      rxe0, sizes[i], kt_seed(1, sizes[i], 0));
+		kc_send_check(_metadata, self->sfd, p.s, rxe0, self->cfd, p.c,
+			      rxe0, sizes[i], kt_seed(2, sizes[i], 0));
+	}
+}
+
+/* The server's buffer rkey/addr travel in the accept's private data. */
+KRDMA_TEST_F_TIMEOUT(cm, rdma_write_read_rkey_in_private_data, 120)
+{
+	const uint32_t len = 32768;
+	uint32_t rxe0 = self->dev.dev_index;
+	struct { uint64_t addr; uint32_t rkey, len; } adv, got_adv;
+	struct kt_buf target, local;
+	struct krdma_event ev;
+	struct krdma_cm_accept a;
+	struct kc_connect c;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	uint8_t *buf = malloc(len);
+
+	ASSERT_TRUE(buf != NULL);
+	ASSERT_OK(kt_buf_alloc(self->sfd, rxe0, KRDMA_ACCESS_LOCAL_WRITE |
+			       KRDMA_ACCESS_REMOTE_WRITE |
+			       KRDMA_ACCESS_REMOTE_READ, 2 * len, &target));
+	ASSERT_NE(0u, target.rkey);
+	adv.addr = target.addr;
+	adv.rkey = target.rkey;
+	adv.len = 2 * len;
+	/* The second half is what the client will READ. */
+	kt_fill(buf, len, 77);
+	ASSERT_OK(kt_buf_write(self->sfd, target.handle, len, buf, len));
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, &adv, sizeof(adv), &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_ESTABLISHED,
+				c.cmd.handle, CM_MS, &ev));
+	ASSERT_LE(sizeof(got_adv), ev.private_data_len);
+	memcpy(&got_adv, ev.private_data, sizeof(got_adv));
+	ASSERT_EQ(adv.rkey, got_adv.rkey);
+	ASSERT_EQ(adv.addr, got_adv.addr);
+
+	/* WRITE the first half. */
+	ASSERT_OK(kt_buf_alloc(self->cfd, c.cmd.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, len, &local));
+	kt_fill(buf, len, 55);
+	ASSERT_OK(kt_buf_write(self->cfd, local.handle, 0, buf, len));
+	kt_wr_init(&wr, 1, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, local.handle, 0, len);
+	wr.remote_addr = got_adv.addr;
+	wr.rkey = got_adv.rkey;
+	ASSERT_OK(kt_post1(self->cfd, c.cmd.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->cfd, c.cmd.handle, &wc, 1, POLL_MS));
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_EQ((uint32_t)KRDMA_OP_RDMA_WRITE, wc.opcode);
+	memset(buf, 0, len);
+	ASSERT_OK(kt_buf_read(self->sfd, target.handle, 0, buf, len));
+	EXPECT_EQ(-1, kt_check(buf, len, 55));
+
+	/* READ the second half over the local buffer. */
+	kt_wr_init(&wr, 2, KRDMA_OP_RDMA_READ, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, local.handle, 0, len);
+	wr.remote_addr = got_adv.addr + len;
+	wr.rkey = got_adv.rkey;
+	ASSERT_OK(kt_post1(self->cfd, c.cmd.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->cfd, c.cmd.handle, &wc, 1, POLL_MS));
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_EQ((uint32_t)KRDMA_OP_RDMA_READ, wc.opcode);
+	memset(buf, 0, len);
+	ASSERT_OK(kt_buf_read(self->cfd, local.handle, 0, buf, len));
+	EXPECT_EQ(-1, kt_check(buf, len, 77));
+	free(buf);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, ipv6_connect, 60)
+{
+	struct kc_pair p;
+	uint32_t h;
+	uint16_t port;
+
+	ASSERT_OK(kc_listen(self->sfd, self->addr6, 0, &h, &port));
+	kc_establish(_metadata, self->sfd, self->cfd, h, self->addr6, port,
+		     "v6", 3, NULL, 0, &p);
+	EXPECT_EQ(AF_INET6, p.req.peer.family);
+	EXPECT_TRUE(kc_sockaddr_is(&p.req.peer, self->addr6));
+	EXPECT_EQ(0, memcmp(p.req.private_data, "v6", 3));
+	kc_send_check(_metadata, self->cfd, p.c, p.conn.dev_index, self->sfd,
+		      p.s, self->dev.dev_index, 4096, 6);
+}
+
+/* The any-address listens on every device. */
+KRDMA_TEST_F_TIMEOUT(cm, any_address_listener, 60)
+{
+	struct kc_pair p;
+	uint32_t h;
+	uint16_t port;
+
+	ASSERT_OK(kc_listen(self->sfd, "0.0.0.0", 0, &h, &port));
+	ASSERT_NE(0, port);
+	kc_establish(_metadata, self->sfd, self->cfd, h, self->addr, port,
+		     NULL, 0, NULL, 0, &p);
+	kc_send_check(_metadata, self->cfd, p.c, p.conn.dev_index, self->sfd,
+		      p.s, self->dev.dev_index, 100, 9);
+}
+
+/* Connect with KRDMA_CONN_NOTIFY: completions make the fd readable. */
+KRDMA_TEST_F_TIMEOUT(cm, connect_notify_poll, 60)
+{
+	struct kt_buf tb, rb;
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	struct pollfd pfd;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.flags = KRDMA_CONN_NOTIFY;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret);
+	/* Drain the client's CM events so only the completion can wake. */
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_ESTABLISHED,
+				c.cmd.handle, CM_MS, NULL));
+	ASSERT_OK(kt_buf_alloc(self->cfd, c.cmd.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, 64, &rb));
+	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, 64, &tb));
+	kt_wr_init(&wr, 7, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, rb.handle, 0, 64);
+	ASSERT_OK(kt_post1(self->cfd, c.cmd.handle, &wr));
+	pfd.fd = self->cfd;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	kt_wr_init(&wr, 8, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, tb.handle, 0, 64);
+	ASSERT_OK(kt_post1(self->sfd, ev.handle, &wr));
+	ASSERT_EQ(1, poll(&pfd, 1, POLL_MS));
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	ASSERT_EQ(1, kt_poll_n(self->cfd, c.cmd.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(7u, wc.wr_id);
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+}
+
+/* ------------------------------------------------------------------------
+ * Failing connects
+ */
+
+/* Nobody listens on the port: refused (rdma_cm's REJ) or unreachable. */
+KRDMA_TEST_F(cm, connect_no_listener)
+{
+	struct kc_connect c;
+	uint32_t h;
+	uint16_t port;
+
+	/* A port that was just free and is free again. */
+	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &h, &port));
+	ASSERT_OK(kt_destroy(self->sfd, h));
+	kc_connect_init(&c, self->cfd, self->addr, port, "x", 1);
+	c.cmd.timeout_ms = 3000;
+	kc_connect_run(&c);
+	ASSERT_EQ(-1, c.ret);
+	EXPECT_TRUE(c.err == ECONNREFUSED || c.err == EHOSTUNREACH ||
+		    c.err == ETIMEDOUT) {
+		TH_LOG("CM_CONNECT to a dead port: %s", strerror(c.err));
+	}
+	TH_LOG("%s after %llu ms, reject_reason %d", strerror(c.err),
+	       (unsigned long long)c.ms, c.cmd.reject_reason);
+	if (c.err == ECONNREFUSED) {
+		EXPECT_NE(0, c.cmd.reject_reason);
+		EXPECT_EQ(0u, c.cmd.handle);
+	}
+	EXPECT_GT((uint64_t)(3000 * 3 + 2000), c.ms);
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+	/* The server saw nothing. */
+	{
+		struct krdma_event ev;
+
+		EXPECT_EQ(0, kc_events(self->sfd, &ev, 1, 0));
+	}
+}
+
+/* 198.51.100.1 (TEST-NET-2) is never a host here: resolution fails. */
+KRDMA_TEST_F(cm, connect_unroutable)
+{
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, "198.51.100.1", 4791, NULL, 0);
+	c.cmd.timeout_ms = 1000;
+	kc_connect_run(&c);
+	ASSERT_EQ(-1, c.ret);
+	EXPECT_TRUE(c.err == EHOSTUNREACH || c.err == ETIMEDOUT ||
+		    c.err == ENETUNREACH) {
+		TH_LOG("CM_CONNECT to 198.51.100.1: %s", strerror(c.err));
+	}
+	TH_LOG("%s after %llu ms", strerror(c.err), (unsigned long long)c.ms);
+	/* address + route resolution, each bounded by timeout_ms */
+	EXPECT_GT((uint64_t)(2 * 1000 + 2000), c.ms);
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+}
+
+/* ------------------------------------------------------------------------
+ * REJECT and ACCEPT on the wrong handles
+ */
+
+KRDMA_TEST_F(cm, reject_with_private_data)
+{
+	uint8_t rpd[REJECT_PDATA_MAX];
+	struct krdma_event ev, rej;
+	struct kc_connect c;
+	bool found = false;
+	int n;
+
+	kt_fill(rpd, sizeof(rpd), 3);
+	kc_connect_init(&c, self->cfd, self->addr, self->port, "hello", 5);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_reject(self->sfd, ev.handle, rpd, sizeof(rpd)));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	EXPECT_EQ(REJ_CONSUMER_DEFINED, c.cmd.reject_reason);
+	EXPECT_EQ(0u, c.cmd.handle);
+
+	/* The REJECTED event carries the reject's private data. */
+	while ((n = kc_events(self->cfd, &rej, 1, 1000)) == 1) {
+		if (rej.type != KRDMA_EVENT_REJECTED)
+			continue;
+		found = true;
+		break;
+	}
+	ASSERT_TRUE(found);
+	EXPECT_EQ(REJ_CONSUMER_DEFINED, rej.status);
+	ASSERT_LE(sizeof(rpd), rej.private_data_len);
+	EXPECT_EQ(0, memcmp(rej.private_data, rpd, sizeof(rpd)));
+	EXPECT_TRUE(kc_sockaddr_is(&rej.peer, self->addr));
+
+	/* The rejected request is gone on the server; the client kept none. */
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, ev.handle));
+	EXPECT_ERRNO(ENOENT, kc_reject(self->sfd, ev.handle, NULL, 0));
+	EXPECT_ERRNO(ENOENT, kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+	/* The listener still works. */
+	{
+		struct kc_pair p;
+
+		kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+			     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	}
+}
+
+/* Over-long private data is refused and leaves the request pending. */
+KRDMA_TEST_F(cm, accept_reject_private_data_too_long)
+{
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.private_data_len = REJECT_PDATA_MAX + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a));
+	a.private_data_len = ACCEPT_PDATA_MAX + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.flags = KRDMA_CONN_SRQ;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_REJECT, &a));
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.qp_num = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+
+	/* Still pending: accept it properly. */
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+}
+
+KRDMA_TEST_F(cm, accept_reject_not_a_request)
+{
+	struct kt_conn manual;
+	struct kt_buf buf;
+	struct kc_pair p;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	/* Twice, and on the established ends. */
+	EXPECT_ERRNO(EINVAL, kc_accept(self->sfd, p.s, NULL, 0, NULL));
+	EXPECT_ERRNO(EINVAL, kc_reject(self->sfd, p.s, NULL, 0));
+	EXPECT_ERRNO(EINVAL, kc_accept(self->cfd, p.c, NULL, 0, NULL));
+	EXPECT_ERRNO(EINVAL, kc_reject(self->cfd, p.c, NULL, 0));
+	/* A connection set up by hand. */
+	ASSERT_OK(kt_conn_create(self->sfd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &manual));
+	EXPECT_ERRNO(EINVAL, kc_accept(self->sfd, manual.handle, NULL, 0,
+				       NULL));
+	EXPECT_ERRNO(EINVAL, kc_reject(self->sfd, manual.handle, NULL, 0));
+	/* Not connections at all. */
+	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, 64, &buf));
+	EXPECT_ERRNO(ENOENT, kc_accept(self->sfd, buf.handle, NULL, 0, NULL));
+	EXPECT_ERRNO(ENOENT, kc_reject(self->sfd, buf.handle, NULL, 0));
+	EXPECT_ERRNO(ENOENT, kc_accept(self->sfd, self->listener, NULL, 0,
+				       NULL));
+	EXPECT_ERRNO(ENOENT, kc_reject(self->sfd, self->listener, NULL, 0));
+	EXPECT_ERRNO(ENOENT, kc_accept(self->sfd, 0, NULL, 0, NULL));
+	EXPECT_ERRNO(ENOENT, kc_accept(self->sfd, 0x7fffffff, NULL, 0, NULL));
+	/* Another session's request handle means nothing here. */
+	EXPECT_ERRNO(ENOENT, kc_accept(self->cfd, p.s + 1000, NULL, 0, NULL));
+	/* The connection still works after all that. */
+	kc_send_check(_metadata, self->cfd, p.c, p.conn.dev_index, self->sfd,
+		      p.s, self->dev.dev_index, 512, 19);
+}
+
+/*
+ * An ACCEPT refused for its arguments (queue sizes the device cannot give)
+ * must leave the request answerable: REJECT (or a corrected ACCEPT) works.
+ */
+KRDMA_TEST_F(cm, accept_bad_caps_then_reject)
+{
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.timeout_ms = 5000;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.caps.max_send_wr = 1u << 30;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	EXPECT_OK(kc_reject(self->sfd, ev.handle, "no", 2));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err) {
+		TH_LOG("CM_CONNECT: %s after %llu ms (reject_reason %d)",
+		       strerror(c.err), (unsigned long long)c.ms,
+		       c.cmd.reject_reason);
+	}
+	EXPECT_EQ(REJ_CONSUMER_DEFINED, c.cmd.reject_reason);
+}
+
+KRDMA_TEST_F(cm, accept_bad_caps_then_accept)
+{
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.timeout_ms = 5000;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.caps.max_send_sge = 1000;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	EXPECT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s after %llu ms", strerror(c.err),
+		       (unsigned long long)c.ms);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * DISCONNECT
+ */
+
+/* After a disconnect, a post fails or completes in error: never hangs. */
+static void kc_post_after_disconnect(struct __test_metadata *_metadata,
+				     int fd, uint32_t conn, uint32_t dev)
+{
+	struct kt_buf b;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	uint64_t t0 = kt_now_ms();
+	int n;
+
+	ASSERT_OK(kt_buf_alloc(fd, dev, KRDMA_ACCESS_LOCAL_WRITE, 64, &b));
+	kt_wr_init(&wr, 42, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, b.handle, 0, 64);
+	if (kt_post1(fd, conn, &wr) == 0) {
+		memset(&wc, 0, sizeof(wc));
+		n = kt_poll_n(fd, conn, &wc, 1, POLL_MS);
+		ASSERT_EQ(1, n);
+		EXPECT_NE((uint32_t)KT_WC_SUCCESS, wc.status);
+		EXPECT_EQ(42u, wc.wr_id);
+	}
+	kt_wr_init(&wr, 43, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, b.handle, 0, 64);
+	if (kt_post1(fd, conn, &wr) == 0) {
+		memset(&wc, 0, sizeof(wc));
+		n = kt_poll_n(fd, conn, &wc, 1, POLL_MS);
+		ASSERT_EQ(1, n);
+		EXPECT_EQ((uint32_t)KT_WC_WR_FLUSH_ERR, wc.status);
+		EXPECT_EQ(43u, wc.wr_id);
+	}
+	EXPECT_GT((uint64_t)POLL_MS, kt_now_ms() - t0);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, disconnect_client_side, 90)
+{
+	struct krdma_event ev;
+	struct kc_pair p;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	ASSERT_OK(kc_disconnect(self->cfd, p.c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, p.s,
+				CM_MS, &ev));
+	EXPECT_EQ(0u, ev.listener);
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_DISCONNECTED, p.c,
+				CM_MS, &ev));
+	kc_post_after_disconnect(_metadata, self->cfd, p.c, p.conn.dev_index);
+	kc_post_after_disconnect(_metadata, self->sfd, p.s,
+				 self->dev.dev_index);
+	/* A second disconnect does not hang; then both ends go. */
+	kc_disconnect(self->cfd, p.c);
+	kc_disconnect(self->sfd, p.s);
+	EXPECT_OK(kt_destroy(self->cfd, p.c));
+	EXPECT_OK(kt_destroy(self->sfd, p.s));
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, disconnect_server_side_timewait, 90)
+{
+	struct krdma_event ev;
+	struct kc_pair p;
+	int n;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	ASSERT_OK(kc_disconnect(self->sfd, p.s));
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_DISCONNECTED, p.c,
+				CM_MS, &ev));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, p.s,
+				CM_MS, &ev));
+	/* Whatever follows (TIMEWAIT_EXIT) is about these two handles. */
+	while ((n = kc_events(self->sfd, &ev, 1, 3000)) == 1) {
+		EXPECT_EQ(p.s, ev.handle);
+		TH_LOG("server: %s", kc_event_name(ev.type));
+	}
+	EXPECT_EQ(0, n);
+	kc_post_after_disconnect(_metadata, self->sfd, p.s,
+				 self->dev.dev_index);
+}
+
+KRDMA_TEST_F(cm, disconnect_wrong_handles)
+{
+	struct krdma_cm_disconnect d = { .size = sizeof(d) };
+	struct kt_conn manual;
+	struct kt_buf buf;
+
+	ASSERT_OK(kt_conn_create(self->sfd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &manual));
+	EXPECT_ERRNO(EINVAL, kc_disconnect(self->sfd, manual.handle));
+	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, 64, &buf));
+	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, buf.handle));
+	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, self->listener));
+	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, 0));
+	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, 0x7fffffff));
+	d.handle = manual.handle;
+	d.flags = 1;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_DISCONNECT, &d));
+	d.flags = 0;
+	d.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_DISCONNECT, &d));
+}
+
+/* ------------------------------------------------------------------------
+ * GET_EVENTS and poll(2)
+ */
+
+KRDMA_TEST_F(cm, get_events_empty)
+{
+	struct krdma_event ev;
+	uint64_t t0;
+
+	t0 = kt_now_ms();
+	EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 0));
+	EXPECT_GT(500u, kt_now_ms() - t0);
+	t0 = kt_now_ms();
+	EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 300));
+	EXPECT_LE(250u, kt_now_ms() - t0);
+	EXPECT_GT(3000u, kt_now_ms() - t0);
+	/* The listener alone queues nothing. */
+	EXPECT_EQ(0, kc_events(self->sfd, &ev, 1, 0));
+}
+
+KRDMA_TEST_F(cm, get_events_bad_arguments)
+{
+	struct krdma_event ev[2];
+	struct krdma_get_events g;
+
+	kc_get_events_init(&g, ev, 1, 0);
+	g.event_entry_size = sizeof(ev[0]) - 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	g.event_entry_size = 0;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	kc_get_events_init(&g, ev, 0, 0);
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	kc_get_events_init(&g, ev, 1, 0);
+	g.flags = 1;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	kc_get_events_init(&g, ev, 1, 0);
+	g.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	/* An empty queue does not touch the array: no EFAULT. */
+	kc_get_events_init(&g, NULL, 1, 0);
+	EXPECT_OK(ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	EXPECT_EQ(0u, g.num_events);
+}
+
+/* Events come out in order, one per call if asked, with larger entries. */
+KRDMA_TEST_F(cm, get_events_order_partial_and_entry_size)
+{
+	const size_t esz = sizeof(struct krdma_event) + 40;
+	uint8_t big[2 * (sizeof(struct krdma_event) + 40)];
+	struct krdma_event ev, *e;
+	struct krdma_get_events g;
+	unsigned int i;
+
+	{
+		struct kc_connect c;
+		struct krdma_event req;
+
+		kc_connect_init(&c, self->cfd, self->addr, self->port, NULL,
+				0);
+		ASSERT_EQ(0, kc_connect_start(&c));
+		ASSERT_OK(kc_wait_event(self->sfd,
+					KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS,
+					&req));
+		ASSERT_OK(kc_accept(self->sfd, req.handle, NULL, 0, NULL));
+		ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+		ASSERT_EQ(0, c.ret);
+
+		/* One at a time: ADDR_RESOLVED first. */
+		ASSERT_EQ(1, kc_events(self->cfd, &ev, 1, 0));
+		EXPECT_EQ((uint32_t)KRDMA_EVENT_ADDR_RESOLVED, ev.type);
+		EXPECT_EQ(c.cmd.handle, ev.handle);
+		/* The other two through 40-byte-larger entries. */
+		memset(big, 0xee, sizeof(big));
+		kc_get_events_init(&g, (void *)big, 2, 0);
+		g.event_entry_size = esz;
+		ASSERT_OK(ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+		ASSERT_EQ(2u, g.num_events);
+		for (i = 0; i < 2; i++) {
+			e = (struct krdma_event *)(big + i * esz);
+			EXPECT_EQ((uint32_t)(i ? KRDMA_EVENT_ESTABLISHED :
+				  KRDMA_EVENT_ROUTE_RESOLVED), e->type);
+			EXPECT_EQ(c.cmd.handle, e->handle);
+			EXPECT_EQ(-1, kt_check_byte(big + i * esz +
+						    sizeof(*e), 40, 0)) {
+				TH_LOG("entry %u: tail not zero-filled", i);
+			}
+		}
+		EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 0));
+	}
+}
+
+/* An event that cannot be copied out stays queued. */
+KRDMA_TEST_F(cm, get_events_efault_keeps_event)
+{
+	struct krdma_get_events g;
+	struct krdma_event ev;
+	struct kc_connect c;
+	long psz = sysconf(_SC_PAGESIZE);
+	void *ro;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	/* The server's request: try to fetch it into unwritable memory. */
+	ro = mmap(NULL, psz, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	kc_get_events_init(&g, ro, 1, CM_MS);
+	EXPECT_ERRNO(EFAULT, ioctl(self->sfd, KRDMA_GET_EVENTS, &g));
+	kc_get_events_init(&g, (void *)8, 1, 0);
+	EXPECT_ERRNO(EFAULT, ioctl(self->sfd, KRDMA_GET_EVENTS, &g));
+	munmap(ro, psz);
+	ASSERT_EQ(1, kc_events(self->sfd, &ev, 1, 0));
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_CONNECT_REQUEST, ev.type);
+	EXPECT_EQ(self->listener, ev.listener);
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(0, c.ret);
+}
+
+KRDMA_TEST_F(cm, poll_reports_queued_events)
+{
+	struct pollfd pfd = { .fd = self->sfd, .events = POLLIN };
+	struct krdma_event ev;
+	struct kc_connect c;
+	uint64_t t0;
+
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	/* poll sleeps until the request arrives. */
+	t0 = kt_now_ms();
+	ASSERT_EQ(1, poll(&pfd, 1, CM_MS));
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	EXPECT_GT((uint64_t)CM_MS, kt_now_ms() - t0);
+	/* Still readable until it is fetched. */
+	pfd.revents = 0;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	ASSERT_EQ(1, kc_events(self->sfd, &ev, 1, 0));
+	ASSERT_EQ((uint32_t)KRDMA_EVENT_CONNECT_REQUEST, ev.type);
+	pfd.revents = 0;
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret);
+	/* The ESTABLISHED makes it readable again. */
+	pfd.revents = 0;
+	EXPECT_EQ(1, poll(&pfd, 1, CM_MS));
+	ASSERT_EQ(1, kc_events(self->sfd, &ev, 1, 0));
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_ESTABLISHED, ev.type);
+	pfd.revents = 0;
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	/* The client's fd has its three events queued. */
+	pfd.fd = self->cfd;
+	pfd.revents = 0;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+}
+
+static void kc_sigusr1(int sig)
+{
+}
+
+struct kc_getter {
+	int fd;
+	int ret, err;
+	uint64_t ms;
+};
+
+static void *kc_getter_fn(void *arg)
+{
+	struct kc_getter *g = arg;
+	struct krdma_event ev;
+	uint64_t t0 = kt_now_ms();
+
+	g->ret = kc_events(g->fd, &ev, 1, 20000);
+	g->err = errno;
+	g->ms = kt_now_ms() - t0;
+	return NULL;
+}
+
+KRDMA_TEST_F(cm, get_events_interrupted)
+{
+	struct sigaction sa = { .sa_handler = kc_sigusr1 };
+	struct kc_getter g = { .fd = self->cfd };
+	pthread_t t;
+
+	ASSERT_OK(sigaction(SIGUSR1, &sa, NULL));	/* no SA_RESTART */
+	ASSERT_EQ(0, pthread_create(&t, NULL, kc_getter_fn, &g));
+	usleep(300 * 1000);
+	pthread_kill(t, SIGUSR1);
+	pthread_join(t, NULL);
+	EXPECT_EQ(-1, g.ret);
+	EXPECT_EQ(EINTR, g.err);
+	EXPECT_GT(10000u, g.ms);
+}
+
+/* ------------------------------------------------------------------------
+ * Many connections, listener and session teardown
+ */
+
+#define NCONN 8
+
+KRDMA_TEST_F_TIMEOUT(cm, many_connections_one_listener, 240)
+{
+	struct kc_connect c[NCONN];
+	uint32_t srv[NCONN] = { 0 };
+	struct krdma_event ev;
+	unsigned int i, got = 0;
+
+	for (i = 0; i < NCONN; i++) {
+		uint32_t idx = i;
+
+		kc_connect_init(&c[i], self->cfd, self->addr, self->port,
+				&idx, sizeof(idx));
+		c[i].cmd.timeout_ms = 60000;
+		ASSERT_EQ(0, kc_connect_start(&c[i]));
+	}
+	while (got < NCONN) {
+		uint32_t idx;
+
+		ASSERT_EQ(0, kc_wait_event(self->sfd,
+					   KRDMA_EVENT_CONNECT_REQUEST, 0,
+					   60000, &ev)) {
+			TH_LOG("%u of %u requests", got, NCONN);
+		}
+		EXPECT_EQ(self->listener, ev.listener);
+		memcpy(&idx, ev.private_data, sizeof(idx));
+		ASSERT_GT((uint32_t)NCONN, idx);
+		ASSERT_EQ(0u, srv[idx]);
+		srv[idx] = ev.handle;
+		ASSERT_EQ(0, kc_accept(self->sfd, ev.handle, NULL, 0, NULL)) {
+			TH_LOG("accept of request %u: %s", idx,
+			       strerror(errno));
+		}
+		got++;
+	}
+	for (i = 0; i < NCONN; i++) {
+		ASSERT_EQ(0, kc_connect_join(&c[i], 60000));
+		ASSERT_EQ(0, c[i].ret) {
+			TH_LOG("client %u: %s", i, strerror(c[i].err));
+		}
+	}
+	for (i = 0; i < NCONN; i++) {
+		kc_send_check(_metadata, self->cfd, c[i].cmd.handle,
+			      c[i].cmd.dev_index, self->sfd, srv[i],
+			      self->dev.dev_index, 1000 + i, 100 + i);
+		kc_send_check(_metadata, self->sfd, srv[i],
+			      self->dev.dev_index, self->cfd, c[i].cmd.handle,
+			      c[i].cmd.dev_index, 2000 + i, 200 + i);
+	}
+	/* Every connection has its own handle on each side. */
+	for (i = 0; i < NCONN; i++)
+		for (unsigned int j = i + 1; j < NCONN; j++) {
+			EXPECT_NE(srv[i], srv[j]);
+			EXPECT_NE(c[i].cmd.handle, c[j].cmd.handle);
+		}
+}
+
+/* The listener goes; its pending request stays acceptable. */
+KRDMA_TEST_F(cm, destroy_listener_with_pending_request)
+{
+	struct krdma_event ev;
+	struct kc_connect c, c2;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kt_destroy(self->sfd, self->listener));
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, self->listener));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	kc_send_check(_metadata, self->cfd, c.cmd.handle, c.cmd.dev_index,
+		      self->sfd, ev.handle, self->dev.dev_index, 300, 30);
+	/* Nobody listens there any more. */
+	kc_connect_init(&c2, self->cfd, self->addr, self->port, NULL, 0);
+	c2.cmd.timeout_ms = 2000;
+	kc_connect_run(&c2);
+	EXPECT_EQ(-1, c2.ret);
+}
+
+/* DESTROY of a request answers the peer: refused, promptly. */
+KRDMA_TEST_F(cm, destroy_pending_request)
+{
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.timeout_ms = 8000;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kt_destroy(self->sfd, ev.handle));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err) {
+		TH_LOG("CM_CONNECT: %s after %llu ms", strerror(c.err),
+		       (unsigned long long)c.ms);
+	}
+	EXPECT_GT(4000u, c.ms);
+	EXPECT_ERRNO(ENOENT, kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+}
+
+/* Wait for @pid for up to @ms; its wait status, or -1 if it still runs. */
+static int kc_waitpid(pid_t pid, uint32_t ms)
+{
+	uint64_t end = kt_now_ms() + ms;
+	int status;
+
+	while (kt_now_ms() < end) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return status;
+		if (r < 0)
+			return -1;
+		usleep(20 * 1000);
+	}
+	return -1;
+}
+
+/*
+ * A child connects to us, leaves its events unread and a RECV posted, and
+ * exits without any cleanup: its close() tears the connection down and we
+ * get DISCONNECTED.
+ */
+KRDMA_TEST_F_TIMEOUT(cm, client_exits_with_connection, 90)
+{
+	struct krdma_event ev;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kc_connect c;
+		struct kt_buf b;
+		struct krdma_wr wr;
+		int fd = krdma_open();
+
+		if (fd < 0)
+			_exit(10);
+		kc_connect_init(&c, fd, self->addr, self->port, NULL, 0);
+		kc_connect_run(&c);
+		if (c.ret)
+			_exit(11);
+		if (kt_buf_alloc(fd, c.cmd.dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+				 64, &b))
+			_exit(12);
+		kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&wr, b.handle, 0, 64);
+		if (kt_post1(fd, c.cmd.handle, &wr))
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	status = kc_waitpid(pid, 30000);
+	ASSERT_NE(-1, status) {
+		TH_LOG("the child did not exit");
+		kill(pid, SIGKILL);
+	}
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, ev.handle,
+				CM_MS, NULL));
+	kc_post_after_disconnect(_metadata, self->sfd, ev.handle,
+				 self->dev.dev_index);
+}
+
+/*
+ * The server closes its fd with a listener, an established connection with
+ * events queued and a pending request: the established peer gets
+ * DISCONNECTED, the pending one is refused.
+ */
+KRDMA_TEST_F_TIMEOUT(cm, server_close_with_connections, 90)
+{
+	struct krdma_event ev;
+	struct kc_connect c;
+	struct kc_pair p;
+	uint64_t t0;
+	int c2fd;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	/* A request that stays pending. */
+	c2fd = krdma_open();
+	ASSERT_LE(0, c2fd);
+	kc_connect_init(&c, c2fd, self->addr, self->port, NULL, 0);
+	c.cmd.timeout_ms = 8000;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	/* Something still queued at close. */
+	ASSERT_OK(kc_disconnect(self->cfd, p.c));
+	usleep(200 * 1000);
+	t0 = kt_now_ms();
+	close(self->sfd);
+	self->sfd = -1;
+	EXPECT_GT(5000u, kt_now_ms() - t0);
+
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err) {
+		TH_LOG("pending CM_CONNECT: %s after %llu ms", strerror(c.err),
+		       (unsigned long long)c.ms);
+	}
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_DISCONNECTED, p.c,
+				CM_MS, NULL));
+	close(c2fd);
+}
+
+/* Closing an fd that holds only an established connection. */
+KRDMA_TEST_F_TIMEOUT(cm, server_close_established_only, 90)
+{
+	struct kc_pair p;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	close(self->sfd);
+	self->sfd = -1;
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_DISCONNECTED, p.c,
+				CM_MS, NULL));
+	kc_post_after_disconnect(_metadata, self->cfd, p.c, p.conn.dev_index);
+}
+
+/* ------------------------------------------------------------------------
+ * rxe1 -> rxe0 across the veth
+ */
+
+static void kc_cross(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(cm) *self, const char *src, const char *dst)
+{
+	int64_t rxe0 = kc_dev_index(self->sfd, "rxe0");
+	int64_t rxe1 = kc_dev_index(self->sfd, "rxe1");
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+	uint32_t h;
+	uint16_t port;
+
+	ASSERT_LE(0, rxe0);
+	ASSERT_LE(0, rxe1);
+	ASSERT_OK(kc_listen(self->sfd, dst, 0, &h, &port));
+	kc_connect_init(&c, self->cfd, dst, port, "x", 1);
+	kc_sockaddr(&c.cmd.src, src, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	EXPECT_TRUE(kc_sockaddr_is(&ev.peer, src));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT %s -> %s: %s", src, dst, strerror(c.err));
+	}
+	EXPECT_EQ(rxe1, c.cmd.dev_index);
+	kc_send_check(_metadata, self->cfd, c.cmd.handle, rxe1, self->sfd,
+		      ev.handle, rxe0, 8192, 41);
+	kc_send_check(_metadata, self->sfd, ev.handle, rxe0, self->cfd,
+		      c.cmd.handle, rxe1, 8192, 42);
+	EXPECT_OK(kc_disconnect(self->cfd, c.cmd.handle));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, ev.handle,
+				CM_MS, NULL));
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv4, 90)
+{
+	const char *src = getenv("RXE1_ADDR");
+
+	if (!src || !*src)
+		SKIP(return, "RXE1_ADDR not set (no rxe1)");
+	kc_cross(_metadata, self, src, self->addr);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv6, 90)
+{
+	const char *src = getenv("RXE1_ADDR6");
+
+	if (!src || !*src)
+		SKIP(return, "RXE1_ADDR6 not set (no rxe1)");
+	kc_cross(_metadata, self, src, self->addr6);
+}
+
+/* ------------------------------------------------------------------------
+ * Commands on a connection with no QP yet.  Last: when the module oopses
+ * the child doing it never finishes exiting (the oops leaves the
+ * connection's hw lock held), so it runs in a child we do not wait for
+ * beyond a bound.
+ */
+
+enum kc_on_request {
+	KC_POST,
+	KC_POLL,
+	KC_QUERY,
+	KC_POLL_AFTER_BAD_ACCEPT,
+};
+
+/*
+ * In a child with sessions of its own: a request reaches our listener and,
+ * before it is accepted, @what is tried on its handle.  The child writes
+ * one byte to @out when the command returned: 0 if it failed cleanly, 1 if
+ * it succeeded; 2 on a setup failure.  An oops means no byte at all (the
+ * oopsing thread dies inside the ioctl).
+ */
+static void kc_on_request_child(FIXTURE_DATA(cm) *self,
+				enum kc_on_request what, int out)
+{
+	int sfd = krdma_open(), cfd = krdma_open();
+	struct krdma_conn_query q;
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+	struct krdma_wc wc;
+	struct krdma_wr wr;
+	uint8_t res = 2;
+	uint32_t l;
+	uint16_t port;
+	int ret;
+
+	if (sfd < 0 || cfd < 0 || kc_listen(sfd, self->addr, 0, &l, &port))
+		goto out;
+	kc_connect_init(&c, cfd, self->addr, port, NULL, 0);
+	c.cmd.timeout_ms = 3000;
+	if (kc_connect_start(&c) ||
+	    kc_wait_event(sfd, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS, &ev))
+		goto out;
+	switch (what) {
+	case KC_POST:
+		kt_wr_init(&wr, 1, KRDMA_OP_SEND, KRDMA_WR_INLINE);
+		ret = kt_post1(sfd, ev.handle, &wr);
+		break;
+	case KC_POLL:
+		ret = kt_poll(sfd, ev.handle, &wc, 1, 0);
+		break;
+	case KC_QUERY:
+		ret = kt_conn_query(sfd, ev.handle, &q);
+		break;
+	case KC_POLL_AFTER_BAD_ACCEPT:
+		kc_accept_init(&a, ev.handle, NULL, 0);
+		a.caps.max_send_wr = 1u << 30;
+		ioctl(sfd, KRDMA_CM_ACCEPT, &a);
+		ret = kt_poll(sfd, ev.handle, &wc, 1, 0);
+		break;
+	default:
+		goto out;
+	}
+	fprintf(stderr, "# child: command %d on request %u: %s\n", what,
+		ev.handle, ret < 0 ? strerror(errno) : "succeeded");
+	res = ret < 0 ? 0 : 1;
+out:
+	if (write(out, &res, 1) != 1)
+		_exit(3);
+	_exit(0);
+}
+
+static void kc_on_request(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(cm) *self, enum kc_on_request what)
+{
+	int bad_before = kt_dmesg_bad_lines();
+	struct pollfd pfd;
+	uint8_t res = 0xff;
+	int pipefd[2];
+	pid_t pid;
+
+	ASSERT_OK(pipe(pipefd));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(pipefd[0]);
+		kc_on_request_child(self, what, pipefd[1]);
+	}
+	close(pipefd[1]);
+	pfd.fd = pipefd[0];
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 25000) == 1 && read(pipefd[0], &res, 1) != 1)
+		res = 0xff;
+	close(pipefd[0]);
+	/* Reap it if it can be; an oopsed child may never finish exiting. */
+	kc_waitpid(pid, 5000);
+	EXPECT_EQ(bad_before, kt_dmesg_bad_lines()) {
+		TH_LOG("new BUG/Oops lines in the kernel log");
+	}
+	ASSERT_NE(0xff, res) {
+		TH_LOG("the command never returned (oops?): see the kernel log");
+	}
+	ASSERT_NE(2, res) {
+		TH_LOG("setup failed in the child");
+	}
+	EXPECT_EQ(0, res) {
+		TH_LOG("the command succeeded on a request with no QP");
+	}
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, zz_post_on_pending_request, 40)
+{
+	kc_on_request(_metadata, self, KC_POST);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, zz_query_on_pending_request, 40)
+{
+	kc_on_request(_metadata, self, KC_QUERY);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, zz_poll_on_pending_request, 40)
+{
+	kc_on_request(_metadata, self, KC_POLL);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, zz_poll_after_failed_accept, 40)
+{
+	kc_on_request(_metadata, self, KC_POLL_AFTER_BAD_ACCEPT);
+}
+
+TEST_HARNESS_MAIN
