@@ -5,6 +5,9 @@
 # in an rxe VM on each Debian kernel series, then the sum of the
 # "N passed, N failed, N skipped" lines the runs end with.
 #
+# Each kernel also gets a run on two VMs (selftests/two_vm.sh against the
+# servers of two_vm_peer.sh) unless KRDMA_CHECK_NO_TWO_VM is set.
+#
 # Env: KRDMA_CHECK_KERNELS (default "6.1 6.12"), KRDMA_CHECK_TESTS (the
 # in-guest runner, default $REPO/selftests/run_tests.sh), plus what run.sh
 # reads (KRDMA_CACHE, KRDMA_VM_TIMEOUT, MEM).  Extra arguments go to run.sh.
@@ -22,10 +25,14 @@ trap 'rm -f "$out"' EXIT
 
 tp=0 tf=0 ts=0 bad=0
 results=()
-for k in $KERNELS; do
-	echo "=== check: kernel $k ==="
+
+# run_one LABEL RUN.SH-ARGS...: one VM run whose CMD ends with a summary line
+run_one() {
+	local label=$1 line rc p f s why
+	shift
+	echo "=== check: $label ==="
 	set +e
-	"$VMDIR/run.sh" --kernel "$k" "$@" -- "$TESTS" 2>&1 | tee "$out"
+	"$VMDIR/run.sh" "$@" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	set -e
 	line=$(tr -d '\r' < "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' | tail -n 1 || true)
@@ -42,7 +49,16 @@ for k in $KERNELS; do
 		[ "$f" -gt 0 ] || f=1
 	fi
 	tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
-	results+=("$k: $p passed, $f failed, $s skipped${why:+ ($why)}")
+	results+=("$label: $p passed, $f failed, $s skipped${why:+ ($why)}")
+}
+
+for k in $KERNELS; do
+	run_one "kernel $k" --kernel "$k" "$@" -- "$TESTS"
+	# the same build, two guests: transfers across a (qemu) wire
+	[ -n "${KRDMA_CHECK_NO_TWO_VM:-}" ] ||
+		run_one "kernel $k, two VMs" --kernel "$k" --no-build --vms 2 \
+			--peer-cmd "$REPO/selftests/two_vm_peer.sh" "$@" \
+			-- "$REPO/selftests/two_vm.sh"
 done
 
 echo "=== check: results ==="

@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Transfers between two VMs joined by a qemu socket netdev, rxe0 on each:
+# run.sh --vms 2 --peer-cmd selftests/two_vm_peer.sh -- selftests/two_vm.sh
+# Prints TAP and ends with "N passed, N failed, N skipped".
+
+KRDMA_REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
+PATH=$KRDMA_REPO/build/bin:$PATH
+export PATH
+
+pass=0 fail=0 n=0
+gidx=$(grep -l '0000:0000:0000:0000:0000:ffff:' \
+	/sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | head -n 1)
+gidx=${gidx##*/}
+
+# check NAME CMD...: one TAP line; the peer's servers may still be starting
+check() {
+	name=$1
+	shift
+	n=$((n + 1))
+	tries=0
+	while :; do
+		out=$("$@" 2>&1) && rc=0 || rc=$?
+		tries=$((tries + 1))
+		if [ $rc != 0 ] && [ $tries -lt 3 ] &&
+		   echo "$out" | grep -qi 'refused\|unreachable'; then
+			sleep 2
+			continue
+		fi
+		break
+	done
+	echo "$out" | sed 's/^/# /'
+	if [ $rc = 0 ]; then
+		echo "ok $n $name"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n $name # exit $rc"
+		fail=$((fail + 1))
+	fi
+}
+
+echo "TAP version 13"
+echo "1..8"
+check ping ping -c 2 -W 5 "$PEER_ADDR"
+
+# The server's buffer starts filled with its pattern: read it before the
+# write and the copy overwrite it.
+check read_64k krdmactl read -T 60 -s 65536 -o 65536 "$PEER_ADDR:18600"
+check write_64k krdmactl write -T 60 -s 65536 "$PEER_ADDR:18600"
+check atomic_fadd krdmactl atomic fadd -T 60 --add 7 -o 131072 \
+	"$PEER_ADDR:18600"
+# A file four times the server's buffer, digest checked by the receiver.
+head -c 1048576 /dev/urandom > /tmp/krdma-copy.bin
+check copy_1mib krdmactl copy -T 60 /tmp/krdma-copy.bin "$PEER_ADDR:18600"
+check pingpong_rc krdmactl pingpong -p 18610 -n 200 -c -T 60 "$PEER_ADDR"
+check pingpong_ud krdmactl pingpong -t ud -p 18611 -s 1024 -n 200 -T 60 \
+	"$PEER_ADDR"
+check pingpong_rc_ibv_server krdmactl pingpong -p 18612 -n 200 -c -T 60 \
+	"$PEER_ADDR"
+
+echo "$pass passed, $fail failed, 0 skipped"
+[ $fail = 0 ]
