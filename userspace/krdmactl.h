@@ -38,6 +38,13 @@ struct cmd {
 int cmd_version(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_pingpong(int argc, char **argv);
+int cmd_rping(int argc, char **argv);
+int cmd_serve(int argc, char **argv);	/* xfer_serve.c */
+int cmd_send(int argc, char **argv);	/* xfer_client.c, also: */
+int cmd_write(int argc, char **argv);
+int cmd_read(int argc, char **argv);
+int cmd_atomic(int argc, char **argv);
+int cmd_copy(int argc, char **argv);
 
 /* dev.c: one KRDMA_QUERY_DEVICES answer */
 struct krdma_device_info;

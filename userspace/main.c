@@ -19,11 +19,18 @@ static int cmd_help(int argc, char **argv);
 
 /* In the order "krdmactl help" lists them. */
 static const struct cmd commands[] = {
+	{ "atomic", cmd_atomic, "8-byte atomic on a krdmactl serve's buffer" },
+	{ "copy", cmd_copy, "copy a file to krdmactl serve --save (RDMA WRITE)" },
 	{ "devices", cmd_devices, "list RDMA devices, their ports and GIDs" },
 	{ "help", cmd_help, "show help for krdmactl or for a command" },
 	{ "pingpong", cmd_pingpong,
 	  "ping-pong SENDs with ibv_{rc,uc,ud}_pingpong or another krdmactl" },
+	{ "read", cmd_read, "RDMA READ from a krdmactl serve's buffer" },
+	{ "rping", cmd_rping, "RDMA READ/WRITE ping with rdma-core's rping" },
+	{ "send", cmd_send, "SEND a message to krdmactl serve" },
+	{ "serve", cmd_serve, "serve send/write/read/atomic/copy clients" },
 	{ "version", cmd_version, "show krdmactl, uAPI and module versions" },
+	{ "write", cmd_write, "RDMA WRITE into a krdmactl serve's buffer" },
 };
 
 static const struct cmd *find_cmd(const char *name)

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl serve with its clients send, write, read, atomic and copy, all
+ * on rxe0 in this VM (loopback), over rdma_cm at $RXE0_ADDR.  Each case
+ * runs a server under timeout(1) on a port of its own, then the clients,
+ * and checks exit statuses and output.
+ */
+#include <poll.h>
+#include <time.h>
+
+#include "krdma_test.h"
+
+#define CLI_TIMEOUT 60		/* timeout(1) around each program */
+#define CLI_CASE_TIMEOUT 180
+#define CLI_OUT_MAX 65536
+
+struct cli_proc {
+	pid_t pid;
+	int status;
+	char path[80];
+	char out[CLI_OUT_MAX];
+};
+
+static const char *rxe_addr(void)
+{
+	const char *addr = getenv("RXE0_ADDR");
+
+	return addr && *addr ? addr : "192.0.2.1";
+}
+
+static int __attribute__((format(printf, 2, 3)))
+cli_spawn(struct cli_proc *p, const char *fmt, ...)
+{
+	static int seq;
+	char cmd[1024], full[1100];
+	va_list ap;
+	int fd;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	memset(p, 0, sizeof(*p));
+	p->status = -1;
+	snprintf(p->path, sizeof(p->path), "/tmp/krdma_cli.%d.%d", getpid(),
+		 seq++);
+	snprintf(full, sizeof(full), "exec timeout %d %s", CLI_TIMEOUT, cmd);
+	fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	p->pid = fork();
+	if (p->pid < 0) {
+		close(fd);
+		return -1;
+	}
+	if (!p->pid) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+		_exit(127);
+	}
+	close(fd);
+	return 0;
+}
+
+static void cli_reap(struct cli_proc *p)
+{
+	ssize_t n;
+	int status, fd;
+
+	if (p->pid <= 0)
+		return;
+	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	p->pid = 0;
+	p->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	fd = open(p->path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, p->out, sizeof(p->out) - 1);
+		p->out[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	unlink(p->path);
+}
+
+/* Run a client to the end. */
+static int __attribute__((format(printf, 2, 3)))
+cli_run(struct cli_proc *p, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (cli_spawn(p, "%s", cmd))
+		return -1;
+	cli_reap(p);
+	return p->status;
+}
+
+/* Wait until the server printed its "listening" line (or died). */
+static bool cli_wait_listen(struct cli_proc *s)
+{
+	struct timespec delay = { 0, 50 * 1000 * 1000 };
+	char buf[4096];
+	int i, fd, status;
+	ssize_t n;
+
+	for (i = 0; i < 30 * 20; i++) {
+		fd = open(s->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			buf[n > 0 ? n : 0] = 0;
+			if (strstr(buf, "listening"))
+				return true;
+		}
+		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+			s->pid = 0;
+			s->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			return false;
+		}
+		nanosleep(&delay, NULL);
+	}
+	return false;
+}
+
+/* The unsigned number after "key " in text output (first match). */
+static bool text_u64(const char *out, const char *key, uint64_t *val)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), " %s ", key);
+	p = strstr(out, want);
+	if (!p)
+		return false;
+	*val = strtoull(p + strlen(want), NULL, 0);
+	return true;
+}
+
+FIXTURE(cli)
+{
+	struct cli_proc server;
+	struct cli_proc client;
+	char dir[64];
+};
+
+FIXTURE_SETUP(cli)
+{
+	const char *why = krdma_unavailable();
+
+	self->server.pid = 0;
+	self->dir[0] = 0;
+	if (why)
+		SKIP(return, "%s", why);
+	if (access(SYSFS_IB "/rxe0", F_OK))
+		SKIP(return, "no rxe0");
+	if (!krdma_have_cmd("krdmactl"))
+		SKIP(return, "no krdmactl in PATH");
+}
+
+FIXTURE_TEARDOWN(cli)
+{
+	if (self->server.pid > 0)
+		kill(self->server.pid, SIGKILL);
+	cli_reap(&self->server);
+	if (self->dir[0])
+		krdma_run("rm -rf %s", self->dir);
+}
+
+#define START_SERVER(fmt, ...)						\
+	do {								\
+		ASSERT_OK(cli_spawn(&self->server, "krdmactl serve -d rxe0 " \
+				    fmt, ##__VA_ARGS__));		\
+		ASSERT_TRUE(cli_wait_listen(&self->server)) {		\
+			cli_reap(&self->server);			\
+			TH_LOG("server never listened:\n%s",		\
+			       self->server.out);			\
+		}							\
+	} while (0)
+
+#define CLIENT_OK(fmt, ...)						\
+	do {								\
+		int __st = cli_run(&self->client, "krdmactl " fmt,	\
+				   ##__VA_ARGS__);			\
+		EXPECT_EQ(0, __st) {					\
+			TH_LOG("krdmactl " fmt ": exit %d:\n%s",	\
+			       ##__VA_ARGS__, __st, self->client.out);	\
+		}							\
+	} while (0)
+
+/* send, write and read against a pattern-filled buffer */
+KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
+{
+	START_SERVER("-p 18701 -n 4");
+	CLIENT_OK("send --data hello-krdma %s:18701", rxe_addr());
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	CLIENT_OK("read -s 8192 -o 4096 %s:18701", rxe_addr());
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	CLIENT_OK("write -s 65536 -o 128 %s:18701", rxe_addr());
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	CLIENT_OK("-j send -s 4000 %s:18701", rxe_addr());
+	EXPECT_NE(NULL, strstr(self->client.out, "\"result\":\"OK\""));
+	cli_reap(&self->server);
+	EXPECT_EQ(0, self->server.status) {
+		TH_LOG("%s", self->server.out);
+	}
+	EXPECT_NE(NULL, strstr(self->server.out, "recv 11 bytes from")) {
+		TH_LOG("%s", self->server.out);
+	}
+	EXPECT_NE(NULL, strstr(self->server.out, "data hello-krdma"));
+	EXPECT_NE(NULL, strstr(self->server.out, "65536 bytes at 128"));
+	TH_LOG("server:\n%s", self->server.out);
+}
+
+/* fadd twice: old 0 then N; cswap; against a zeroed buffer */
+KRDMA_TEST_F_TIMEOUT(cli, atomics, CLI_CASE_TIMEOUT)
+{
+	uint64_t v = 99;
+
+	START_SERVER("-p 18702 --fill zero -n 4");
+	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", rxe_addr());
+	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
+	EXPECT_EQ(0ULL, v);
+	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", rxe_addr());
+	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
+	EXPECT_EQ(5ULL, v);
+	CLIENT_OK("atomic cswap --compare 10 --swap 42 -o 64 %s:18702",
+		  rxe_addr());
+	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
+	EXPECT_EQ(10ULL, v);
+	EXPECT_NE(NULL, strstr(self->client.out, "swapped yes"));
+	CLIENT_OK("atomic fadd --add 0 -o 64 %s:18702", rxe_addr());
+	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
+	EXPECT_EQ(42ULL, v);
+	cli_reap(&self->server);
+	EXPECT_EQ(0, self->server.status) {
+		TH_LOG("%s", self->server.out);
+	}
+}
+
+/* 6 clients x 20 fadd of 3 at once: the counter ends at exactly 360 */
+KRDMA_TEST_F_TIMEOUT(cli, concurrent_fadd, CLI_CASE_TIMEOUT)
+{
+	struct cli_proc c[6];
+	uint64_t v = 0;
+	int i;
+
+	START_SERVER("-p 18703 --fill zero -n 7 -T 30");
+	for (i = 0; i < 6; i++)
+		ASSERT_OK(cli_spawn(&c[i], "krdmactl atomic fadd --add 3 "
+				    "-n 20 -T 30 %s:18703", rxe_addr()));
+	for (i = 0; i < 6; i++) {
+		cli_reap(&c[i]);
+		EXPECT_EQ(0, c[i].status) {
+			TH_LOG("client %d:\n%s", i, c[i].out);
+		}
+	}
+	CLIENT_OK("atomic fadd --add 0 %s:18703", rxe_addr());
+	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
+	EXPECT_EQ(360ULL, v);
+	cli_reap(&self->server);
+	EXPECT_EQ(0, self->server.status) {
+		TH_LOG("%s", self->server.out);
+	}
+}
+
+/* a 300 KiB file through a 64 KiB buffer: GOOD, identical */
+KRDMA_TEST_F_TIMEOUT(cli, copy_large, CLI_CASE_TIMEOUT)
+{
+	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.d%d", getpid());
+	ASSERT_EQ(0, krdma_run("mkdir -p %s/save && head -c 307200 "
+			       "/dev/urandom > %s/big.bin", self->dir,
+			       self->dir));
+	START_SERVER("-p 18704 --size 65536 --save %s/save -n 1", self->dir);
+	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, rxe_addr());
+	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
+	cli_reap(&self->server);
+	EXPECT_EQ(0, self->server.status) {
+		TH_LOG("%s", self->server.out);
+	}
+	EXPECT_EQ(0, krdma_run("cmp %s/big.bin %s/save/big.bin", self->dir,
+			       self->dir));
+	EXPECT_NE(NULL, strstr(self->server.out, "seq 4 45056 bytes at 262144"));
+	TH_LOG("server:\n%s", self->server.out);
+}
+
+/* the server cannot create the file: both sides fail */
+KRDMA_TEST_F_TIMEOUT(cli, copy_unwritable, CLI_CASE_TIMEOUT)
+{
+	int st;
+
+	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.u%d", getpid());
+	ASSERT_EQ(0, krdma_run("mkdir -p %s && echo hi > %s/f.txt", self->dir,
+			       self->dir));
+	/* sysfs: not even root may create a file there */
+	START_SERVER("-p 18705 --save /sys -n 1");
+	st = cli_run(&self->client, "krdmactl copy %s/f.txt %s:18705",
+		     self->dir, rxe_addr());
+	EXPECT_EQ(1, st) {
+		TH_LOG("%s", self->client.out);
+	}
+	EXPECT_NE(NULL, strstr(self->client.out, "cannot create")) {
+		TH_LOG("%s", self->client.out);
+	}
+	cli_reap(&self->server);
+	EXPECT_EQ(1, self->server.status) {
+		TH_LOG("%s", self->server.out);
+	}
+}
+
+/* nobody listens: quick non-zero exit */
+KRDMA_TEST_F(cli, connect_refused)
+{
+	struct timespec t0, t1;
+	int st;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = cli_run(&self->client, "krdmactl send -T 5 %s:18799",
+		     rxe_addr());
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_EQ(1, st) {
+		TH_LOG("%s", self->client.out);
+	}
+	EXPECT_GT(5, t1.tv_sec - t0.tv_sec);
+	EXPECT_NE(NULL, strstr(self->client.out, "refused")) {
+		TH_LOG("%s", self->client.out);
+	}
+}
+
+/* bad options: exit 2 naming the option */
+KRDMA_TEST_F(cli, bad_options)
+{
+	static const struct {
+		const char *args;
+		const char *says;
+	} bad[] = {
+		{ "serve --size 3", "--size" },
+		{ "serve -p 0", "-p/--port" },
+		{ "serve --fill x", "--fill" },
+		{ "atomic fadd -o 3 h", "-o/--offset" },
+		{ "atomic cswap --swap 1 h", "--compare" },
+		{ "atomic xx h", "fadd or cswap" },
+		{ "write -s 0 h", "-s/--size" },
+		{ "read -T 0 h", "-T/--timeout" },
+		{ "send -s 4 --data x h", "exclude" },
+		{ "copy onlyfile", "missing" },
+		{ "read h:70000", "bad port" },
+	};
+	unsigned int i;
+	int st;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		st = cli_run(&self->client, "krdmactl %s", bad[i].args);
+		EXPECT_EQ(2, st) {
+			TH_LOG("%s: exit %d", bad[i].args, st);
+		}
+		EXPECT_NE(NULL, strstr(self->client.out, bad[i].says)) {
+			TH_LOG("%s:\n%s", bad[i].args, self->client.out);
+		}
+	}
+}
+
+TEST_HARNESS_MAIN

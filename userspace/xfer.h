@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdmactl serve / send / write / read / atomic / copy: the wire protocol
+ * and the pieces the server (xfer_serve.c) and the clients (xfer_client.c)
+ * share (xfer.c).
+ *
+ * Connections are rdma_cm RC connections (KRDMA_CM_CONNECT / CM_ACCEPT).
+ * Every integer on the wire is big-endian.
+ *
+ * 1. The client's CONNECT private data is struct xfer_hello: magic,
+ *    version and the operation it is about to do (informative).  A request
+ *    without the magic is rejected.
+ *
+ * 2. The server's ACCEPT private data is struct xfer_adv, which the client
+ *    reads from its ESTABLISHED event: the server's data buffer (addr, rkey,
+ *    length; registered LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC),
+ *    what it was filled with at start (XFER_FILL_*), and the largest control
+ *    message it receives.  The server has one data buffer shared by all its
+ *    clients: atomics of concurrent clients meet there.
+ *
+ * 3. Control messages are SENDs of struct xfer_msg, followed (XM_SEND only)
+ *    by the payload.  The server keeps receives posted for them.  Requests
+ *    and replies:
+ *
+ *      XM_SEND    payload, length, crc32         -> XM_OK | XM_BAD
+ *      XM_WRITTEN "I RDMA-wrote @length bytes at @offset, pattern seed
+ *                 @arg, crc32 @crc" (sent as SEND_WITH_IMM, imm = crc32)
+ *                                                -> XM_OK | XM_BAD
+ *      XM_FILE    name in @text, @length, @digest (SHA-256)
+ *                                                -> XM_NEXT | XM_ERR
+ *      XM_CHUNK   chunk @seq (from 0), @length bytes RDMA-written at
+ *                 offset 0 of the data buffer   -> XM_NEXT | XM_ERR
+ *      XM_DONE    end of the file               -> XM_GOOD | XM_BAD
+ *      XM_BYE     the client is done; @text says what it did (one-sided
+ *                 operations the server cannot see), no reply
+ *
+ *    XM_BAD, XM_ERR and XM_GOOD carry a human-readable reason in @text.
+ *
+ * Patterns: byte i of the data buffer "has the pattern of seed S" when it
+ * equals xfer_pattern_byte(S, i) (i is the offset in the server's buffer).
+ * The server fills its buffer with seed 0 (or zeroes with --fill zero);
+ * "write" uses a random non-zero seed so that a write that did not land is
+ * noticed.
+ */
+#ifndef KRDMACTL_XFER_H
+#define KRDMACTL_XFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <krdma.h>
+
+#define XFER_DEFAULT_PORT 18516
+#define XFER_DEFAULT_TIMEOUT 10		/* seconds, -T */
+#define XFER_DEFAULT_SIZE (1U << 20)	/* serve --size */
+#define XFER_MAGIC 0x4b524458U		/* "KRDX" */
+#define XFER_VERSION 1
+#define XFER_MAX_PAYLOAD 65536		/* XM_SEND */
+#define XFER_TEXT_MAX 128
+
+enum xfer_fill {
+	XFER_FILL_PATTERN = 0,
+	XFER_FILL_ZERO = 1,
+};
+
+enum xfer_op {
+	XFER_OP_SEND = 1,
+	XFER_OP_WRITE,
+	XFER_OP_READ,
+	XFER_OP_ATOMIC,
+	XFER_OP_COPY,
+};
+
+/* CONNECT private data (client -> server), 8 bytes */
+struct xfer_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;		/* enum xfer_op */
+};
+
+/* ACCEPT private data (server -> client), 40 bytes */
+struct xfer_adv {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t fill;		/* enum xfer_fill */
+	uint64_t addr;		/* data buffer, for the rkey */
+	uint32_t rkey;
+	uint32_t max_msg;	/* bytes one control message may have */
+	uint64_t length;	/* data buffer bytes */
+	uint64_t __reserved;
+};
+
+enum xfer_msg_type {
+	XM_SEND = 1,
+	XM_WRITTEN = 2,
+	XM_FILE = 3,
+	XM_CHUNK = 4,
+	XM_DONE = 5,
+	XM_BYE = 6,
+	XM_OK = 16,
+	XM_BAD = 17,
+	XM_NEXT = 18,
+	XM_GOOD = 19,
+	XM_ERR = 20,
+};
+
+/* A control message, 200 bytes, then the payload (XM_SEND) */
+struct xfer_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;		/* enum xfer_msg_type */
+	uint32_t seq;
+	uint32_t crc;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t arg;
+	uint8_t digest[32];
+	char text[XFER_TEXT_MAX];	/* NUL-terminated */
+};
+
+#define XFER_MSG_MAX (sizeof(struct xfer_msg) + XFER_MAX_PAYLOAD)
+
+_Static_assert(sizeof(struct xfer_hello) == 8, "xfer_hello");
+_Static_assert(sizeof(struct xfer_adv) == 40, "xfer_adv");
+_Static_assert(sizeof(struct xfer_msg) == 200, "xfer_msg");
+
+/* xfer.c */
+extern volatile int xfer_stop;	/* set by SIGINT/SIGTERM */
+void xfer_catch_signals(void);
+int64_t xfer_now_ms(void);
+const char *xfer_msg_name(uint32_t type);
+uint32_t xfer_crc32(uint32_t crc, const void *data, size_t len);
+uint8_t xfer_pattern_byte(uint64_t seed, uint64_t off);
+void xfer_pattern_fill(uint8_t *p, uint64_t seed, uint64_t off, size_t len);
+/* index of the first byte that differs, or -1 */
+int64_t xfer_pattern_check(const uint8_t *p, uint64_t seed, uint64_t off,
+			   size_t len, bool zero);
+/* "HOST[:PORT]", "[V6]:PORT": 0, or EXIT_USAGE (reported) */
+int xfer_parse_addr(const char *cmd, const char *what, const char *arg,
+		    uint32_t default_port, struct krdma_sockaddr *sa);
+void xfer_format_addr(const struct krdma_sockaddr *sa, char *buf, size_t len);
+void xfer_msg_init(struct xfer_msg *m, uint32_t type);
+/* checks magic, version and size of a received message; NULL if fine */
+const char *xfer_msg_check(const struct xfer_msg *m, uint32_t byte_len);
+void xfer_msg_text(struct xfer_msg *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A kernel buffer mmap()ed; returns 0 or -errno (reported). */
+struct xfer_buf {
+	uint32_t handle;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t length;
+	uint8_t *mem;
+	size_t map_len;
+};
+
+int xfer_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
+		   uint64_t length, struct xfer_buf *b);
+void xfer_buf_free(int fd, struct xfer_buf *b);
+int xfer_post_one(int fd, uint32_t conn, struct krdma_wr *wr);
+int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
+		   uint64_t offset, uint32_t length);
+int xfer_destroy(int fd, uint32_t handle);
+
+#endif /* KRDMACTL_XFER_H */

@@ -1,0 +1,976 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl send / write / read / atomic / copy: the clients of
+ * "krdmactl serve" (protocol in xfer.h).  Each connects with
+ * KRDMA_CM_CONNECT, learns the server's buffer from the accept's private
+ * data, does its operation, tells the server what it did (XM_BYE) and
+ * disconnects.  Every wait is bounded by -T.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <krdma.h>
+
+#include "krdmactl.h"
+#include "names.h"
+#include "print.h"
+#include "sha256.h"
+#include "xfer.h"
+
+enum {
+	XC_RECV_WRID = 1,
+	XC_SEND_WRID = 2,
+	XC_RDMA_WRID = 4,
+};
+
+enum {
+	OPT_DATA = 0x100,
+	OPT_ADD,
+	OPT_COMPARE,
+	OPT_SWAP,
+};
+
+#define XC_SEND_OFF XFER_MSG_MAX
+#define XC_DATA_OFF (2 * XFER_MSG_MAX)
+
+struct xc_opts {
+	const char *cmd;
+	const char *usage;
+	const char *host;
+	const char *op_name;	/* atomic: fadd, cswap */
+	const char *file;	/* copy: FILE; send: -f */
+	const char *data;	/* send --data */
+	uint64_t size;
+	bool have_size;
+	uint64_t offset;
+	uint64_t add;
+	bool have_add;
+	uint64_t compare;
+	bool have_compare;
+	uint64_t swap;
+	bool have_swap;
+	uint32_t count;
+	uint32_t timeout_s;
+};
+
+struct xc {
+	const struct xc_opts *o;
+	int fd;
+	struct krdma_sockaddr dst;
+	char peer[80];
+	uint32_t conn;
+	uint32_t dev_index;
+	struct xfer_adv adv;	/* host order */
+	struct xfer_buf buf;
+	uint64_t data_len;
+	unsigned int done;	/* XC_*_WRID completions seen */
+	uint32_t recv_len;
+	struct xfer_msg reply;
+};
+
+/* ---- options ---- */
+
+static int xc_parse(int argc, char **argv, struct xc_opts *o,
+		    const char *allowed, int npos)
+{
+	static const struct option long_opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "offset", required_argument, NULL, 'o' },
+		{ "data", required_argument, NULL, OPT_DATA },
+		{ "file", required_argument, NULL, 'f' },
+		{ "add", required_argument, NULL, OPT_ADD },
+		{ "compare", required_argument, NULL, OPT_COMPARE },
+		{ "swap", required_argument, NULL, OPT_SWAP },
+		{ "count", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 'T' },
+		COMMON_LONG_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = o->cmd;
+	int c, ret = 0;
+
+	while ((c = getopt_long(argc, argv, ":s:o:f:n:T:hjp", long_opts,
+				NULL)) != -1) {
+		if (c == 'h') {
+			fputs(o->usage, stdout);
+			return -1;
+		}
+		if (c != ':' && c != '?' && !opt_common(c) &&
+		    !strchr(allowed, c < 0x100 ? c : 'A' + (c - OPT_DATA))) {
+			err_msg("%s: option %s is not used by this command", cmd,
+				argv[optind - 1]);
+			fputs(o->usage, stderr);
+			return EXIT_USAGE;
+		}
+		switch (c) {
+		case 'j':
+		case 'p':
+			break;
+		case 's':
+			o->have_size = true;
+			ret = parse_u64(cmd, "-s/--size", optarg, 1, 1ULL << 32,
+					&o->size);
+			break;
+		case 'o':
+			ret = parse_u64(cmd, "-o/--offset", optarg, 0,
+					1ULL << 40, &o->offset);
+			break;
+		case OPT_DATA:
+			o->data = optarg;
+			break;
+		case 'f':
+			o->file = optarg;
+			break;
+		case OPT_ADD:
+			o->have_add = true;
+			ret = parse_u64(cmd, "--add", optarg, 0, UINT64_MAX,
+					&o->add);
+			break;
+		case OPT_COMPARE:
+			o->have_compare = true;
+			ret = parse_u64(cmd, "--compare", optarg, 0,
+					UINT64_MAX, &o->compare);
+			break;
+		case OPT_SWAP:
+			o->have_swap = true;
+			ret = parse_u64(cmd, "--swap", optarg, 0, UINT64_MAX,
+					&o->swap);
+			break;
+		case 'n':
+			ret = parse_u32(cmd, "-n/--count", optarg, 1, 1000000,
+					&o->count);
+			break;
+		case 'T':
+			ret = parse_u32(cmd, "-T/--timeout", optarg, 1, 3600,
+					&o->timeout_s);
+			break;
+		default:
+			return opt_fail(cmd, c, argv, o->usage);
+		}
+		if (ret)
+			return ret;
+	}
+	if (argc - optind < npos) {
+		err_msg("%s: missing %s", cmd, npos == 2 && argc - optind == 0 ?
+			(*o->file ? "OPERATION and HOST" : "FILE and HOST") :
+			"HOST");
+		fputs(o->usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (npos == 2) {
+		o->op_name = argv[optind++];
+		if (o->file && !*o->file)
+			o->file = o->op_name;	/* copy */
+	}
+	o->host = argv[optind++];
+	return opt_extra_args(cmd, argc, argv, o->usage);
+}
+
+/* ---- connection ---- */
+
+static int xc_fail(struct xc *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int xc_fail(struct xc *x, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err_msg("%s: %s", x->o->cmd, msg);
+	return -EIO;
+}
+
+/* The server's accept private data, from our ESTABLISHED event. */
+static int xc_get_adv(struct xc *x)
+{
+	struct krdma_event evs[8];
+	struct krdma_get_events ge;
+	const struct xfer_adv *a;
+	int64_t deadline = xfer_now_ms() + 1000;
+	uint32_t i;
+	int ret;
+
+	do {
+		memset(&ge, 0, sizeof(ge));
+		ge.size = sizeof(ge);
+		ge.num_events = ARRAY_SIZE(evs);
+		ge.event_entry_size = sizeof(evs[0]);
+		ge.timeout_ms = 100;
+		ge.events_uptr = (uintptr_t)evs;
+		ret = krdma_ioctl(x->fd, KRDMA_GET_EVENTS, &ge);
+		if (ret)
+			return ret;
+		for (i = 0; i < ge.num_events; i++) {
+			if (evs[i].type != KRDMA_EVENT_ESTABLISHED ||
+			    evs[i].handle != x->conn)
+				continue;
+			a = (const void *)evs[i].private_data;
+			if (evs[i].private_data_len < sizeof(*a) ||
+			    be32toh(a->magic) != XFER_MAGIC)
+				return xc_fail(x, "%s is not a krdmactl serve "
+					       "(no buffer advertised)",
+					       x->peer);
+			if (be16toh(a->version) != XFER_VERSION)
+				return xc_fail(x, "%s speaks protocol version "
+					       "%u, not %u", x->peer,
+					       be16toh(a->version),
+					       XFER_VERSION);
+			x->adv.fill = be16toh(a->fill);
+			x->adv.addr = be64toh(a->addr);
+			x->adv.rkey = be32toh(a->rkey);
+			x->adv.max_msg = be32toh(a->max_msg);
+			x->adv.length = be64toh(a->length);
+			return 0;
+		}
+	} while (xfer_now_ms() < deadline);
+	return xc_fail(x, "no ESTABLISHED event for the connection");
+}
+
+static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
+{
+	struct krdma_cm_connect cc = {
+		.size = sizeof(cc),
+		.flags = KRDMA_CONN_NOTIFY,
+		.dst = x->dst,
+		.transport = KRDMA_TRANSPORT_RC,
+		.timeout_ms = x->o->timeout_s * 1000,
+		.caps = { .max_send_wr = 8, .max_recv_wr = 4,
+			  .max_send_sge = 1, .max_recv_sge = 1,
+			  .cq_depth = 16 },
+		.private_data_len = sizeof(struct xfer_hello),
+	};
+	struct xfer_hello hello = {
+		.magic = htobe32(XFER_MAGIC),
+		.version = htobe16(XFER_VERSION),
+		.op = htobe16(op),
+	};
+	int ret;
+
+	memcpy(cc.private_data, &hello, sizeof(hello));
+	ret = krdma_ioctl_quiet(x->fd, KRDMA_CM_CONNECT, &cc);
+	if (ret == -ECONNREFUSED)
+		return xc_fail(x, "connection to %s refused (reject reason "
+			       "%d): is krdmactl serve running there?",
+			       x->peer, cc.reject_reason);
+	if (ret)
+		return xc_fail(x, "cannot connect to %s: %s", x->peer,
+			       strerror(-ret));
+	x->conn = cc.handle;
+	x->dev_index = cc.dev_index;
+	ret = xc_get_adv(x);
+	if (ret)
+		return ret;
+	x->data_len = data_len;
+	ret = xfer_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			     XC_DATA_OFF + (data_len ? data_len : 8), &x->buf);
+	if (ret)
+		return ret;
+	if (xfer_post_recv(x->fd, x->conn, XC_RECV_WRID, x->buf.handle, 0,
+			   XFER_MSG_MAX))
+		return -EIO;
+	pr_str("server", x->peer);
+	pr_u64("buffer_size", x->adv.length);
+	pr_str("fill", x->adv.fill == XFER_FILL_ZERO ? "zero" : "pattern");
+	return 0;
+}
+
+static const char *xc_wrid_name(uint64_t wr_id)
+{
+	switch (wr_id) {
+	case XC_RECV_WRID: return "receive";
+	case XC_SEND_WRID: return "send";
+	case XC_RDMA_WRID: return "rdma";
+	}
+	return "unknown";
+}
+
+/* Wait until every bit of @want has completed (successfully). */
+static int xc_wait(struct xc *x, unsigned int want)
+{
+	int64_t deadline = xfer_now_ms() + x->o->timeout_s * 1000;
+	struct krdma_wc wcs[8];
+	struct krdma_poll p;
+	int64_t left;
+	uint32_t i;
+	int ret;
+
+	while ((x->done & want) != want) {
+		left = deadline - xfer_now_ms();
+		if (left <= 0 || xfer_stop)
+			return xc_fail(x, "%s: no completion from %s in %u s",
+				       xfer_stop ? "interrupted" : "timeout",
+				       x->peer, x->o->timeout_s);
+		memset(&p, 0, sizeof(p));
+		p.size = sizeof(p);
+		p.handle = x->conn;
+		p.num_wcs = ARRAY_SIZE(wcs);
+		p.wc_entry_size = sizeof(wcs[0]);
+		p.timeout_ms = left;
+		p.wcs_uptr = (uintptr_t)wcs;
+		ret = krdma_ioctl_quiet(x->fd, KRDMA_POLL, &p);
+		if (ret == -EINTR)
+			continue;
+		if (ret) {
+			krdma_report(KRDMA_POLL, ret);
+			return ret;
+		}
+		for (i = 0; i < p.num_wcs; i++) {
+			if (wcs[i].status)
+				return xc_fail(x, "%s completion failed: %s "
+					       "(status %u, vendor_err 0x%x)",
+					       xc_wrid_name(wcs[i].wr_id),
+					       wc_status_name(wcs[i].status),
+					       wcs[i].status,
+					       wcs[i].vendor_err);
+			x->done |= wcs[i].wr_id;
+			if (wcs[i].wr_id == XC_RECV_WRID)
+				x->recv_len = wcs[i].byte_len;
+		}
+	}
+	x->done &= ~want;
+	return 0;
+}
+
+static struct xfer_msg *xc_send_msg(struct xc *x)
+{
+	return (struct xfer_msg *)(x->buf.mem + XC_SEND_OFF);
+}
+
+/* Send the message in the send slot (plus @extra payload bytes). */
+static int xc_send(struct xc *x, uint32_t extra, bool with_imm, uint32_t imm)
+{
+	struct krdma_wr wr = {
+		.wr_id = XC_SEND_WRID,
+		.opcode = with_imm ? KRDMA_OP_SEND_WITH_IMM : KRDMA_OP_SEND,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = imm,
+		.num_sge = 1,
+		.sge[0] = { .buf_handle = x->buf.handle,
+			    .offset = XC_SEND_OFF,
+			    .length = sizeof(struct xfer_msg) + extra },
+	};
+
+	if (xfer_post_one(x->fd, x->conn, &wr))
+		return -EIO;
+	return xc_wait(x, XC_SEND_WRID);
+}
+
+/* Send a request, wait for the reply (in x->reply, host-order type). */
+static int xc_request(struct xc *x, uint32_t extra, bool with_imm,
+		      uint32_t imm)
+{
+	const struct xfer_msg *r = (const void *)x->buf.mem;
+	const char *why;
+	int ret;
+
+	ret = xc_send(x, extra, with_imm, imm);
+	if (!ret)
+		ret = xc_wait(x, XC_RECV_WRID);
+	if (ret)
+		return ret;
+	why = xfer_msg_check(r, x->recv_len);
+	if (why)
+		return xc_fail(x, "%s", why);
+	x->reply = *r;
+	if (xfer_post_recv(x->fd, x->conn, XC_RECV_WRID, x->buf.handle, 0,
+			   XFER_MSG_MAX))
+		return -EIO;
+	return be16toh(x->reply.type);
+}
+
+/* Tell the server what we did, then disconnect. */
+static int xc_bye(struct xc *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int xc_bye(struct xc *x, const char *fmt, ...)
+{
+	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = x->conn };
+	struct xfer_msg *m = xc_send_msg(x);
+	va_list ap;
+	int ret;
+
+	xfer_msg_init(m, XM_BYE);
+	va_start(ap, fmt);
+	vsnprintf(m->text, sizeof(m->text), fmt, ap);
+	va_end(ap);
+	ret = xc_send(x, 0, false, 0);
+	krdma_ioctl_quiet(x->fd, KRDMA_CM_DISCONNECT, &d);
+	return ret;
+}
+
+static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
+		   uint64_t roff, uint64_t len, uint64_t cmp_add,
+		   uint64_t swap)
+{
+	struct krdma_wr wr = {
+		.wr_id = XC_RDMA_WRID,
+		.opcode = opcode,
+		.flags = KRDMA_WR_SIGNALED,
+		.remote_addr = x->adv.addr + roff,
+		.rkey = x->adv.rkey,
+		.compare_add = cmp_add,
+		.swap = swap,
+		.num_sge = 1,
+		.sge[0] = { .buf_handle = x->buf.handle,
+			    .offset = XC_DATA_OFF + loff, .length = len },
+	};
+
+	if (xfer_post_one(x->fd, x->conn, &wr))
+		return -EIO;
+	return xc_wait(x, XC_RDMA_WRID);
+}
+
+static int xc_check_range(struct xc *x, uint64_t off, uint64_t len)
+{
+	if (off > x->adv.length || len > x->adv.length - off)
+		return xc_fail(x, "%" PRIu64 " bytes at offset %" PRIu64
+			       " do not fit in the server's %" PRIu64
+			       "-byte buffer", len, off, x->adv.length);
+	return 0;
+}
+
+static uint8_t *xc_data(struct xc *x)
+{
+	return x->buf.mem + XC_DATA_OFF;
+}
+
+/* ---- the operations ---- */
+
+static int xc_read_file(struct xc *x, const char *path, uint8_t **data,
+			uint64_t *len)
+{
+	struct stat st;
+	uint8_t *p;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		err_msg("%s: %s: %s", x->o->cmd, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	if (st.st_size > XFER_MAX_PAYLOAD) {
+		close(fd);
+		err_msg("%s: %s: %lld bytes, more than one message carries "
+			"(%u)", x->o->cmd, path, (long long)st.st_size,
+			XFER_MAX_PAYLOAD);
+		return -EMSGSIZE;
+	}
+	p = malloc(st.st_size + 1);
+	while (p && got < (size_t)st.st_size) {
+		n = read(fd, p + got, st.st_size - got);
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	close(fd);
+	if (!p || got != (size_t)st.st_size) {
+		free(p);
+		err_msg("%s: %s: short read", x->o->cmd, path);
+		return -EIO;
+	}
+	*data = p;
+	*len = got;
+	return 0;
+}
+
+static int xc_do_send(struct xc *x)
+{
+	const struct xc_opts *o = x->o;
+	uint8_t *payload = NULL;
+	struct xfer_msg *m;
+	uint64_t len = o->have_size ? o->size : 64;
+	uint32_t crc;
+	int ret, type;
+
+	if (o->data) {
+		len = strlen(o->data);
+	} else if (o->file) {
+		ret = xc_read_file(x, o->file, &payload, &len);
+		if (ret)
+			return ret;
+	}
+	ret = xc_connect(x, XFER_OP_SEND, 0);
+	if (ret)
+		goto out;
+	if (len > x->adv.max_msg - sizeof(*m)) {
+		ret = xc_fail(x, "%" PRIu64 " bytes: the server takes at most "
+			      "%zu per message", len,
+			      x->adv.max_msg - sizeof(*m));
+		goto out;
+	}
+	m = xc_send_msg(x);
+	xfer_msg_init(m, XM_SEND);
+	if (o->data)
+		memcpy(m + 1, o->data, len);
+	else if (payload)
+		memcpy(m + 1, payload, len);
+	else
+		xfer_pattern_fill((uint8_t *)(m + 1), 0, 0, len);
+	crc = xfer_crc32(0, m + 1, len);
+	m->length = htobe64(len);
+	m->crc = htobe32(crc);
+	type = xc_request(x, len, false, 0);
+	if (type < 0) {
+		ret = type;
+		goto out;
+	}
+	pr_obj_begin("send");
+	pr_u64("bytes", len);
+	pr_hex("crc32", crc);
+	pr_str("result", xfer_msg_name(type));
+	if (x->reply.text[0])
+		pr_str("reply", x->reply.text);
+	pr_obj_end();
+	ret = type == XM_OK ? 0 : -EBADMSG;
+	if (!ret)
+		ret = xc_bye(x, "send of %" PRIu64 " bytes done", len);
+out:
+	free(payload);
+	return ret;
+}
+
+static int xc_do_write(struct xc *x)
+{
+	const struct xc_opts *o = x->o;
+	uint64_t len = o->have_size ? o->size : 4096;
+	uint64_t seed;
+	struct xfer_msg *m;
+	uint32_t crc;
+	int ret, type;
+
+	ret = xc_connect(x, XFER_OP_WRITE, len);
+	if (!ret)
+		ret = xc_check_range(x, o->offset, len);
+	if (ret)
+		return ret;
+	seed = ((uint64_t)getpid() << 32 ^ (uint64_t)xfer_now_ms()) | 1;
+	xfer_pattern_fill(xc_data(x), seed, o->offset, len);
+	crc = xfer_crc32(0, xc_data(x), len);
+	ret = xc_rdma(x, KRDMA_OP_RDMA_WRITE, 0, o->offset, len, 0, 0);
+	if (ret)
+		return ret;
+	m = xc_send_msg(x);
+	xfer_msg_init(m, XM_WRITTEN);
+	m->offset = htobe64(o->offset);
+	m->length = htobe64(len);
+	m->arg = htobe64(seed);
+	m->crc = htobe32(crc);
+	type = xc_request(x, 0, true, crc);
+	if (type < 0)
+		return type;
+	pr_obj_begin("write");
+	pr_u64("bytes", len);
+	pr_u64("offset", o->offset);
+	pr_hex("crc32", crc);
+	pr_str("result", xfer_msg_name(type));
+	if (x->reply.text[0])
+		pr_str("reply", x->reply.text);
+	pr_obj_end();
+	if (type != XM_OK)
+		return -EBADMSG;
+	return xc_bye(x, "write of %" PRIu64 " bytes at %" PRIu64 " done",
+		      len, o->offset);
+}
+
+static int xc_do_read(struct xc *x)
+{
+	const struct xc_opts *o = x->o;
+	uint64_t len = o->have_size ? o->size : 4096;
+	bool zero;
+	int64_t bad;
+	uint32_t crc;
+	int ret;
+
+	ret = xc_connect(x, XFER_OP_READ, len);
+	if (!ret)
+		ret = xc_check_range(x, o->offset, len);
+	if (ret)
+		return ret;
+	memset(xc_data(x), 0xa5, len);
+	ret = xc_rdma(x, KRDMA_OP_RDMA_READ, 0, o->offset, len, 0, 0);
+	if (ret)
+		return ret;
+	zero = x->adv.fill == XFER_FILL_ZERO;
+	bad = xfer_pattern_check(xc_data(x), 0, o->offset, len, zero);
+	crc = xfer_crc32(0, xc_data(x), len);
+	pr_obj_begin("read");
+	pr_u64("bytes", len);
+	pr_u64("offset", o->offset);
+	pr_hex("crc32", crc);
+	pr_str("result", bad < 0 ? "OK" : "BAD");
+	if (bad >= 0) {
+		pr_u64("mismatch_at", o->offset + bad);
+		pr_hex("got", xc_data(x)[bad]);
+		pr_hex("want", zero ? 0 :
+		       xfer_pattern_byte(0, o->offset + bad));
+	}
+	pr_obj_end();
+	ret = xc_bye(x, "read of %" PRIu64 " bytes at %" PRIu64 ": %s", len,
+		     o->offset, bad < 0 ? "OK" : "BAD");
+	if (bad >= 0)
+		err_msg("%s: the data read differs from the server's fill at "
+			"offset %" PRIu64, o->cmd, o->offset + bad);
+	return bad >= 0 ? -EBADMSG : ret;
+}
+
+static int xc_do_atomic(struct xc *x)
+{
+	const struct xc_opts *o = x->o;
+	bool fadd = !strcmp(o->op_name, "fadd");
+	uint64_t first = 0, old = 0;
+	uint32_t i, swapped = 0;
+	int ret;
+
+	ret = xc_connect(x, XFER_OP_ATOMIC, 8);
+	if (!ret)
+		ret = xc_check_range(x, o->offset, 8);
+	if (ret)
+		return ret;
+	for (i = 0; i < o->count; i++) {
+		ret = xc_rdma(x, fadd ? KRDMA_OP_ATOMIC_FETCH_ADD :
+			      KRDMA_OP_ATOMIC_CMP_SWP, 0, o->offset, 8,
+			      fadd ? o->add : o->compare, o->swap);
+		if (ret)
+			return ret;
+		memcpy(&old, xc_data(x), 8);
+		if (!i)
+			first = old;
+		if (!fadd && old == o->compare)
+			swapped++;
+	}
+	pr_obj_begin(o->op_name);
+	pr_u64("offset", o->offset);
+	if (fadd)
+		pr_u64("add", o->add);
+	else {
+		pr_u64("compare", o->compare);
+		pr_u64("swap", o->swap);
+	}
+	pr_u64("count", o->count);
+	pr_u64("old", first);
+	if (o->count > 1)
+		pr_u64("last_old", old);
+	if (!fadd)
+		pr_str("swapped", swapped == o->count ? "yes" :
+		       swapped ? "partly" : "no");
+	pr_obj_end();
+	return xc_bye(x, "%s x%u at %" PRIu64 ": old %" PRIu64, o->op_name,
+		      o->count, o->offset, first);
+}
+
+static int xc_do_copy(struct xc *x)
+{
+	const struct xc_opts *o = x->o;
+	const char *base = strrchr(o->file, '/');
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+	struct sha256_ctx sha;
+	uint64_t size, done = 0, chunk_max, len;
+	struct xfer_msg *m;
+	struct stat st;
+	uint32_t seq = 0;
+	ssize_t n;
+	int fd, ret, type;
+	uint8_t *tmp;
+
+	base = base ? base + 1 : o->file;
+	if (!*base || strlen(base) >= XFER_TEXT_MAX) {
+		err_msg("%s: %s: no usable file name", o->cmd, o->file);
+		return -EINVAL;
+	}
+	fd = open(o->file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		err_msg("%s: %s: %s", o->cmd, o->file,
+			fd < 0 || errno ? strerror(errno) : "not a file");
+		if (fd >= 0)
+			close(fd);
+		return -EINVAL;
+	}
+	size = st.st_size;
+	/* the digest first: what the receiver must end up with */
+	tmp = malloc(1 << 16);
+	if (!tmp) {
+		close(fd);
+		return -ENOMEM;
+	}
+	sha256_init(&sha);
+	while ((n = read(fd, tmp, 1 << 16)) > 0)
+		sha256_update(&sha, tmp, n);
+	free(tmp);
+	sha256_final(&sha, digest);
+	sha256_hex(digest, hex);
+
+	/* local staging of one chunk: at most the server's buffer */
+	chunk_max = size < XFER_DEFAULT_SIZE ? size : XFER_DEFAULT_SIZE;
+	ret = xc_connect(x, XFER_OP_COPY, chunk_max ? chunk_max : 1);
+	if (ret)
+		goto out;
+	if (chunk_max > x->adv.length)
+		chunk_max = x->adv.length;
+	m = xc_send_msg(x);
+	xfer_msg_init(m, XM_FILE);
+	m->length = htobe64(size);
+	memcpy(m->digest, digest, sizeof(digest));
+	xfer_msg_text(m, "%s", base);
+	type = xc_request(x, 0, false, 0);
+	if (type < 0) {
+		ret = type;
+		goto out;
+	}
+	if (type != XM_NEXT) {
+		ret = xc_fail(x, "server refused %s: %s", base,
+			      x->reply.text);
+		goto out;
+	}
+	while (done < size) {
+		len = size - done < chunk_max ? size - done : chunk_max;
+		n = pread(fd, xc_data(x), len, done);
+		if (n != (ssize_t)len) {
+			ret = xc_fail(x, "%s: read failed", o->file);
+			goto out;
+		}
+		ret = xc_rdma(x, KRDMA_OP_RDMA_WRITE, 0, 0, len, 0, 0);
+		if (ret)
+			goto out;
+		m = xc_send_msg(x);
+		xfer_msg_init(m, XM_CHUNK);
+		m->seq = htobe32(seq);
+		m->offset = htobe64(done);
+		m->length = htobe64(len);
+		m->crc = htobe32(xfer_crc32(0, xc_data(x), len));
+		type = xc_request(x, 0, false, 0);
+		if (type < 0) {
+			ret = type;
+			goto out;
+		}
+		if (type != XM_NEXT) {
+			ret = xc_fail(x, "server stopped at chunk %u: %s", seq,
+				      x->reply.text);
+			goto out;
+		}
+		done += len;
+		seq++;
+	}
+	m = xc_send_msg(x);
+	xfer_msg_init(m, XM_DONE);
+	m->length = htobe64(size);
+	type = xc_request(x, 0, false, 0);
+	if (type < 0) {
+		ret = type;
+		goto out;
+	}
+	pr_obj_begin("copy");
+	pr_str("file", base);
+	pr_u64("bytes", size);
+	pr_u64("chunks", seq);
+	pr_str("sha256", hex);
+	pr_str("result", xfer_msg_name(type));
+	if (x->reply.text[0])
+		pr_str("reply", x->reply.text);
+	pr_obj_end();
+	if (type != XM_GOOD) {
+		err_msg("%s: the server reports %s: %s", o->cmd,
+			xfer_msg_name(type), x->reply.text);
+		ret = -EBADMSG;
+		goto out;
+	}
+	ret = xc_bye(x, "copy of %s done", base);
+out:
+	close(fd);
+	return ret;
+}
+
+/* ---- the commands ---- */
+
+static int xc_run(struct xc_opts *o, int argc, char **argv,
+		  const char *allowed, int npos, int (*fn)(struct xc *))
+{
+	struct xc x = { .o = o };
+	int ret;
+
+	o->timeout_s = XFER_DEFAULT_TIMEOUT;
+	o->count = 1;
+	ret = xc_parse(argc, argv, o, allowed, npos);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (fn == xc_do_atomic) {
+		if (strcmp(o->op_name, "fadd") && strcmp(o->op_name, "cswap")) {
+			err_msg("%s: \"%s\" is not fadd or cswap", o->cmd,
+				o->op_name);
+			return EXIT_USAGE;
+		}
+		if (o->offset & 7) {
+			err_msg("%s: -o/--offset: %" PRIu64 " is not 8-byte "
+				"aligned", o->cmd, o->offset);
+			return EXIT_USAGE;
+		}
+		if (!strcmp(o->op_name, "fadd") &&
+		    (o->have_compare || o->have_swap)) {
+			err_msg("%s: --compare/--swap: only for cswap", o->cmd);
+			return EXIT_USAGE;
+		}
+		if (!strcmp(o->op_name, "cswap") && o->have_add) {
+			err_msg("%s: --add: only for fadd", o->cmd);
+			return EXIT_USAGE;
+		}
+		if (!strcmp(o->op_name, "cswap") &&
+		    (!o->have_compare || !o->have_swap)) {
+			err_msg("%s: cswap needs --compare and --swap", o->cmd);
+			return EXIT_USAGE;
+		}
+		if (!o->have_add)
+			o->add = 1;
+	}
+	if (fn == xc_do_send) {
+		if ((o->data != NULL) + (o->file != NULL) + o->have_size > 1) {
+			err_msg("%s: -s/--size, --data and -f/--file exclude "
+				"each other", o->cmd);
+			return EXIT_USAGE;
+		}
+		if (o->have_size && o->size > XFER_MAX_PAYLOAD) {
+			err_msg("%s: -s/--size: %" PRIu64 " is out of range "
+				"1..%u", o->cmd, o->size, XFER_MAX_PAYLOAD);
+			return EXIT_USAGE;
+		}
+		if (o->data && strlen(o->data) > XFER_MAX_PAYLOAD) {
+			err_msg("%s: --data: longer than %u bytes", o->cmd,
+				XFER_MAX_PAYLOAD);
+			return EXIT_USAGE;
+		}
+	}
+	ret = xfer_parse_addr(o->cmd, "HOST", o->host, XFER_DEFAULT_PORT,
+			      &x.dst);
+	if (ret)
+		return ret;
+	xfer_format_addr(&x.dst, x.peer, sizeof(x.peer));
+	xfer_catch_signals();
+	x.fd = krdma_open();
+	if (x.fd < 0) {
+		krdma_report_open(x.fd);
+		return 1;
+	}
+	pr_obj_begin(NULL);
+	ret = fn(&x);
+	pr_obj_end();
+	xfer_buf_free(x.fd, &x.buf);
+	/* closing the fd destroys the connection */
+	close(x.fd);
+	return ret ? 1 : 0;
+}
+
+#define XC_COMMON_HELP							\
+	"  -T, --timeout SECS   give up after SECS: connect, each completion\n" \
+	"                       (default 10)\n"				\
+	"  -j, --json           JSON output\n"				\
+	"  -p, --pretty         pretty-printed JSON\n"			\
+	"  -h, --help           this help\n"				\
+	"\n"								\
+	"HOST[:PORT] is where \"" PROG_NAME " serve\" listens (default port " \
+	"18516).\nExit status 0 on success, 1 on any failure, 2 on bad usage.\n"
+
+static const char send_usage[] =
+	"Usage: " PROG_NAME " send [OPTIONS] HOST[:PORT]\n"
+	"SEND one message to " PROG_NAME " serve, which checks its length and\n"
+	"CRC-32 and answers OK or BAD.\n"
+	"\n"
+	"  -s, --size N         N bytes of the known pattern (default 64,\n"
+	"                       at most 65536)\n"
+	"      --data STRING    send STRING instead\n"
+	"  -f, --file FILE      send FILE's contents instead (<= 65536 bytes)\n"
+	XC_COMMON_HELP;
+
+static const char write_usage[] =
+	"Usage: " PROG_NAME " write [OPTIONS] HOST[:PORT]\n"
+	"RDMA WRITE a known pattern into the buffer of " PROG_NAME " serve, then\n"
+	"SEND_WITH_IMM what was written; the server checks it, answers OK or\n"
+	"BAD.\n"
+	"\n"
+	"  -s, --size N         bytes (default 4096)\n"
+	"  -o, --offset N       offset in the server's buffer (default 0)\n"
+	XC_COMMON_HELP;
+
+static const char read_usage[] =
+	"Usage: " PROG_NAME " read [OPTIONS] HOST[:PORT]\n"
+	"RDMA READ from the buffer of " PROG_NAME " serve and check it holds\n"
+	"what the server filled it with at start.\n"
+	"\n"
+	"  -s, --size N         bytes (default 4096)\n"
+	"  -o, --offset N       offset in the server's buffer (default 0)\n"
+	XC_COMMON_HELP;
+
+static const char atomic_usage[] =
+	"Usage: " PROG_NAME " atomic fadd|cswap [OPTIONS] HOST[:PORT]\n"
+	"An 8-byte atomic on the buffer of " PROG_NAME " serve; prints the old\n"
+	"value (host byte order).\n"
+	"\n"
+	"      --add N          fadd: the addend (default 1)\n"
+	"      --compare C      cswap: the expected value\n"
+	"      --swap S         cswap: the value stored if it matched\n"
+	"  -o, --offset N       offset, 8-byte aligned (default 0)\n"
+	"  -n, --count N        repeat N times (default 1); prints the first\n"
+	"                       and last old value\n"
+	XC_COMMON_HELP;
+
+static const char copy_usage[] =
+	"Usage: " PROG_NAME " copy [OPTIONS] FILE HOST[:PORT]\n"
+	"Copy FILE to " PROG_NAME " serve --save DIR: a header with the name,\n"
+	"length and SHA-256, then RDMA WRITEs of at most the server's buffer\n"
+	"each, then DONE; the server checks the digest of what it saved and\n"
+	"answers GOOD (exit 0) or BAD (exit 1).\n"
+	"\n"
+	XC_COMMON_HELP;
+
+/* allowed: option letters; long-only ones as 'A' + (OPT_x - OPT_DATA) */
+int cmd_send(int argc, char **argv)
+{
+	struct xc_opts o = { .cmd = "send", .usage = send_usage };
+
+	return xc_run(&o, argc, argv, "sfAT", 1, xc_do_send);
+}
+
+int cmd_write(int argc, char **argv)
+{
+	struct xc_opts o = { .cmd = "write", .usage = write_usage };
+
+	return xc_run(&o, argc, argv, "soT", 1, xc_do_write);
+}
+
+int cmd_read(int argc, char **argv)
+{
+	struct xc_opts o = { .cmd = "read", .usage = read_usage };
+
+	return xc_run(&o, argc, argv, "soT", 1, xc_do_read);
+}
+
+int cmd_atomic(int argc, char **argv)
+{
+	/* .file "-": marks the first argument as OPERATION, not FILE */
+	struct xc_opts o = { .cmd = "atomic", .usage = atomic_usage,
+			     .file = "-" };
+
+	return xc_run(&o, argc, argv, "BCDonT", 2, xc_do_atomic);
+}
+
+int cmd_copy(int argc, char **argv)
+{
+	struct xc_opts o = { .cmd = "copy", .usage = copy_usage,
+			     .file = "" };
+
+	return xc_run(&o, argc, argv, "T", 2, xc_do_copy);
+}

@@ -1,0 +1,900 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl serve: the server of send / write / read / atomic / copy
+ * (protocol in xfer.h).  One listener; each client is accepted with the
+ * data buffer advertised in the private data, gets a few receives posted
+ * for its control messages and is served from one poll(2) loop, so clients
+ * may come one after another or at the same time (copies one at a time:
+ * they use the data buffer as staging area).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <krdma.h>
+
+#include "krdmactl.h"
+#include "names.h"
+#include "print.h"
+#include "sha256.h"
+#include "xfer.h"
+
+#define SV_MAX_CLIENTS 32
+#define SV_SLOTS 4			/* receives posted per client */
+#define SV_SEND_WRID 100
+#define SV_SEND_OFF (SV_SLOTS * XFER_MSG_MAX)
+
+enum { OPT_SIZE = 0x100, OPT_SAVE, OPT_FILL, OPT_PRETTY };
+
+static const char serve_usage[] =
+	"Usage: " PROG_NAME " serve [OPTIONS]\n"
+	"Serve " PROG_NAME " send, write, read, atomic and copy clients over\n"
+	"rdma_cm RC connections: the data buffer is advertised in the accept's\n"
+	"private data; one line is printed per operation seen.\n"
+	"\n"
+	"  -d, --ib-dev DEV     device of the buffer (default: the first)\n"
+	"  -a, --addr ADDR      listen on ADDR (default: any IPv4 address)\n"
+	"  -p, --port N         rdma_cm port (default 18516)\n"
+	"      --size N         data buffer bytes (default 1048576)\n"
+	"      --fill F         pattern (default) or zero: the buffer's\n"
+	"                       initial content\n"
+	"      --save DIR       accept copies, saving them in DIR\n"
+	"  -n, --count N        exit after N clients (default: until Ctrl-C)\n"
+	"  -T, --timeout SECS   accept and client idle timeout (default 10)\n"
+	"  -j, --json           JSON output\n"
+	"      --pretty         pretty-printed JSON (implies -j)\n"
+	"  -h, --help           this help\n"
+	"\n"
+	"Exit status 0 if every client was served well, 1 if one failed (a\n"
+	"BAD check, a failed copy, a protocol error), 2 on bad usage.\n";
+
+struct sv_opts {
+	const char *dev_name;
+	const char *addr;
+	uint32_t port;
+	uint64_t size;
+	uint32_t fill;
+	const char *save_dir;
+	uint32_t count;
+	uint32_t timeout_s;
+};
+
+struct sv_client {
+	bool used;
+	bool bye;
+	bool gone;		/* DISCONNECTED or error event seen */
+	bool failed;
+	uint32_t conn;
+	uint16_t op;
+	struct xfer_buf ctrl;
+	char peer[80];
+	int64_t last;
+	/* copy in progress */
+	int file_fd;
+	char tmp[PATH_MAX];
+	char final[PATH_MAX];
+	char name[XFER_TEXT_MAX];
+	uint64_t flen;
+	uint64_t got;
+	uint32_t seq;
+	uint8_t digest[SHA256_DIGEST_SIZE];
+};
+
+struct sv {
+	const struct sv_opts *o;
+	int fd;
+	uint32_t dev_index;
+	char dev_name[KRDMA_NAME_MAX];
+	uint32_t listener;
+	struct xfer_buf data;
+	struct sv_client clients[SV_MAX_CLIENTS];
+	struct sv_client *copy_owner;
+	uint32_t served;
+	uint32_t failures;
+};
+
+/* ---- options ---- */
+
+static int sv_parse(int argc, char **argv, struct sv_opts *o)
+{
+	static const struct option long_opts[] = {
+		{ "ib-dev", required_argument, NULL, 'd' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "fill", required_argument, NULL, OPT_FILL },
+		{ "save", required_argument, NULL, OPT_SAVE },
+		{ "count", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, OPT_PRETTY },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct stat st;
+	int c, ret = 0;
+
+	while ((c = getopt_long(argc, argv, ":d:a:p:n:T:jh", long_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(serve_usage, stdout);
+			return -1;
+		case 'd':
+			o->dev_name = optarg;
+			break;
+		case 'a':
+			o->addr = optarg;
+			break;
+		case 'p':
+			ret = parse_u32("serve", "-p/--port", optarg, 1, 65535,
+					&o->port);
+			break;
+		case OPT_SIZE:
+			ret = parse_u64("serve", "--size", optarg, 8,
+					1ULL << 32, &o->size);
+			break;
+		case OPT_FILL:
+			if (!strcmp(optarg, "pattern"))
+				o->fill = XFER_FILL_PATTERN;
+			else if (!strcmp(optarg, "zero"))
+				o->fill = XFER_FILL_ZERO;
+			else {
+				err_msg("serve: --fill: \"%s\" is not pattern "
+					"or zero", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_SAVE:
+			if (stat(optarg, &st) || !S_ISDIR(st.st_mode)) {
+				err_msg("serve: --save: %s is not a directory",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->save_dir = optarg;
+			break;
+		case 'n':
+			ret = parse_u32("serve", "-n/--count", optarg, 1,
+					UINT32_MAX, &o->count);
+			break;
+		case 'T':
+			ret = parse_u32("serve", "-T/--timeout", optarg, 1, 3600,
+					&o->timeout_s);
+			break;
+		case 'j':
+			pr_set_json(true);
+			break;
+		case OPT_PRETTY:
+			pr_set_pretty(true);
+			break;
+		default:
+			return opt_fail("serve", c, argv, serve_usage);
+		}
+		if (ret)
+			return ret;
+	}
+	return opt_extra_args("serve", argc, argv, serve_usage);
+}
+
+/* ---- output: one object per line in text, an "events" array in JSON ---- */
+
+static void sv_event(const char *what, const struct sv_client *c)
+{
+	pr_obj_begin(NULL);
+	pr_value_str("event", what);
+	if (c)
+		pr_str("peer", c->peer);
+}
+
+static void sv_event_end(void)
+{
+	pr_obj_end();
+	fflush(stdout);
+}
+
+/* ---- setup ---- */
+
+static int sv_pick_device(struct sv *s)
+{
+	struct dev_snapshot snap;
+	uint32_t i;
+	int ret;
+
+	ret = query_devices(s->fd, false, 0, &snap);
+	if (ret)
+		return ret;
+	ret = -ENODEV;
+	for (i = 0; i < snap.num_devs; i++) {
+		if (s->o->dev_name && strcmp(snap.devs[i].name, s->o->dev_name))
+			continue;
+		s->dev_index = snap.devs[i].dev_index;
+		snprintf(s->dev_name, sizeof(s->dev_name), "%s",
+			 snap.devs[i].name);
+		ret = 0;
+		break;
+	}
+	if (ret)
+		err_msg(s->o->dev_name ? "serve: -d/--ib-dev: device \"%s\" "
+			"not found" : "serve: no RDMA device%s",
+			s->o->dev_name ? s->o->dev_name : "");
+	free_snapshot(&snap);
+	return ret;
+}
+
+static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
+{
+	struct krdma_cm_listen l = {
+		.size = sizeof(l),
+		.addr = *addr,
+		.transport = KRDMA_TRANSPORT_RC,
+	};
+	char where[80];
+	int ret;
+
+	ret = sv_pick_device(s);
+	if (!ret)
+		ret = xfer_buf_alloc(s->fd, s->dev_index,
+				     KRDMA_ACCESS_LOCAL_WRITE |
+				     KRDMA_ACCESS_REMOTE_WRITE |
+				     KRDMA_ACCESS_REMOTE_READ |
+				     KRDMA_ACCESS_REMOTE_ATOMIC,
+				     s->o->size, &s->data);
+	if (ret)
+		return ret;
+	if (s->o->fill == XFER_FILL_ZERO)
+		memset(s->data.mem, 0, s->o->size);
+	else
+		xfer_pattern_fill(s->data.mem, 0, 0, s->o->size);
+	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_LISTEN, &l);
+	xfer_format_addr(addr, where, sizeof(where));
+	if (ret) {
+		err_msg("serve: cannot listen on %s: %s", where,
+			strerror(-ret));
+		return ret;
+	}
+	s->listener = l.handle;
+	addr->port = l.port;
+	xfer_format_addr(addr, where, sizeof(where));
+	sv_event("listening", NULL);
+	pr_str("addr", where);
+	pr_str("device", s->dev_name);
+	pr_u64("buffer", s->o->size);
+	pr_str("fill", s->o->fill == XFER_FILL_ZERO ? "zero" : "pattern");
+	pr_hex("rkey", s->data.rkey);
+	if (s->o->save_dir)
+		pr_str("save", s->o->save_dir);
+	sv_event_end();
+	return 0;
+}
+
+/* ---- clients ---- */
+
+static struct sv_client *sv_find(struct sv *s, uint32_t conn)
+{
+	unsigned int i;
+
+	for (i = 0; i < SV_MAX_CLIENTS; i++)
+		if (s->clients[i].used && s->clients[i].conn == conn)
+			return &s->clients[i];
+	return NULL;
+}
+
+static void sv_reject(struct sv *s, const struct krdma_event *ev,
+		      const char *why)
+{
+	struct krdma_cm_accept rj = {
+		.size = sizeof(rj),
+		.handle = ev->handle,
+	};
+	char peer[80];
+
+	xfer_format_addr(&ev->peer, peer, sizeof(peer));
+	krdma_ioctl_quiet(s->fd, KRDMA_CM_REJECT, &rj);
+	sv_event("reject", NULL);
+	pr_str("peer", peer);
+	pr_str("reason", why);
+	sv_event_end();
+}
+
+static void sv_request(struct sv *s, const struct krdma_event *ev)
+{
+	const struct xfer_hello *h = (const void *)ev->private_data;
+	struct krdma_cm_accept ac = {
+		.size = sizeof(ac),
+		.flags = KRDMA_CONN_NOTIFY,
+		.handle = ev->handle,
+		.caps = { .max_send_wr = 8, .max_recv_wr = SV_SLOTS,
+			  .max_send_sge = 1, .max_recv_sge = 1,
+			  .cq_depth = 2 * SV_SLOTS + 8 },
+		.private_data_len = sizeof(struct xfer_adv),
+		.timeout_ms = s->o->timeout_s * 1000,
+	};
+	struct xfer_adv adv = {
+		.magic = htobe32(XFER_MAGIC),
+		.version = htobe16(XFER_VERSION),
+		.fill = htobe16(s->o->fill),
+		.addr = htobe64(s->data.addr),
+		.rkey = htobe32(s->data.rkey),
+		.max_msg = htobe32(XFER_MSG_MAX),
+		.length = htobe64(s->o->size),
+	};
+	struct sv_client *c = NULL;
+	unsigned int i;
+	int ret;
+
+	if (ev->private_data_len < sizeof(*h) ||
+	    be32toh(h->magic) != XFER_MAGIC) {
+		sv_reject(s, ev, "not a krdmactl client");
+		return;
+	}
+	if (be16toh(h->version) != XFER_VERSION) {
+		sv_reject(s, ev, "protocol version mismatch");
+		return;
+	}
+	for (i = 0; i < SV_MAX_CLIENTS && !c; i++)
+		if (!s->clients[i].used)
+			c = &s->clients[i];
+	if (!c) {
+		sv_reject(s, ev, "too many clients");
+		return;
+	}
+	memset(c, 0, sizeof(*c));
+	c->file_fd = -1;
+	c->conn = ev->handle;
+	c->op = be16toh(h->op);
+	xfer_format_addr(&ev->peer, c->peer, sizeof(c->peer));
+	memcpy(ac.private_data, &adv, sizeof(adv));
+	ret = xfer_buf_alloc(s->fd, s->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			     SV_SEND_OFF + XFER_MSG_MAX, &c->ctrl);
+	if (ret) {
+		sv_reject(s, ev, "out of buffers");
+		return;
+	}
+	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	if (ret) {
+		err_msg("serve: accepting %s: %s", c->peer, strerror(-ret));
+		xfer_destroy(s->fd, c->conn);
+		xfer_buf_free(s->fd, &c->ctrl);
+		s->failures++;
+		return;
+	}
+	c->used = true;
+	c->last = xfer_now_ms();
+	for (i = 0; i < SV_SLOTS; i++)
+		if (xfer_post_recv(s->fd, c->conn, i + 1, c->ctrl.handle,
+				   (uint64_t)i * XFER_MSG_MAX, XFER_MSG_MAX))
+			c->failed = c->gone = true;
+	sv_event("connect", c);
+	pr_u64("qpn", ac.qp_num);
+	sv_event_end();
+}
+
+static void sv_copy_abort(struct sv *s, struct sv_client *c)
+{
+	if (c->file_fd >= 0) {
+		close(c->file_fd);
+		unlink(c->tmp);
+		c->file_fd = -1;
+	}
+	if (s->copy_owner == c)
+		s->copy_owner = NULL;
+}
+
+static void sv_finish(struct sv *s, struct sv_client *c, const char *why)
+{
+	if (c->file_fd >= 0) {
+		c->failed = true;
+		sv_copy_abort(s, c);
+	}
+	sv_event("disconnect", c);
+	pr_str("result", c->failed ? "failed" : "ok");
+	if (why)
+		pr_str("reason", why);
+	sv_event_end();
+	xfer_destroy(s->fd, c->conn);
+	xfer_buf_free(s->fd, &c->ctrl);
+	c->used = false;
+	s->served++;
+	if (c->failed)
+		s->failures++;
+}
+
+static int sv_reply(struct sv *s, struct sv_client *c, uint32_t type,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int sv_reply(struct sv *s, struct sv_client *c, uint32_t type,
+		    const char *fmt, ...)
+{
+	struct xfer_msg *m = (void *)(c->ctrl.mem + SV_SEND_OFF);
+	struct krdma_wr wr = {
+		.wr_id = SV_SEND_WRID,
+		.opcode = KRDMA_OP_SEND,
+		.flags = KRDMA_WR_SIGNALED,
+		.num_sge = 1,
+		.sge[0] = { .buf_handle = c->ctrl.handle,
+			    .offset = SV_SEND_OFF,
+			    .length = sizeof(*m) },
+	};
+	va_list ap;
+
+	xfer_msg_init(m, type);
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(m->text, sizeof(m->text), fmt, ap);
+		va_end(ap);
+	}
+	if (type == XM_BAD || type == XM_ERR)
+		c->failed = true;
+	if (xfer_post_one(s->fd, c->conn, &wr)) {
+		c->failed = c->gone = true;
+		return -EIO;
+	}
+	return 0;
+}
+
+static bool printable(const uint8_t *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static void sv_on_send(struct sv *s, struct sv_client *c,
+		       const struct xfer_msg *m, uint32_t byte_len)
+{
+	uint64_t len = be64toh(m->length);
+	const uint8_t *p = (const void *)(m + 1);
+	uint32_t crc = 0;
+	const char *bad = NULL;
+	char text[68];
+
+	if (len != byte_len - sizeof(*m))
+		bad = "length mismatch";
+	else if ((crc = xfer_crc32(0, p, len)) != be32toh(m->crc))
+		bad = "crc32 mismatch";
+	sv_event("recv", NULL);
+	pr_fmt_u64("bytes", "%" PRIu64 " bytes", byte_len - sizeof(*m));
+	pr_str("from", c->peer);
+	pr_hex("crc32", crc);
+	pr_str("result", bad ? "BAD" : "OK");
+	if (bad)
+		pr_str("reason", bad);
+	else if (len <= 64 && printable(p, len)) {
+		memcpy(text, p, len);
+		text[len] = 0;
+		pr_str("data", text);
+	}
+	sv_event_end();
+	if (bad)
+		sv_reply(s, c, XM_BAD, "%s", bad);
+	else
+		sv_reply(s, c, XM_OK, "%" PRIu64 " bytes, crc32 0x%08x", len,
+			 crc);
+}
+
+static void sv_on_written(struct sv *s, struct sv_client *c,
+			  const struct xfer_msg *m, const struct krdma_wc *wc)
+{
+	uint64_t off = be64toh(m->offset), len = be64toh(m->length);
+	uint64_t seed = be64toh(m->arg);
+	uint32_t crc = 0, want = be32toh(m->crc);
+	int64_t at = -1;
+	char bad[96] = "";
+
+	if (off > s->o->size || len > s->o->size - off)
+		snprintf(bad, sizeof(bad), "range outside the buffer");
+	else if ((at = xfer_pattern_check(s->data.mem + off, seed, off, len,
+					  false)) >= 0)
+		snprintf(bad, sizeof(bad), "pattern mismatch at offset %" PRIu64,
+			 off + at);
+	else if ((crc = xfer_crc32(0, s->data.mem + off, len)) != want)
+		snprintf(bad, sizeof(bad), "crc32 mismatch");
+	else if (!(wc->wc_flags & 2) || wc->imm_data != want)
+		snprintf(bad, sizeof(bad), "immediate data is not the crc32");
+	sv_event("write", c);
+	pr_fmt_u64("bytes", "%" PRIu64 " bytes", len);
+	pr_fmt_u64("offset", "at %" PRIu64, off);
+	pr_hex("crc32", crc);
+	pr_hex("imm", wc->imm_data);
+	pr_str("result", bad[0] ? "BAD" : "OK");
+	if (bad[0])
+		pr_str("reason", bad);
+	sv_event_end();
+	if (bad[0])
+		sv_reply(s, c, XM_BAD, "%s", bad);
+	else
+		sv_reply(s, c, XM_OK, "%" PRIu64 " bytes at %" PRIu64
+			 " match", len, off);
+}
+
+static void sv_copy_event(struct sv_client *c, const char *result,
+			  const char *reason)
+{
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+
+	sha256_hex(c->digest, hex);
+	sv_event("copy", c);
+	pr_str("file", c->name);
+	pr_u64("bytes", c->flen);
+	pr_str("sha256", hex);
+	pr_str("result", result);
+	if (reason)
+		pr_str("reason", reason);
+	sv_event_end();
+}
+
+static void sv_on_file(struct sv *s, struct sv_client *c,
+		       const struct xfer_msg *m)
+{
+	int n;
+
+	snprintf(c->name, sizeof(c->name), "%s", m->text);
+	c->flen = be64toh(m->length);
+	memcpy(c->digest, m->digest, sizeof(c->digest));
+	c->got = 0;
+	c->seq = 0;
+	if (!s->o->save_dir) {
+		sv_copy_event(c, "ERR", "no --save directory");
+		sv_reply(s, c, XM_ERR, "the server runs without --save");
+		return;
+	}
+	if (!c->name[0] || strchr(c->name, '/') || strstr(c->name, "..")) {
+		sv_copy_event(c, "ERR", "refused file name");
+		sv_reply(s, c, XM_ERR, "refused file name \"%s\"", c->name);
+		return;
+	}
+	if (s->copy_owner) {
+		sv_copy_event(c, "ERR", "another copy in progress");
+		sv_reply(s, c, XM_ERR, "busy with another copy");
+		return;
+	}
+	n = snprintf(c->final, sizeof(c->final), "%s/%s", s->o->save_dir,
+		     c->name);
+	snprintf(c->tmp, sizeof(c->tmp), "%s/.%s.XXXXXX", s->o->save_dir,
+		 c->name);
+	if (n >= (int)sizeof(c->final) ||
+	    (c->file_fd = mkstemp(c->tmp)) < 0) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "cannot create a file in %s: %s",
+			 s->o->save_dir, strerror(errno));
+		sv_copy_event(c, "ERR", why);
+		sv_reply(s, c, XM_ERR, "%s", why);
+		return;
+	}
+	s->copy_owner = c;
+	sv_event("file", c);
+	pr_str("name", c->name);
+	pr_fmt_u64("bytes", "%" PRIu64 " bytes", c->flen);
+	sv_event_end();
+	sv_reply(s, c, XM_NEXT, NULL);
+}
+
+static void sv_on_chunk(struct sv *s, struct sv_client *c,
+			const struct xfer_msg *m)
+{
+	uint64_t len = be64toh(m->length), done = 0;
+	uint32_t seq = be32toh(m->seq), crc;
+	ssize_t n;
+
+	if (c->file_fd < 0 || s->copy_owner != c) {
+		sv_reply(s, c, XM_ERR, "CHUNK without FILE");
+		return;
+	}
+	if (seq != c->seq || len > s->o->size || len > c->flen - c->got ||
+	    be64toh(m->offset) != c->got) {
+		sv_copy_abort(s, c);
+		sv_copy_event(c, "ERR", "chunk out of sequence");
+		sv_reply(s, c, XM_ERR, "chunk %u out of sequence", seq);
+		return;
+	}
+	crc = xfer_crc32(0, s->data.mem, len);
+	while (done < len) {
+		n = pwrite(c->file_fd, s->data.mem + done, len - done,
+			   c->got + done);
+		if (n <= 0) {
+			char why[200];
+
+			snprintf(why, sizeof(why), "write to the file: %s",
+				 n < 0 ? strerror(errno) : "no space");
+			sv_copy_abort(s, c);
+			sv_copy_event(c, "ERR", why);
+			sv_reply(s, c, XM_ERR, "%s", why);
+			return;
+		}
+		done += n;
+	}
+	sv_event("chunk", c);
+	pr_u64("seq", seq);
+	pr_fmt_u64("bytes", "%" PRIu64 " bytes", len);
+	pr_fmt_u64("offset", "at %" PRIu64, c->got);
+	pr_hex("crc32", crc);
+	pr_str("crc_check", crc == be32toh(m->crc) ? "OK" : "BAD");
+	sv_event_end();
+	c->got += len;
+	c->seq++;
+	sv_reply(s, c, XM_NEXT, NULL);
+}
+
+/* The digest of what is on disk, read back. */
+static int sv_file_digest(int fd, uint64_t len, uint8_t *digest)
+{
+	static uint8_t buf[1 << 16];
+	struct sha256_ctx sha;
+	uint64_t off = 0;
+	ssize_t n;
+
+	sha256_init(&sha);
+	while (off < len) {
+		n = pread(fd, buf, sizeof(buf), off);
+		if (n <= 0)
+			return -1;
+		sha256_update(&sha, buf, n);
+		off += n;
+	}
+	if (pread(fd, buf, 1, off) != 0)
+		return -1;	/* longer than announced */
+	sha256_final(&sha, digest);
+	return 0;
+}
+
+static void sv_on_done(struct sv *s, struct sv_client *c)
+{
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	const char *bad = NULL;
+	int dfd;
+
+	if (c->file_fd < 0 || s->copy_owner != c) {
+		sv_reply(s, c, XM_ERR, "DONE without FILE");
+		return;
+	}
+	if (c->got != c->flen)
+		bad = "short file";
+	else if (fsync(c->file_fd) || sv_file_digest(c->file_fd, c->flen,
+						      digest))
+		bad = "cannot read back the saved file";
+	else if (memcmp(digest, c->digest, sizeof(digest)))
+		bad = "SHA-256 mismatch";
+	else if (fchmod(c->file_fd, 0644) || rename(c->tmp, c->final))
+		bad = "cannot rename the file into place";
+	if (bad) {
+		sv_copy_abort(s, c);
+		sv_copy_event(c, "BAD", bad);
+		sv_reply(s, c, XM_BAD, "%s", bad);
+		return;
+	}
+	close(c->file_fd);
+	c->file_fd = -1;
+	s->copy_owner = NULL;
+	dfd = open(s->o->save_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	sv_copy_event(c, "GOOD", NULL);
+	sv_reply(s, c, XM_GOOD, "saved as %s", c->final);
+}
+
+static void sv_on_recv(struct sv *s, struct sv_client *c,
+		       const struct krdma_wc *wc)
+{
+	uint32_t slot = wc->wr_id - 1;
+	const struct xfer_msg *m =
+		(const void *)(c->ctrl.mem + (uint64_t)slot * XFER_MSG_MAX);
+	const char *why = xfer_msg_check(m, wc->byte_len);
+	uint32_t type = be16toh(m->type);
+
+	if (why) {
+		sv_event("error", c);
+		pr_str("reason", why);
+		sv_event_end();
+		c->failed = c->gone = true;
+		return;
+	}
+	switch (type) {
+	case XM_SEND:
+		sv_on_send(s, c, m, wc->byte_len);
+		break;
+	case XM_WRITTEN:
+		sv_on_written(s, c, m, wc);
+		break;
+	case XM_FILE:
+		sv_on_file(s, c, m);
+		break;
+	case XM_CHUNK:
+		sv_on_chunk(s, c, m);
+		break;
+	case XM_DONE:
+		sv_on_done(s, c);
+		break;
+	case XM_BYE:
+		c->bye = true;
+		sv_event("done", c);
+		pr_str("note", m->text);
+		sv_event_end();
+		break;
+	default:
+		sv_reply(s, c, XM_ERR, "unknown message type %u", type);
+		break;
+	}
+	/* the message is consumed: the slot takes the next one */
+	if (!c->gone && xfer_post_recv(s->fd, c->conn, wc->wr_id,
+				       c->ctrl.handle,
+				       (uint64_t)slot * XFER_MSG_MAX,
+				       XFER_MSG_MAX))
+		c->failed = c->gone = true;
+}
+
+static void sv_poll_client(struct sv *s, struct sv_client *c)
+{
+	struct krdma_wc wcs[8];
+	struct krdma_poll p = {
+		.size = sizeof(p),
+		.handle = c->conn,
+		.num_wcs = ARRAY_SIZE(wcs),
+		.wc_entry_size = sizeof(wcs[0]),
+		.wcs_uptr = (uintptr_t)wcs,
+	};
+	uint32_t i;
+	int ret;
+
+	for (;;) {
+		p.num_wcs = ARRAY_SIZE(wcs);
+		ret = krdma_ioctl_quiet(s->fd, KRDMA_POLL, &p);
+		if (ret == -EINTR)
+			return;
+		if (ret) {
+			krdma_report(KRDMA_POLL, ret);
+			c->failed = c->gone = true;
+			return;
+		}
+		if (!p.num_wcs)
+			return;
+		c->last = xfer_now_ms();
+		for (i = 0; i < p.num_wcs; i++) {
+			const struct krdma_wc *wc = &wcs[i];
+
+			if (wc->status == 5 /* WR_FLUSH_ERR */) {
+				c->gone = true;
+				continue;
+			}
+			if (wc->status) {
+				sv_event("error", c);
+				pr_str("completion", wc->wr_id == SV_SEND_WRID ?
+				       "send" : "receive");
+				pr_str("status", wc_status_name(wc->status));
+				sv_event_end();
+				c->failed = c->gone = true;
+				continue;
+			}
+			if (wc->wr_id != SV_SEND_WRID && !c->gone)
+				sv_on_recv(s, c, wc);
+		}
+	}
+}
+
+static void sv_events(struct sv *s)
+{
+	struct krdma_event evs[16];
+	struct krdma_get_events ge;
+	struct sv_client *c;
+	uint32_t i;
+	int ret;
+
+	do {
+		memset(&ge, 0, sizeof(ge));
+		ge.size = sizeof(ge);
+		ge.num_events = ARRAY_SIZE(evs);
+		ge.event_entry_size = sizeof(evs[0]);
+		ge.events_uptr = (uintptr_t)evs;
+		ret = krdma_ioctl_quiet(s->fd, KRDMA_GET_EVENTS, &ge);
+		if (ret) {
+			if (ret != -EINTR)
+				krdma_report(KRDMA_GET_EVENTS, ret);
+			return;
+		}
+		for (i = 0; i < ge.num_events; i++) {
+			const struct krdma_event *ev = &evs[i];
+
+			if (ev->type == KRDMA_EVENT_CONNECT_REQUEST) {
+				sv_request(s, ev);
+				continue;
+			}
+			c = sv_find(s, ev->handle);
+			if (c && (ev->type == KRDMA_EVENT_DISCONNECTED ||
+				  ev->type == KRDMA_EVENT_CONN_ERROR ||
+				  ev->type == KRDMA_EVENT_DEVICE_REMOVAL))
+				c->gone = true;
+		}
+	} while (ge.num_events == ARRAY_SIZE(evs));
+}
+
+static void sv_loop(struct sv *s)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	int64_t idle = (int64_t)s->o->timeout_s * 1000;
+	unsigned int i;
+
+	while (!xfer_stop) {
+		if (s->o->count && s->served >= s->o->count)
+			break;
+		poll(&pfd, 1, 200);
+		sv_events(s);
+		for (i = 0; i < SV_MAX_CLIENTS; i++) {
+			struct sv_client *c = &s->clients[i];
+
+			if (!c->used)
+				continue;
+			sv_poll_client(s, c);
+			if (c->gone)
+				sv_finish(s, c, c->bye ? NULL :
+					  "gone without BYE");
+			else if (xfer_now_ms() - c->last > idle) {
+				c->failed = true;
+				sv_finish(s, c, "idle timeout");
+			}
+		}
+	}
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct sv_opts o = {
+		.port = XFER_DEFAULT_PORT,
+		.size = XFER_DEFAULT_SIZE,
+		.timeout_s = XFER_DEFAULT_TIMEOUT,
+	};
+	struct sv s = { .o = &o };
+	struct krdma_sockaddr addr = { .family = AF_INET };
+	unsigned int i;
+	int ret;
+
+	ret = sv_parse(argc, argv, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (o.addr) {
+		ret = xfer_parse_addr("serve", "-a/--addr", o.addr, o.port,
+				      &addr);
+		if (ret)
+			return ret;
+	}
+	addr.port = o.port;
+	xfer_catch_signals();
+	s.fd = krdma_open();
+	if (s.fd < 0) {
+		krdma_report_open(s.fd);
+		return 1;
+	}
+	pr_obj_begin(NULL);
+	pr_arr_begin("events");
+	ret = sv_setup(&s, &addr);
+	if (!ret)
+		sv_loop(&s);
+	for (i = 0; i < SV_MAX_CLIENTS; i++)
+		if (s.clients[i].used) {
+			s.clients[i].failed = true;
+			sv_finish(&s, &s.clients[i], "server stopping");
+		}
+	pr_arr_end();
+	if (!ret) {
+		pr_u64("served", s.served);
+		pr_u64("failed", s.failures);
+	}
+	pr_obj_end();
+	xfer_buf_free(s.fd, &s.data);
+	close(s.fd);
+	return ret || s.failures ? 1 : 0;
+}
