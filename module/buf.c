@@ -64,7 +64,8 @@ static void krdma_buf_mem_release(struct kref *kref)
 	unsigned int i;
 
 	if (mem->user) {
-		unpin_user_pages_dirty_lock(mem->chunks, mem->num_pinned, true);
+		unpin_user_pages_dirty_lock(mem->chunks, mem->num_pinned,
+					    mem->writable);
 	} else {
 		for (i = 0; i < mem->num_chunks; i++)
 			if (mem->chunks[i])

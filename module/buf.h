@@ -20,6 +20,7 @@
  * @chunk_order: page order of each chunk (0 for user buffers)
  * @first_offset: where the buffer starts in the first chunk
  * @user: pinned user pages (else pages the module allocated)
+ * @writable: user pages pinned for writing: dirty them on unpin
  * @mm: the mm charged for the pages (RLIMIT_MEMLOCK), grabbed
  */
 struct krdma_buf_mem {
@@ -30,6 +31,7 @@ struct krdma_buf_mem {
 	unsigned int chunk_order;
 	unsigned int first_offset;
 	bool user;
+	bool writable;
 	struct mm_struct *mm;
 };
 

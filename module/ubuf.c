@@ -64,6 +64,7 @@ static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&mem->kref);
 	mem->user = true;
+	mem->writable = write;
 	mem->num_chunks = npages;
 	mem->first_offset = uaddr & ~PAGE_MASK;
 	mem->mm = current->mm;
