@@ -144,11 +144,6 @@ err_put:
 	return ERR_PTR(-ENOMEM);
 }
 
-u32 krdma_buf_rkey(const struct krdma_buf *buf)
-{
-	return (buf->access & ~KRDMA_ACCESS_LOCAL_WRITE) ? buf->mr->rkey : 0;
-}
-
 static void krdma_buf_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
@@ -279,17 +274,19 @@ static int krdma_buf_alloc_check(const struct krdma_buf_alloc *cmd)
 	return krdma_check_access(cmd->access);
 }
 
-int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
+/*
+ * A buffer object on a device over the memory make_mem() provides: mapped,
+ * registered and published; keys->handle names it.
+ */
+int krdma_buf_create(struct krdma_session *session, u32 dev_index,
+		     u64 length, u32 access, krdma_buf_mem_ctor make_mem,
+		     const void *arg, struct krdma_buf_keys *keys)
 {
-	struct krdma_buf_alloc *cmd = ucmd->cmd;
 	struct krdma_device *kdev;
 	struct krdma_buf *buf;
 	int ret;
 
-	ret = krdma_buf_alloc_check(cmd);
-	if (ret)
-		return ret;
-	ret = krdma_device_enter(cmd->dev_index, &kdev);
+	ret = krdma_device_enter(dev_index, &kdev);
 	if (ret)
 		return ret;
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
@@ -300,14 +297,10 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	}
 	krdma_object_init(&buf->obj, session, &krdma_buf_ops);
 	buf->obj.kdev = kdev;
-	buf->length = cmd->length;
-	buf->access = cmd->access;
+	buf->length = length;
+	buf->access = access;
 
-	if (cmd->length > kdev->ibdev->attrs.max_mr_size) {
-		ret = -EINVAL;
-		goto err;
-	}
-	buf->mem = krdma_buf_mem_alloc(kdev, cmd->length);
+	buf->mem = make_mem(kdev, length, arg);
 	if (IS_ERR(buf->mem)) {
 		ret = PTR_ERR(buf->mem);
 		buf->mem = NULL;
@@ -316,23 +309,50 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_buf_map(buf);
 	if (ret)
 		goto err;
-
-	cmd->lkey = buf->mr->lkey;
-	cmd->rkey = krdma_buf_rkey(buf);
-	cmd->addr = buf->mr->iova;
-	ret = krdma_object_publish(&buf->obj, &cmd->handle);
+	keys->lkey = buf->mr->lkey;
+	keys->rkey = (access & ~KRDMA_ACCESS_LOCAL_WRITE) ? buf->mr->rkey : 0;
+	keys->addr = buf->mr->iova;
+	ret = krdma_object_publish(&buf->obj, &keys->handle);
 	if (ret)
 		goto err;
-	cmd->mmap_offset = (u64)cmd->handle << PAGE_SHIFT;
 	krdma_device_exit(kdev);
-	/* The handle is live: a failed copy-out leaves it for DESTROY. */
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return 0;
 
 err:
+	/* Unmap and deregister while removal is still held off. */
 	krdma_buf_destroy_hw(&buf->obj);
 	krdma_device_exit(kdev);
 	krdma_object_put(&buf->obj);
 	return ret;
+}
+
+static struct krdma_buf_mem *krdma_kbuf_mem(struct krdma_device *kdev,
+					    u64 length, const void *arg)
+{
+	if (length > kdev->ibdev->attrs.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	return krdma_buf_mem_alloc(kdev, length);
+}
+
+int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_buf_alloc *cmd = ucmd->cmd;
+	struct krdma_buf_keys keys;
+	int ret;
+
+	ret = krdma_buf_alloc_check(cmd);
+	if (!ret)
+		ret = krdma_buf_create(session, cmd->dev_index, cmd->length,
+				       cmd->access, krdma_kbuf_mem, NULL, &keys);
+	if (ret)
+		return ret;
+	cmd->handle = keys.handle;
+	cmd->lkey = keys.lkey;
+	cmd->rkey = keys.rkey;
+	cmd->addr = keys.addr;
+	cmd->mmap_offset = (u64)keys.handle << PAGE_SHIFT;
+	/* The handle is live: a failed copy-out leaves it for DESTROY. */
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
 /* Copy between the buffer and user memory, a chunk at a time. */

@@ -60,6 +60,26 @@ extern const struct krdma_object_ops krdma_buf_ops;
 size_t krdma_chunk_size(const struct krdma_buf_mem *mem);
 void krdma_buf_mem_put(struct krdma_buf_mem *mem);
 int krdma_buf_map(struct krdma_buf *buf);
-u32 krdma_buf_rkey(const struct krdma_buf *buf);
+/**
+ * struct krdma_buf_keys - what a new buffer's creator hands back
+ * @handle: the buffer's handle
+ * @lkey: local key
+ * @rkey: remote key, 0 without remote access
+ * @addr: the address peers use with @rkey
+ */
+struct krdma_buf_keys {
+	u32 handle;
+	u32 lkey;
+	u32 rkey;
+	u64 addr;
+};
+
+typedef struct krdma_buf_mem *(*krdma_buf_mem_ctor)(struct krdma_device *kdev,
+						    u64 length,
+						    const void *arg);
+
+int krdma_buf_create(struct krdma_session *session, u32 dev_index,
+		     u64 length, u32 access, krdma_buf_mem_ctor make_mem,
+		     const void *arg, struct krdma_buf_keys *keys);
 
 #endif /* KRDMA_BUF_H */

@@ -48,9 +48,17 @@ static int krdma_ubuf_pin(struct krdma_buf_mem *mem, u64 uaddr, bool write)
 	return 0;
 }
 
+/* Where the caller's memory is, and whether it will be written. */
+struct krdma_ubuf_range {
+	u64 uaddr;
+	bool write;
+};
+
 static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
-					    u64 uaddr, u64 length, bool write)
+					    u64 length, const void *arg)
 {
+	const struct krdma_ubuf_range *range = arg;
+	u64 uaddr = range->uaddr;
 	u64 first = uaddr & PAGE_MASK, last = PAGE_ALIGN(uaddr + length);
 	u64 npages = (last - first) >> PAGE_SHIFT;
 	struct krdma_buf_mem *mem;
@@ -64,7 +72,7 @@ static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&mem->kref);
 	mem->user = true;
-	mem->writable = write;
+	mem->writable = range->write;
 	mem->num_chunks = npages;
 	mem->first_offset = uaddr & ~PAGE_MASK;
 	mem->mm = current->mm;
@@ -76,7 +84,7 @@ static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
 		return ERR_PTR(ret);
 	}
 	mem->chunks = kvcalloc(npages, sizeof(*mem->chunks), GFP_KERNEL);
-	ret = mem->chunks ? krdma_ubuf_pin(mem, uaddr, write) : -ENOMEM;
+	ret = mem->chunks ? krdma_ubuf_pin(mem, uaddr, range->write) : -ENOMEM;
 	if (ret) {
 		krdma_buf_mem_put(mem);
 		return ERR_PTR(ret);
@@ -88,53 +96,25 @@ int krdma_buf_reg_user(struct krdma_session *session,
 		       struct krdma_ucmd *ucmd)
 {
 	struct krdma_buf_reg_user *cmd = ucmd->cmd;
-	struct krdma_device *kdev;
-	struct krdma_buf *buf;
-	bool write;
+	struct krdma_ubuf_range range = {
+		.uaddr = cmd->uaddr,
+		.write = cmd->access & (KRDMA_ACCESS_LOCAL_WRITE |
+					KRDMA_ACCESS_REMOTE_WRITE |
+					KRDMA_ACCESS_REMOTE_ATOMIC),
+	};
+	struct krdma_buf_keys keys;
 	int ret;
 
 	ret = krdma_ubuf_check(cmd);
+	if (!ret)
+		ret = krdma_buf_create(session, cmd->dev_index, cmd->length,
+				       cmd->access, krdma_ubuf_mem, &range,
+				       &keys);
 	if (ret)
 		return ret;
-	ret = krdma_device_enter(cmd->dev_index, &kdev);
-	if (ret)
-		return ret;
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
-	if (!buf) {
-		krdma_device_exit(kdev);
-		krdma_device_put(kdev);
-		return -ENOMEM;
-	}
-	krdma_object_init(&buf->obj, session, &krdma_buf_ops);
-	buf->obj.kdev = kdev;
-	buf->length = cmd->length;
-	buf->access = cmd->access;
-
-	write = cmd->access & (KRDMA_ACCESS_LOCAL_WRITE |
-			       KRDMA_ACCESS_REMOTE_WRITE |
-			       KRDMA_ACCESS_REMOTE_ATOMIC);
-	buf->mem = krdma_ubuf_mem(kdev, cmd->uaddr, cmd->length, write);
-	if (IS_ERR(buf->mem)) {
-		ret = PTR_ERR(buf->mem);
-		buf->mem = NULL;
-		goto err;
-	}
-	ret = krdma_buf_map(buf);
-	if (ret)
-		goto err;
-	cmd->lkey = buf->mr->lkey;
-	cmd->rkey = krdma_buf_rkey(buf);
-	cmd->addr = buf->mr->iova;
-	ret = krdma_object_publish(&buf->obj, &cmd->handle);
-	if (ret)
-		goto err;
-	krdma_device_exit(kdev);
+	cmd->handle = keys.handle;
+	cmd->lkey = keys.lkey;
+	cmd->rkey = keys.rkey;
+	cmd->addr = keys.addr;
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
-
-err:
-	/* Unmap and deregister while removal is still held off. */
-	buf->obj.ops->destroy_hw(&buf->obj);
-	krdma_device_exit(kdev);
-	krdma_object_put(&buf->obj);
-	return ret;
 }
