@@ -30,10 +30,10 @@ static int krdma_ubuf_check(const struct krdma_buf_reg_user *cmd)
 	return krdma_check_access(cmd->access);
 }
 
-static int krdma_ubuf_pin(struct krdma_buf_mem *mem, u64 uaddr, bool write)
+static int krdma_ubuf_pin_flags(struct krdma_buf_mem *mem, u64 uaddr,
+				unsigned int gup)
 {
 	unsigned long start = uaddr & PAGE_MASK;
-	unsigned int gup = FOLL_LONGTERM | (write ? FOLL_WRITE : 0);
 	int n;
 
 	while (mem->num_pinned < mem->num_chunks) {
@@ -46,6 +46,25 @@ static int krdma_ubuf_pin(struct krdma_buf_mem *mem, u64 uaddr, bool write)
 		mem->num_pinned += n;
 	}
 	return 0;
+}
+
+/*
+ * Pin for writing even when the device will only read: a read-only pin of
+ * untouched anonymous memory takes the shared zero page (6.1 does not
+ * unshare it), and the process's later writes would land on a copy the MR
+ * never sees.  Only memory that cannot be written (a read-only mapping) is
+ * pinned read-only, and there nothing can diverge.
+ */
+static int krdma_ubuf_pin(struct krdma_buf_mem *mem, u64 uaddr, bool write)
+{
+	int ret;
+
+	ret = krdma_ubuf_pin_flags(mem, uaddr, FOLL_LONGTERM | FOLL_WRITE);
+	if (!ret || write)
+		return ret;
+	unpin_user_pages(mem->chunks, mem->num_pinned);
+	mem->num_pinned = 0;
+	return krdma_ubuf_pin_flags(mem, uaddr, FOLL_LONGTERM);
 }
 
 /* Where the caller's memory is, and whether it will be written. */
