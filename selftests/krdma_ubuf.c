@@ -1679,7 +1679,7 @@ KRDMA_TEST_F(ubuf, readonly_pin_leaves_pages_clean)
 	for (k = 0; k < 2; k++) {
 		volatile uint8_t *m;
 		struct kt_buf u;
-		uint64_t pinned, after;
+		uint64_t before = 0, pinned, after;
 
 		m = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1688,6 +1688,7 @@ KRDMA_TEST_F(ubuf, readonly_pin_leaves_pages_clean)
 			memset((void *)m, 1, len);
 		else
 			(void)m[0];	/* read fault: the zero page */
+		page_flags((void *)m, &before);
 		ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
 				 KRDMA_ACCESS_REMOTE_READ, (void *)m, len, &u));
 		ASSERT_OK(page_flags((void *)m, &pinned));
@@ -1701,6 +1702,10 @@ KRDMA_TEST_F(ubuf, readonly_pin_leaves_pages_clean)
 		seen++;
 		ASSERT_OK(kt_destroy(self->fd, u.handle));
 		ASSERT_OK(page_flags((void *)m, &after));
+		TH_LOG("%s memory: kpageflags 0x%llx before, 0x%llx pinned, 0x%llx after DESTROY",
+		       kinds[k], (unsigned long long)before,
+		       (unsigned long long)pinned,
+		       (unsigned long long)after);
 		EXPECT_FALSE(!!(after & (1ull << KPF_DIRTY))) {
 			TH_LOG("%s memory: DESTROY of a read-only registration dirtied the page it pinned (kpageflags 0x%llx -> 0x%llx)",
 			       kinds[k], (unsigned long long)pinned,
@@ -1742,8 +1747,13 @@ KRDMA_TEST_F(ubuf, read_only_registration_before_fill)
 		  src.addr, src.rkey, 0);
 	bad = kt_check(back, len, 71);
 	EXPECT_EQ(-1, bad) {
+		uint64_t flags = 0;
+
 		TH_LOG("READ of memory filled after a read-only registration: byte %lld is 0x%02x (expected 0x%02x)",
 		       (long long)bad, back[bad], kt_pattern_byte(71, bad));
+		if (!page_flags(m, &flags))
+			TH_LOG("the page mapped there now: kpageflags 0x%llx; the MR holds the page pinned at registration (the shared zero page if untouched)",
+			       (unsigned long long)flags);
 	}
 	EXPECT_OK(kt_destroy(self->fd, src.handle));
 	EXPECT_OK(kt_destroy(self->fd, dst.handle));
