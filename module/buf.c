@@ -401,6 +401,13 @@ int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!obj)
 		return -ENOENT;
 	buf = container_of(obj, struct krdma_buf, obj);
+	/* the memory outlives removal, but the contract is ENODEV */
+	ret = krdma_object_lock_hw(obj);
+	if (ret) {
+		krdma_object_put(obj);
+		return ret;
+	}
+	krdma_object_unlock_hw(obj);
 	if (buf->mem->user ||
 	    check_add_overflow(cmd->offset, cmd->length, &end) ||
 	    end > buf->length)

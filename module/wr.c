@@ -134,6 +134,16 @@ static int krdma_check_wr(const struct krdma_conn *conn,
 	return 0;
 }
 
+/*
+ * Keep a buffer or address handle the chain names until it is posted; one
+ * of another device (its keys or AH mean nothing to this QP) is refused.
+ */
+static int krdma_post_hold(struct krdma_post_ctx *ctx, struct krdma_object *obj)
+{
+	ctx->num_refs++;	/* ctx->refs[] holds obj: released with ctx */
+	return obj->kdev == ctx->conn->obj.kdev ? 0 : -EINVAL;
+}
+
 /* Resolve the WR's SGEs into ctx->sges, taking buffer references. */
 static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 			 struct ib_sge *sges, int *num_sge, u64 *total)
@@ -155,7 +165,9 @@ static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 					    ref);
 		if (ret)
 			return ret;
-		ctx->num_refs++;
+		ret = krdma_post_hold(ctx, *ref);
+		if (ret)
+			return ret;
 		*total += uwr->sge[i].length;
 	}
 	*num_sge = n;
@@ -175,7 +187,10 @@ static int krdma_build_ud(struct krdma_post_ctx *ctx,
 	ret = krdma_ah_get(conn->obj.session, uwr->ah_handle, &ud->ah, &ah_obj);
 	if (ret)
 		return ret;
-	ctx->refs[ctx->num_refs++] = ah_obj;
+	ctx->refs[ctx->num_refs] = ah_obj;
+	ret = krdma_post_hold(ctx, ah_obj);
+	if (ret)
+		return ret;
 	ud->remote_qpn = uwr->remote_qpn & 0xffffff;
 	ud->remote_qkey = uwr->remote_qkey ?: conn->qkey;
 	return 0;
