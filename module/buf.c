@@ -90,6 +90,10 @@ static int krdma_chunk_order(struct krdma_device *kdev, u64 length,
 	u32 max_pages = attrs->max_fast_reg_page_list_len;
 	unsigned int o;
 
+	/* beyond what one MR maps (and clear of overflow below) */
+	if (length > (u64)max_pages << (PAGE_SHIFT + KRDMA_BUF_MAX_CHUNK_ORDER))
+		return -EINVAL;
+
 	for (o = 0; o <= KRDMA_BUF_MAX_CHUNK_ORDER; o++) {
 		u64 chunk = (u64)PAGE_SIZE << o;
 

@@ -97,7 +97,7 @@ int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps)
 		caps->max_send_sge = 1;
 	if (!caps->max_recv_sge)
 		caps->max_recv_sge = 1;
-	if (!caps->cq_depth)
+	if (!caps->cq_depth)	/* grown to what the QP gets, once it exists */
 		caps->cq_depth = caps->max_send_wr + caps->max_recv_wr;
 	if (caps->max_send_wr > attrs->max_qp_wr ||
 	    caps->max_recv_wr > attrs->max_qp_wr ||
@@ -162,6 +162,15 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	}
 	conn->qp = qp;
 	conn->qp_num = qp->qp_num;
+	/* Devices round queues up: a CQ sized to the request could overflow. */
+	if (init.cap.max_send_wr + init.cap.max_recv_wr > conn->cq->cqe) {
+		int ret = ib_resize_cq(conn->cq, init.cap.max_send_wr +
+					      init.cap.max_recv_wr);
+
+		if (ret)
+			return ret;
+	}
+	caps->cq_depth = conn->cq->cqe;
 	caps->max_send_wr = init.cap.max_send_wr;
 	caps->max_recv_wr = init.cap.max_recv_wr;
 	caps->max_send_sge = min_t(u32, init.cap.max_send_sge, KRDMA_MAX_SGE);

@@ -204,7 +204,15 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	obj = xa_erase(&session->objects, cmd->handle);
+	/*
+	 * Erase only a published object: a slot reserved for one being built
+	 * (an rdma_cm connect in flight) loads as NULL and must stay reserved.
+	 */
+	xa_lock(&session->objects);
+	obj = xa_load(&session->objects, cmd->handle);
+	if (obj)
+		__xa_erase(&session->objects, cmd->handle);
+	xa_unlock(&session->objects);
 	if (!obj)
 		return -ENOENT;
 	krdma_object_destroy(obj);

@@ -397,8 +397,10 @@ struct krdma_query_devices {
  * @size: sizeof(struct krdma_destroy)
  * @flags: must be 0
  * @handle: any handle (buffer, connection, listener, AH, SRQ); exactly one
- *	of two racing destroyers succeeds, the other gets %ENOENT.  A
- *	connection is drained (ib_drain_qp) before its buffers can go.
+ *	of two racing destroyers succeeds, the other gets %ENOENT.  Destroying
+ *	a buffer deregisters its MR first: WRs still posted with its keys end
+ *	in error completions, never in freed memory.  Closing the fd destroys
+ *	connections (their QPs) before the buffers they used.
  * @__reserved: must be 0
  */
 struct krdma_destroy {
@@ -537,7 +539,8 @@ struct krdma_buf_rw {
  * @max_send_sge: SGEs per send WR
  * @max_recv_sge: SGEs per receive WR
  * @max_inline_data: inline bytes per send WR
- * @cq_depth: entries of the connection's completion queue
+ * @cq_depth: entries of the connection's completion queue (0: room for
+ *	both queues as granted; out, what the device made)
  */
 struct krdma_qp_caps {
 	__u32 max_send_wr;
@@ -994,7 +997,10 @@ struct krdma_post {
  * struct krdma_wc - one completion (struct ib_wc)
  * @wr_id: the WR's @wr_id
  * @status: IB_WC_* status (0 success; krdmactl prints its name)
- * @opcode: &enum krdma_opcode of the completed WR
+ * @opcode: &enum krdma_opcode of the completion as verbs reports it: a
+ *	sender sees SEND for SEND_WITH_IMM and RDMA_WRITE for
+ *	RDMA_WRITE_WITH_IMM; a receiver sees RECV, or RDMA_WRITE_WITH_IMM for a
+ *	receive consumed by one; valid only with status 0
  * @byte_len: bytes received (RECV; includes the 40-byte GRH on UD)
  * @imm_data: immediate data or invalidated rkey, host order
  * @src_qp: UD: the sender's QP number
