@@ -57,7 +57,7 @@ selftests:
 	$(MAKE) -C $(SRC)/selftests OUT=$(BUILD)/selftests CC=$(CC) CFLAGS="$(USER_CFLAGS)"
 
 install: all
-	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR) modules_install
+	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR) $(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	install -D -m 0755 $(BUILD)/bin/krdmactl $(DESTDIR)$(PREFIX)/sbin/krdmactl
 	install -D -m 0644 $(SRC)/uapi/krdma.h $(DESTDIR)$(PREFIX)/include/krdma/krdma.h
 
