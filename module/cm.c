@@ -163,8 +163,13 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED &&
 	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		rdma_disconnect(id);
+	/*
+	 * The first outcome of a step is its answer: an ESTABLISHED followed
+	 * at once by a DISCONNECTED (a peer that leaves right away) must
+	 * still read as established to the accept waiting for it.
+	 */
 	outcome = krdma_cm_outcome(conn, ev);
-	if (outcome <= 0) {
+	if (outcome <= 0 && !completion_done(&conn->cm_done)) {
 		WRITE_ONCE(conn->cm_status, outcome);
 		complete(&conn->cm_done);
 	}
