@@ -10,83 +10,11 @@
 
 #include "krdma_test.h"
 
-#define CLI_TIMEOUT 60		/* timeout(1) around each program */
 #define CLI_CASE_TIMEOUT 180
-#define CLI_OUT_MAX 65536
 
-struct cli_proc {
-	pid_t pid;
-	int status;
-	char path[80];
-	char out[CLI_OUT_MAX];
-};
-
-static const char *rxe_addr(void)
-{
-	const char *addr = getenv("RXE0_ADDR");
-
-	return addr && *addr ? addr : "192.0.2.1";
-}
-
+/* Runs "timeout 60 CMD" in the background, output into a file. */
 static int __attribute__((format(printf, 2, 3)))
-cli_spawn(struct cli_proc *p, const char *fmt, ...)
-{
-	static int seq;
-	char cmd[1024], full[1100];
-	va_list ap;
-	int fd;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	memset(p, 0, sizeof(*p));
-	p->status = -1;
-	snprintf(p->path, sizeof(p->path), "/tmp/krdma_cli.%d.%d", getpid(),
-		 seq++);
-	snprintf(full, sizeof(full), "exec timeout %d %s", CLI_TIMEOUT, cmd);
-	fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	fflush(stdout);
-	fflush(stderr);
-	p->pid = fork();
-	if (p->pid < 0) {
-		close(fd);
-		return -1;
-	}
-	if (!p->pid) {
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
-		_exit(127);
-	}
-	close(fd);
-	return 0;
-}
-
-static void cli_reap(struct cli_proc *p)
-{
-	ssize_t n;
-	int status, fd;
-
-	if (p->pid <= 0)
-		return;
-	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	p->pid = 0;
-	p->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	fd = open(p->path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, p->out, sizeof(p->out) - 1);
-		p->out[n > 0 ? n : 0] = 0;
-		close(fd);
-	}
-	unlink(p->path);
-}
-
-/* Run a client to the end. */
-static int __attribute__((format(printf, 2, 3)))
-cli_run(struct cli_proc *p, const char *fmt, ...)
+cli_spawn(struct kt_proc *p, const char *fmt, ...)
 {
 	char cmd[1024];
 	va_list ap;
@@ -94,18 +22,31 @@ cli_run(struct cli_proc *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	if (cli_spawn(p, "%s", cmd))
+	return kt_spawn(p, "krdma_cli", NULL, false, cmd);
+}
+
+/* Run a client to the end. */
+static int __attribute__((format(printf, 2, 3)))
+cli_run(struct kt_proc *p, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (kt_spawn(p, "krdma_cli", NULL, false, cmd))
 		return -1;
-	cli_reap(p);
+	kt_reap(p);
 	return p->status;
 }
 
 /* Wait until the server printed its "listening" line (or died). */
-static bool cli_wait_listen(struct cli_proc *s)
+static bool cli_wait_listen(struct kt_proc *s)
 {
 	struct timespec delay = { 0, 50 * 1000 * 1000 };
 	char buf[4096];
-	int i, fd, status;
+	int i, fd;
 	ssize_t n;
 
 	for (i = 0; i < 30 * 20; i++) {
@@ -117,11 +58,8 @@ static bool cli_wait_listen(struct cli_proc *s)
 			if (strstr(buf, "listening"))
 				return true;
 		}
-		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-			s->pid = 0;
-			s->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		if (kt_check_exit(s))
 			return false;
-		}
 		nanosleep(&delay, NULL);
 	}
 	return false;
@@ -143,30 +81,23 @@ static bool text_u64(const char *out, const char *key, uint64_t *val)
 
 FIXTURE(cli)
 {
-	struct cli_proc server;
-	struct cli_proc client;
+	struct kt_proc server;
+	struct kt_proc client;
 	char dir[64];
 };
 
 FIXTURE_SETUP(cli)
 {
-	const char *why = krdma_unavailable();
+	const char *why = kt_krdmactl_unavailable("rxe0");
 
-	self->server.pid = 0;
-	self->dir[0] = 0;
 	if (why)
 		SKIP(return, "%s", why);
-	if (access(SYSFS_IB "/rxe0", F_OK))
-		SKIP(return, "no rxe0");
-	if (!krdma_have_cmd("krdmactl"))
-		SKIP(return, "no krdmactl in PATH");
 }
 
 FIXTURE_TEARDOWN(cli)
 {
-	if (self->server.pid > 0)
-		kill(self->server.pid, SIGKILL);
-	cli_reap(&self->server);
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
 	if (self->dir[0])
 		krdma_run("rm -rf %s", self->dir);
 }
@@ -176,7 +107,7 @@ FIXTURE_TEARDOWN(cli)
 		ASSERT_OK(cli_spawn(&self->server, "krdmactl serve -d rxe0 " \
 				    fmt, ##__VA_ARGS__));		\
 		ASSERT_TRUE(cli_wait_listen(&self->server)) {		\
-			cli_reap(&self->server);			\
+			kt_reap(&self->server);			\
 			TH_LOG("server never listened:\n%s",		\
 			       self->server.out);			\
 		}							\
@@ -196,15 +127,15 @@ FIXTURE_TEARDOWN(cli)
 KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
 {
 	START_SERVER("-p 18701 -n 4");
-	CLIENT_OK("send --data hello-krdma %s:18701", rxe_addr());
+	CLIENT_OK("send --data hello-krdma %s:18701", kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
-	CLIENT_OK("read -s 8192 -o 4096 %s:18701", rxe_addr());
+	CLIENT_OK("read -s 8192 -o 4096 %s:18701", kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
-	CLIENT_OK("write -s 65536 -o 128 %s:18701", rxe_addr());
+	CLIENT_OK("write -s 65536 -o 128 %s:18701", kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
-	CLIENT_OK("-j send -s 4000 %s:18701", rxe_addr());
+	CLIENT_OK("-j send -s 4000 %s:18701", kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "\"result\":\"OK\""));
-	cli_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(0, self->server.status) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -222,21 +153,21 @@ KRDMA_TEST_F_TIMEOUT(cli, atomics, CLI_CASE_TIMEOUT)
 	uint64_t v = 99;
 
 	START_SERVER("-p 18702 --fill zero -n 4");
-	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", rxe_addr());
+	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(0ULL, v);
-	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", rxe_addr());
+	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(5ULL, v);
 	CLIENT_OK("atomic cswap --compare 10 --swap 42 -o 64 %s:18702",
-		  rxe_addr());
+		  kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(10ULL, v);
 	EXPECT_NE(NULL, strstr(self->client.out, "swapped yes"));
-	CLIENT_OK("atomic fadd --add 0 -o 64 %s:18702", rxe_addr());
+	CLIENT_OK("atomic fadd --add 0 -o 64 %s:18702", kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(42ULL, v);
-	cli_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(0, self->server.status) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -245,24 +176,27 @@ KRDMA_TEST_F_TIMEOUT(cli, atomics, CLI_CASE_TIMEOUT)
 /* 6 clients x 20 fadd of 3 at once: the counter ends at exactly 360 */
 KRDMA_TEST_F_TIMEOUT(cli, concurrent_fadd, CLI_CASE_TIMEOUT)
 {
-	struct cli_proc c[6];
+	struct kt_proc c[6];
 	uint64_t v = 0;
 	int i;
 
+	memset(c, 0, sizeof(c));
 	START_SERVER("-p 18703 --fill zero -n 7 -T 30");
 	for (i = 0; i < 6; i++)
 		ASSERT_OK(cli_spawn(&c[i], "krdmactl atomic fadd --add 3 "
-				    "-n 20 -T 30 %s:18703", rxe_addr()));
+				    "-n 20 -T 30 %s:18703",
+				    kt_rxe0_addr(false)));
 	for (i = 0; i < 6; i++) {
-		cli_reap(&c[i]);
+		kt_reap(&c[i]);
 		EXPECT_EQ(0, c[i].status) {
 			TH_LOG("client %d:\n%s", i, c[i].out);
 		}
+		kt_proc_end(&c[i]);
 	}
-	CLIENT_OK("atomic fadd --add 0 %s:18703", rxe_addr());
+	CLIENT_OK("atomic fadd --add 0 %s:18703", kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(360ULL, v);
-	cli_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(0, self->server.status) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -276,9 +210,9 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_large, CLI_CASE_TIMEOUT)
 			       "/dev/urandom > %s/big.bin", self->dir,
 			       self->dir));
 	START_SERVER("-p 18704 --size 65536 --save %s/save -n 1", self->dir);
-	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, rxe_addr());
+	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
-	cli_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(0, self->server.status) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -299,14 +233,14 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_unwritable, CLI_CASE_TIMEOUT)
 	/* sysfs: not even root may create a file there */
 	START_SERVER("-p 18705 --save /sys -n 1");
 	st = cli_run(&self->client, "krdmactl copy %s/f.txt %s:18705",
-		     self->dir, rxe_addr());
+		     self->dir, kt_rxe0_addr(false));
 	EXPECT_EQ(1, st) {
 		TH_LOG("%s", self->client.out);
 	}
 	EXPECT_NE(NULL, strstr(self->client.out, "cannot create")) {
 		TH_LOG("%s", self->client.out);
 	}
-	cli_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(1, self->server.status) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -320,7 +254,7 @@ KRDMA_TEST_F(cli, connect_refused)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = cli_run(&self->client, "krdmactl send -T 5 %s:18799",
-		     rxe_addr());
+		     kt_rxe0_addr(false));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	EXPECT_EQ(1, st) {
 		TH_LOG("%s", self->client.out);

@@ -1089,6 +1089,23 @@ KRDMA_TEST_F(cm, accept_reject_not_a_request)
 }
 
 /*
+ * A client CONNECT (5 s timeout) under way, its CONNECT_REQUEST at the
+ * server in @ev, and @a an ACCEPT for it for the test to spoil.
+ */
+static void kc_bad_caps_request(struct __test_metadata *_metadata,
+				FIXTURE_DATA(cm) *self, struct kc_connect *c,
+				struct krdma_event *ev,
+				struct krdma_cm_accept *a)
+{
+	kc_connect_init(c, self->cfd, self->addr, self->port, NULL, 0);
+	c->cmd.timeout_ms = 5000;
+	ASSERT_EQ(0, kc_connect_start(c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, ev));
+	kc_accept_init(a, ev->handle, NULL, 0);
+}
+
+/*
  * An ACCEPT refused for its arguments (queue sizes the device cannot give)
  * must leave the request answerable: REJECT (or a corrected ACCEPT) works.
  */
@@ -1098,12 +1115,7 @@ KRDMA_TEST_F(cm, accept_bad_caps_then_reject)
 	struct krdma_event ev;
 	struct kc_connect c;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.timeout_ms = 5000;
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
-	kc_accept_init(&a, ev.handle, NULL, 0);
+	kc_bad_caps_request(_metadata, self, &c, &ev, &a);
 	a.caps.max_send_wr = 1u << 30;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
 	EXPECT_OK(kc_reject(self->sfd, ev.handle, "no", 2));
@@ -1123,12 +1135,7 @@ KRDMA_TEST_F(cm, accept_bad_caps_then_accept)
 	struct krdma_event ev;
 	struct kc_connect c;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.timeout_ms = 5000;
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
-	kc_accept_init(&a, ev.handle, NULL, 0);
+	kc_bad_caps_request(_metadata, self, &c, &ev, &a);
 	a.caps.max_send_sge = 1000;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
 	EXPECT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));

@@ -14,40 +14,13 @@
 #define RXE "rxe0"
 #define PP_ITERS 200
 #define PP_UD_SIZE 1024		/* rxe's active MTU on a 1500-byte netdev */
-#define PP_PROC_TIMEOUT 60	/* timeout(1) around each program */
 #define PP_CASE_TIMEOUT 150	/* the harness' limit for one case */
-#define PP_OUT_MAX 16384
 #define PP_IDLE "5"		/* krdmactl -T: seconds without progress */
 #define PP_GRACE 3		/* seconds the survivor of a failure gets */
-
-/* KRDMA_TEST_F with the harness' per-test timeout raised. */
-#ifndef KRDMA_TEST_F_TIMEOUT
-#define KRDMA_TEST_F_TIMEOUT(fixture, name, tmout)			\
-	static void fixture##_##name##_body(				\
-		struct __test_metadata *_metadata,			\
-		FIXTURE_DATA(fixture) *self,				\
-		const FIXTURE_VARIANT(fixture) *variant);		\
-	TEST_F_TIMEOUT(fixture, name, tmout)				\
-	{								\
-		if (!_metadata->skip)					\
-			fixture##_##name##_body(_metadata, self, variant); \
-	}								\
-	static void fixture##_##name##_body(				\
-		struct __test_metadata __attribute__((unused)) *_metadata, \
-		FIXTURE_DATA(fixture) __attribute__((unused)) *self,	\
-		const FIXTURE_VARIANT(fixture) __attribute__((unused)) *variant)
-#endif
 
 /* ------------------------------------------------------------------------
  * Helpers
  */
-
-static const char *rxe_addr(void)
-{
-	const char *addr = getenv("RXE0_ADDR");
-
-	return addr && *addr ? addr : "192.0.2.1";
-}
 
 /*
  * The RoCEv2 GID of rxe0 port 1 that is ::ffff:$RXE0_ADDR, as sysfs spells
@@ -59,7 +32,7 @@ static int pp_gid_index(void)
 	char want[64], buf[128];
 	int i;
 
-	if (sscanf(rxe_addr(), "%u.%u.%u.%u", &a, &b, &c, &d) != 4)
+	if (sscanf(kt_rxe0_addr(false), "%u.%u.%u.%u", &a, &b, &c, &d) != 4)
 		return -1;
 	snprintf(want, sizeof(want),
 		 "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", a, b, c, d);
@@ -78,109 +51,10 @@ static int pp_gid_index(void)
 	return -1;
 }
 
-struct pp_proc {
-	pid_t pid;
-	int status;		/* exit code, -1 if it did not exit */
-	char path[64];		/* its stdout and stderr */
-	char out[PP_OUT_MAX];
-};
-
 /* Runs "timeout 60 @cmd" in the background, output into a file. */
-static int pp_spawn(struct pp_proc *p, const char *tag, const char *cmd)
+static int pp_spawn(struct kt_proc *p, const char *tag, const char *cmd)
 {
-	static int seq;
-	char full[1024];
-	int fd;
-
-	memset(p, 0, sizeof(*p));
-	p->status = -1;
-	snprintf(p->path, sizeof(p->path), "/tmp/krdma_interop.%d.%d.%s",
-		 getpid(), seq++, tag);
-	snprintf(full, sizeof(full), "exec timeout %d %s", PP_PROC_TIMEOUT,
-		 cmd);
-	fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	fflush(stdout);
-	fflush(stderr);
-	p->pid = fork();
-	if (p->pid < 0) {
-		close(fd);
-		return -1;
-	}
-	if (!p->pid) {
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
-		_exit(127);
-	}
-	close(fd);
-	return 0;
-}
-
-static void pp_read_output(struct pp_proc *p)
-{
-	ssize_t n;
-	int fd;
-
-	p->out[0] = 0;
-	fd = open(p->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, p->out, sizeof(p->out) - 1);
-	close(fd);
-	p->out[n > 0 ? n : 0] = 0;
-	unlink(p->path);
-}
-
-/* Waits for the program (timeout(1) bounds it) and collects its output. */
-static void pp_reap(struct pp_proc *p)
-{
-	int status;
-
-	if (p->pid <= 0)
-		return;
-	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	p->pid = 0;
-	p->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	pp_read_output(p);
-}
-
-/*
- * Waits for both programs; once one has failed, the other (which may wait
- * forever for a peer, as the rdma-core programs do) gets PP_GRACE seconds,
- * then SIGTERM, so a broken case costs seconds, not the full timeout.
- */
-static void pp_reap_pair(struct pp_proc *a, struct pp_proc *b)
-{
-	struct timespec delay = { 0, 50 * 1000 * 1000 };
-	struct pp_proc *procs[2] = { a, b };
-	int i, status, kill_at = -1, ticks = 0;
-
-	while (a->pid > 0 || b->pid > 0) {
-		for (i = 0; i < 2; i++) {
-			struct pp_proc *p = procs[i];
-
-			if (p->pid <= 0 ||
-			    waitpid(p->pid, &status, WNOHANG) != p->pid)
-				continue;
-			p->pid = 0;
-			p->status = WIFEXITED(status) ? WEXITSTATUS(status)
-						      : -1;
-			pp_read_output(p);
-			if (p->status && kill_at < 0)
-				kill_at = ticks + PP_GRACE * 20;
-		}
-		if (kill_at >= 0 && ticks >= kill_at) {
-			for (i = 0; i < 2; i++)
-				if (procs[i]->pid > 0)
-					kill(procs[i]->pid, SIGTERM);
-			kill_at = ticks + 20 * 20;
-		}
-		nanosleep(&delay, NULL);
-		ticks++;
-	}
+	return kt_spawn(p, "krdma_interop", tag, false, cmd);
 }
 
 /* Is something listening on TCP @port (IPv4 or IPv6)? */
@@ -213,21 +87,16 @@ static bool tcp_listening(unsigned int port)
 }
 
 /* Waits until the server listens (or has died); false if it never did. */
-static bool pp_wait_listen(struct pp_proc *server, unsigned int port)
+static bool pp_wait_listen(struct kt_proc *server, unsigned int port)
 {
 	struct timespec delay = { 0, 50 * 1000 * 1000 };
-	int i, status;
+	int i;
 
 	for (i = 0; i < 30 * 20; i++) {
 		if (tcp_listening(port))
 			return true;
-		if (waitpid(server->pid, &status, WNOHANG) == server->pid) {
-			server->pid = 0;
-			server->status = WIFEXITED(status) ?
-					 WEXITSTATUS(status) : -1;
-			pp_read_output(server);
+		if (kt_check_exit(server))
 			return false;
-		}
 		nanosleep(&delay, NULL);
 	}
 	return false;
@@ -302,8 +171,8 @@ enum pp_side {
 FIXTURE(interop)
 {
 	int gid;
-	struct pp_proc server;
-	struct pp_proc client;
+	struct kt_proc server;
+	struct kt_proc client;
 };
 
 FIXTURE_VARIANT(interop)
@@ -350,7 +219,7 @@ static unsigned int pp_size(const FIXTURE_VARIANT(interop) *v)
 static void pp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(interop) *v,
 		   enum pp_side side, int gid, bool client)
 {
-	const char *host = client ? rxe_addr() : "";
+	const char *host = client ? kt_rxe0_addr(false) : "";
 
 	if (side == REFERENCE)
 		snprintf(cmd, len,
@@ -367,37 +236,28 @@ static void pp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(interop) *v,
 
 FIXTURE_SETUP(interop)
 {
-	const char *why = krdma_unavailable();
+	const char *why = kt_krdmactl_unavailable(RXE);
 
-	self->server.pid = 0;
-	self->client.pid = 0;
 	if (why)
 		SKIP(return, "%s", why);
-	if (access(SYSFS_IB "/" RXE, F_OK))
-		SKIP(return, "no " RXE);
-	if (!krdma_have_cmd("krdmactl"))
-		SKIP(return, "no krdmactl in PATH");
 	if ((variant->server == REFERENCE || variant->client == REFERENCE) &&
 	    !krdma_have_cmd("ibv_rc_pingpong"))
 		SKIP(return, "no ibv_*_pingpong (rdma-core ibverbs-utils)");
 	self->gid = pp_gid_index();
 	if (self->gid < 0)
-		SKIP(return, "no RoCEv2 GID ::ffff:%s on " RXE, rxe_addr());
+		SKIP(return, "no RoCEv2 GID ::ffff:%s on " RXE,
+		     kt_rxe0_addr(false));
 }
 
 FIXTURE_TEARDOWN(interop)
 {
-	if (self->server.pid > 0)
-		kill(self->server.pid, SIGKILL);
-	if (self->client.pid > 0)
-		kill(self->client.pid, SIGKILL);
-	pp_reap(&self->server);
-	pp_reap(&self->client);
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
 }
 
 static void pp_check_json(struct __test_metadata *_metadata,
 			  const FIXTURE_VARIANT(interop) *v,
-			  const struct pp_proc *p)
+			  const struct kt_proc *p)
 {
 	double bytes = 0, iters = 0, secs = -1, mbps = -1, usec = -1;
 
@@ -420,7 +280,7 @@ static void pp_check_json(struct __test_metadata *_metadata,
 
 static void pp_check_side(struct __test_metadata *_metadata,
 			  const FIXTURE_VARIANT(interop) *v,
-			  const struct pp_proc *p, enum pp_side side,
+			  const struct kt_proc *p, enum pp_side side,
 			  const char *role)
 {
 	EXPECT_EQ(0, p->status) {
@@ -454,7 +314,7 @@ KRDMA_TEST_F_TIMEOUT(interop, pingpong, PP_CASE_TIMEOUT)
 	pp_cmd(cmd, sizeof(cmd), variant, variant->client, self->gid, true);
 	TH_LOG("client: %s", cmd);
 	ASSERT_OK(pp_spawn(&self->client, "client", cmd));
-	pp_reap_pair(&self->server, &self->client);
+	kt_reap_pair(&self->server, &self->client, PP_GRACE);
 
 	pp_check_side(_metadata, variant, &self->server, variant->server,
 		      "server");
@@ -469,33 +329,26 @@ KRDMA_TEST_F_TIMEOUT(interop, pingpong, PP_CASE_TIMEOUT)
 FIXTURE(failures)
 {
 	int gid;
-	struct pp_proc server;
-	struct pp_proc client;
+	struct kt_proc server;
+	struct kt_proc client;
 };
 
 FIXTURE_SETUP(failures)
 {
-	const char *why = krdma_unavailable();
+	const char *why = kt_krdmactl_unavailable(NULL);
 
-	self->server.pid = 0;
-	self->client.pid = 0;
 	if (why)
 		SKIP(return, "%s", why);
-	if (!krdma_have_cmd("krdmactl"))
-		SKIP(return, "no krdmactl in PATH");
 	self->gid = pp_gid_index();
 	if (self->gid < 0)
-		SKIP(return, "no RoCEv2 GID ::ffff:%s on " RXE, rxe_addr());
+		SKIP(return, "no RoCEv2 GID ::ffff:%s on " RXE,
+		     kt_rxe0_addr(false));
 }
 
 FIXTURE_TEARDOWN(failures)
 {
-	if (self->server.pid > 0)
-		kill(self->server.pid, SIGKILL);
-	if (self->client.pid > 0)
-		kill(self->client.pid, SIGKILL);
-	pp_reap(&self->server);
-	pp_reap(&self->client);
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
 }
 
 static double now_s(void)
@@ -515,10 +368,10 @@ KRDMA_TEST_F(failures, connect_refused)
 	ASSERT_FALSE(tcp_listening(18698));
 	snprintf(cmd, sizeof(cmd),
 		 "krdmactl pingpong -d " RXE " -g %d -p 18698 %s", self->gid,
-		 rxe_addr());
+		 kt_rxe0_addr(false));
 	t0 = now_s();
 	ASSERT_OK(pp_spawn(&self->client, "client", cmd));
-	pp_reap(&self->client);
+	kt_reap(&self->client);
 	EXPECT_EQ(1, self->client.status) {
 		TH_LOG("%s", self->client.out);
 	}
@@ -541,7 +394,7 @@ KRDMA_TEST_F(failures, accept_timeout)
 		 "krdmactl pingpong -d " RXE " -g %d -p 18697 -T 1", self->gid);
 	t0 = now_s();
 	ASSERT_OK(pp_spawn(&self->server, "server", cmd));
-	pp_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(1, self->server.status) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -573,7 +426,7 @@ KRDMA_TEST_F(failures, bad_options)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(cmd, sizeof(cmd), "krdmactl pingpong %s", bad[i].args);
 		ASSERT_OK(pp_spawn(&self->client, "bad", cmd));
-		pp_reap(&self->client);
+		kt_reap(&self->client);
 		EXPECT_EQ(2, self->client.status) {
 			TH_LOG("%s: exit %d", cmd, self->client.status);
 		}
@@ -600,9 +453,9 @@ KRDMA_TEST_F_TIMEOUT(failures, chk_detects_unmarked, PP_CASE_TIMEOUT)
 	snprintf(cmd, sizeof(cmd),
 		 "krdmactl pingpong -d " RXE " -g %d -p 18696 -n 20 -T "
 		 PP_IDLE " %s",
-		 self->gid, rxe_addr());
+		 self->gid, kt_rxe0_addr(false));
 	ASSERT_OK(pp_spawn(&self->client, "client", cmd));
-	pp_reap_pair(&self->server, &self->client);
+	kt_reap_pair(&self->server, &self->client, PP_GRACE);
 	EXPECT_EQ(0, self->client.status) {
 		TH_LOG("%s", self->client.out);
 	}

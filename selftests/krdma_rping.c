@@ -14,190 +14,36 @@
 #include "krdma_test.h"
 
 #define RXE "rxe0"
-#define RP_PROC_TIMEOUT 60	/* timeout(1) around each program */
 #define RP_CASE_TIMEOUT 150	/* the harness' limit for one case */
 #define RP_IDLE "10"		/* krdmactl -T */
 #define RP_GRACE 3		/* seconds the survivor of a failure gets */
-
-#ifndef KRDMA_TEST_F_TIMEOUT
-#define KRDMA_TEST_F_TIMEOUT(fixture, name, tmout)			\
-	static void fixture##_##name##_body(				\
-		struct __test_metadata *_metadata,			\
-		FIXTURE_DATA(fixture) *self,				\
-		const FIXTURE_VARIANT(fixture) *variant);		\
-	TEST_F_TIMEOUT(fixture, name, tmout)				\
-	{								\
-		if (!_metadata->skip)					\
-			fixture##_##name##_body(_metadata, self, variant); \
-	}								\
-	static void fixture##_##name##_body(				\
-		struct __test_metadata __attribute__((unused)) *_metadata, \
-		FIXTURE_DATA(fixture) __attribute__((unused)) *self,	\
-		const FIXTURE_VARIANT(fixture) __attribute__((unused)) *variant)
-#endif
 
 /* ------------------------------------------------------------------------
  * Helpers
  */
 
-static const char *rxe_addr(bool v6)
-{
-	const char *addr = getenv(v6 ? "RXE0_ADDR6" : "RXE0_ADDR");
-
-	if (addr && *addr)
-		return addr;
-	return v6 ? NULL : "192.0.2.1";
-}
-
-struct rp_proc {
-	pid_t pid;
-	int status;		/* exit code, -1 if it did not exit */
-	char path[64];		/* its stdout; stderr goes to path.err */
-	char *out;		/* stdout, then stderr */
-};
-
-/* Runs "timeout 60 @cmd" in the background, output into a file. */
-static int rp_spawn(struct rp_proc *p, const char *tag, const char *cmd)
-{
-	static int seq;
-	char full[1024], err[80];
-	int fd, efd;
-
-	free(p->out);
-	memset(p, 0, sizeof(*p));
-	p->status = -1;
-	snprintf(p->path, sizeof(p->path), "/tmp/krdma_rping.%d.%d.%s",
-		 getpid(), seq++, tag);
-	snprintf(full, sizeof(full), "exec timeout %d %s", RP_PROC_TIMEOUT,
-		 cmd);
-	/* rping's stdout is buffered: its stderr would land mid-line */
-	snprintf(err, sizeof(err), "%s.err", p->path);
-	fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	efd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || efd < 0)
-		goto err;
-	fflush(stdout);
-	fflush(stderr);
-	p->pid = fork();
-	if (p->pid < 0)
-		goto err;
-	if (!p->pid) {
-		dup2(fd, STDOUT_FILENO);
-		dup2(efd, STDERR_FILENO);
-		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
-		_exit(127);
-	}
-	close(fd);
-	close(efd);
-	return 0;
-err:
-	if (fd >= 0)
-		close(fd);
-	if (efd >= 0)
-		close(efd);
-	return -1;
-}
-
-/* Appends the file @path to p->out and removes it. */
-static void rp_slurp(struct rp_proc *p, const char *path)
-{
-	size_t used = p->out ? strlen(p->out) : 0;
-	struct stat st;
-	char *out;
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) || !(out = realloc(p->out, used + st.st_size + 1))) {
-		close(fd);
-		return;
-	}
-	p->out = out;
-	n = read(fd, p->out + used, st.st_size);
-	p->out[used + (n > 0 ? n : 0)] = 0;
-	close(fd);
-	unlink(path);
-}
-
-static void rp_read_output(struct rp_proc *p)
-{
-	char err[80];
-
-	snprintf(err, sizeof(err), "%s.err", p->path);
-	free(p->out);
-	p->out = strdup("");
-	rp_slurp(p, p->path);
-	rp_slurp(p, err);
-}
-
-static void rp_reap(struct rp_proc *p)
-{
-	int status;
-
-	if (p->pid <= 0)
-		return;
-	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	p->pid = 0;
-	p->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	rp_read_output(p);
-}
-
 /*
- * Waits for both; once one has failed, the other (rping waits forever for
- * a peer) gets RP_GRACE seconds, then SIGTERM.
+ * Runs "timeout 60 @cmd" in the background, output into a file; rping's
+ * stdout is buffered, so its stderr goes to a file of its own.
  */
-static void rp_reap_pair(struct rp_proc *a, struct rp_proc *b)
+static int rp_spawn(struct kt_proc *p, const char *tag, const char *cmd)
 {
-	struct timespec delay = { 0, 50 * 1000 * 1000 };
-	struct rp_proc *procs[2] = { a, b };
-	int i, status, kill_at = -1, ticks = 0;
-
-	while (a->pid > 0 || b->pid > 0) {
-		for (i = 0; i < 2; i++) {
-			struct rp_proc *p = procs[i];
-
-			if (p->pid <= 0 ||
-			    waitpid(p->pid, &status, WNOHANG) != p->pid)
-				continue;
-			p->pid = 0;
-			p->status = WIFEXITED(status) ? WEXITSTATUS(status)
-						      : -1;
-			rp_read_output(p);
-			if (p->status && kill_at < 0)
-				kill_at = ticks + RP_GRACE * 20;
-		}
-		if (kill_at >= 0 && ticks >= kill_at) {
-			for (i = 0; i < 2; i++)
-				if (procs[i]->pid > 0)
-					kill(procs[i]->pid, SIGTERM);
-			kill_at = ticks + 20 * 20;
-		}
-		nanosleep(&delay, NULL);
-		ticks++;
-	}
+	return kt_spawn(p, "krdma_rping", tag, true, cmd);
 }
 
 /*
  * Waits until an rdma_cm id listens on @port (iproute2's "rdma resource
  * show cm_id"; without the tool, two seconds), or the server died.
  */
-static bool rp_wait_listen(struct rp_proc *server, unsigned int port)
+static bool rp_wait_listen(struct kt_proc *server, unsigned int port)
 {
 	struct timespec delay = { 0, 100 * 1000 * 1000 };
 	bool have_rdma = krdma_have_cmd("rdma");
-	int i, status;
+	int i;
 
 	for (i = 0; i < 30 * 10; i++) {
-		if (waitpid(server->pid, &status, WNOHANG) == server->pid) {
-			server->pid = 0;
-			server->status = WIFEXITED(status) ?
-					 WEXITSTATUS(status) : -1;
-			rp_read_output(server);
+		if (kt_check_exit(server))
 			return false;
-		}
 		if (!have_rdma && i >= 20)
 			return true;
 		if (have_rdma &&
@@ -208,11 +54,6 @@ static bool rp_wait_listen(struct rp_proc *server, unsigned int port)
 		nanosleep(&delay, NULL);
 	}
 	return false;
-}
-
-static const char *rp_out(const struct rp_proc *p)
-{
-	return p->out ? p->out : "";
 }
 
 /* rping_test_client()'s data for ping @ping, NUL-terminated at @size - 1. */
@@ -290,8 +131,8 @@ enum rp_side {
 
 FIXTURE(rping)
 {
-	struct rp_proc server;
-	struct rp_proc client;
+	struct kt_proc server;
+	struct kt_proc client;
 	const char *addr;
 };
 
@@ -337,36 +178,22 @@ static void rp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(rping) *v,
 
 FIXTURE_SETUP(rping)
 {
-	const char *why = krdma_unavailable();
+	const char *why = kt_krdmactl_unavailable(RXE);
 
-	self->server.pid = 0;
-	self->client.pid = 0;
-	self->server.out = NULL;
-	self->client.out = NULL;
 	if (why)
 		SKIP(return, "%s", why);
-	if (access(SYSFS_IB "/" RXE, F_OK))
-		SKIP(return, "no " RXE);
-	if (!krdma_have_cmd("krdmactl"))
-		SKIP(return, "no krdmactl in PATH");
 	if ((variant->server == REFERENCE || variant->client == REFERENCE) &&
 	    !krdma_have_cmd("rping"))
 		SKIP(return, "no rping (rdma-core rdmacm-utils)");
-	self->addr = rxe_addr(variant->v6);
+	self->addr = kt_rxe0_addr(variant->v6);
 	if (!self->addr)
 		SKIP(return, "no $RXE0_ADDR6");
 }
 
 FIXTURE_TEARDOWN(rping)
 {
-	if (self->server.pid > 0)
-		kill(self->server.pid, SIGKILL);
-	if (self->client.pid > 0)
-		kill(self->client.pid, SIGKILL);
-	rp_reap(&self->server);
-	rp_reap(&self->client);
-	free(self->server.out);
-	free(self->client.out);
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
 }
 
 KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
@@ -378,37 +205,37 @@ KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
 	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
 	ASSERT_TRUE(rp_wait_listen(&self->server, variant->port)) {
 		TH_LOG("server never listened (exit %d):\n%.2000s",
-		       self->server.status, rp_out(&self->server));
+		       self->server.status, kt_out(&self->server));
 	}
 	rp_cmd(cmd, sizeof(cmd), variant, variant->client, self->addr, true);
 	TH_LOG("client: %s", cmd);
 	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
-	rp_reap_pair(&self->server, &self->client);
+	kt_reap_pair(&self->server, &self->client, RP_GRACE);
 
 	EXPECT_EQ(0, self->server.status) {
 		TH_LOG("server exited %d:\n%.2000s", self->server.status,
-		       rp_out(&self->server));
+		       kt_out(&self->server));
 	}
 	EXPECT_EQ(0, self->client.status) {
 		TH_LOG("client exited %d:\n%.2000s", self->client.status,
-		       rp_out(&self->client));
+		       kt_out(&self->client));
 	}
-	EXPECT_TRUE(rp_lines_ok(_metadata, rp_out(&self->server),
+	EXPECT_TRUE(rp_lines_ok(_metadata, kt_out(&self->server),
 				"server ping data: ", variant->size,
 				variant->count)) {
-		TH_LOG("server output:\n%.2000s", rp_out(&self->server));
+		TH_LOG("server output:\n%.2000s", kt_out(&self->server));
 	}
-	EXPECT_TRUE(rp_lines_ok(_metadata, rp_out(&self->client), "ping data: ",
+	EXPECT_TRUE(rp_lines_ok(_metadata, kt_out(&self->client), "ping data: ",
 				variant->size, variant->count)) {
-		TH_LOG("client output:\n%.2000s", rp_out(&self->client));
+		TH_LOG("client output:\n%.2000s", kt_out(&self->client));
 	}
 	if (variant->server == KRDMACTL) {
 		snprintf(cmd, sizeof(cmd), "role server addr %s port %u size "
 			 "%u pings %u result ok\n", self->addr, variant->port,
 			 variant->size, variant->count);
-		EXPECT_NE(NULL, strstr(rp_out(&self->server), cmd)) {
+		EXPECT_NE(NULL, strstr(kt_out(&self->server), cmd)) {
 			TH_LOG("no summary \"%s\":\n%.2000s", cmd,
-			       rp_out(&self->server));
+			       kt_out(&self->server));
 		}
 	}
 }
@@ -419,34 +246,22 @@ KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
 
 FIXTURE(failures)
 {
-	struct rp_proc server;
-	struct rp_proc client;
+	struct kt_proc server;
+	struct kt_proc client;
 };
 
 FIXTURE_SETUP(failures)
 {
-	const char *why = krdma_unavailable();
+	const char *why = kt_krdmactl_unavailable(NULL);
 
-	self->server.pid = 0;
-	self->client.pid = 0;
-	self->server.out = NULL;
-	self->client.out = NULL;
 	if (why)
 		SKIP(return, "%s", why);
-	if (!krdma_have_cmd("krdmactl"))
-		SKIP(return, "no krdmactl in PATH");
 }
 
 FIXTURE_TEARDOWN(failures)
 {
-	if (self->server.pid > 0)
-		kill(self->server.pid, SIGKILL);
-	if (self->client.pid > 0)
-		kill(self->client.pid, SIGKILL);
-	rp_reap(&self->server);
-	rp_reap(&self->client);
-	free(self->server.out);
-	free(self->client.out);
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
 }
 
 /* Nobody listens: the client fails, saying so. */
@@ -455,14 +270,14 @@ KRDMA_TEST_F(failures, connect_refused)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p 7398 -C 1 -T 5",
-		 rxe_addr(false));
+		 kt_rxe0_addr(false));
 	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
-	rp_reap(&self->client);
+	kt_reap(&self->client);
 	EXPECT_EQ(1, self->client.status) {
-		TH_LOG("%.2000s", rp_out(&self->client));
+		TH_LOG("%.2000s", kt_out(&self->client));
 	}
-	EXPECT_NE(NULL, strstr(rp_out(&self->client), "rping: ")) {
-		TH_LOG("no message:\n%s", rp_out(&self->client));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "rping: ")) {
+		TH_LOG("no message:\n%s", kt_out(&self->client));
 	}
 }
 
@@ -472,14 +287,14 @@ KRDMA_TEST_F(failures, accept_timeout)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "krdmactl rping -s -a %s -p 7397 -T 1",
-		 rxe_addr(false));
+		 kt_rxe0_addr(false));
 	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
-	rp_reap(&self->server);
+	kt_reap(&self->server);
 	EXPECT_EQ(1, self->server.status) {
-		TH_LOG("%.2000s", rp_out(&self->server));
+		TH_LOG("%.2000s", kt_out(&self->server));
 	}
-	EXPECT_NE(NULL, strstr(rp_out(&self->server), "no client in 1 s")) {
-		TH_LOG("no clear message:\n%s", rp_out(&self->server));
+	EXPECT_NE(NULL, strstr(kt_out(&self->server), "no client in 1 s")) {
+		TH_LOG("no clear message:\n%s", kt_out(&self->server));
 	}
 }
 
@@ -492,21 +307,21 @@ KRDMA_TEST_F_TIMEOUT(failures, server_count_mismatch, RP_CASE_TIMEOUT)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "krdmactl rping -s -a %s -p 7396 -C 5 "
-		 "-T " RP_IDLE, rxe_addr(false));
+		 "-T " RP_IDLE, kt_rxe0_addr(false));
 	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
 	ASSERT_TRUE(rp_wait_listen(&self->server, 7396));
 	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p 7396 -C 3 -V "
-		 "-T " RP_IDLE, rxe_addr(false));
+		 "-T " RP_IDLE, kt_rxe0_addr(false));
 	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
-	rp_reap_pair(&self->server, &self->client);
+	kt_reap_pair(&self->server, &self->client, RP_GRACE);
 	EXPECT_EQ(0, self->client.status) {
-		TH_LOG("%.2000s", rp_out(&self->client));
+		TH_LOG("%.2000s", kt_out(&self->client));
 	}
 	EXPECT_EQ(1, self->server.status) {
-		TH_LOG("%.2000s", rp_out(&self->server));
+		TH_LOG("%.2000s", kt_out(&self->server));
 	}
-	EXPECT_NE(NULL, strstr(rp_out(&self->server), "after 3 pings, not 5")) {
-		TH_LOG("%.2000s", rp_out(&self->server));
+	EXPECT_NE(NULL, strstr(kt_out(&self->server), "after 3 pings, not 5")) {
+		TH_LOG("%.2000s", kt_out(&self->server));
 	}
 }
 
@@ -531,12 +346,12 @@ KRDMA_TEST_F(failures, bad_options)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(cmd, sizeof(cmd), "krdmactl rping %s", bad[i].args);
 		ASSERT_OK(rp_spawn(&self->client, "bad", cmd));
-		rp_reap(&self->client);
+		kt_reap(&self->client);
 		EXPECT_EQ(2, self->client.status) {
 			TH_LOG("%s: exit %d", cmd, self->client.status);
 		}
-		EXPECT_NE(NULL, strstr(rp_out(&self->client), bad[i].says)) {
-			TH_LOG("%s:\n%s", cmd, rp_out(&self->client));
+		EXPECT_NE(NULL, strstr(kt_out(&self->client), bad[i].says)) {
+			TH_LOG("%s:\n%s", cmd, kt_out(&self->client));
 		}
 	}
 }

@@ -471,6 +471,38 @@ static inline bool kt_gid_is_v4mapped(const uint8_t *gid, const char *addr)
 }
 
 /*
+ * Why krdmactl cannot be tested here (with @rxe: on that device), or NULL.
+ */
+static inline const char *kt_krdmactl_unavailable(const char *rxe)
+{
+	static char why[80];
+	const char *w = krdma_unavailable();
+
+	if (w)
+		return w;
+	if (rxe) {
+		snprintf(why, sizeof(why), SYSFS_IB "/%s", rxe);
+		if (access(why, F_OK)) {
+			snprintf(why, sizeof(why), "no %s", rxe);
+			return why;
+		}
+	}
+	if (!krdma_have_cmd("krdmactl"))
+		return "no krdmactl in PATH";
+	return NULL;
+}
+
+/* $RXE0_ADDR (else 192.0.2.1); with @v6 $RXE0_ADDR6 (else NULL). */
+static inline const char *kt_rxe0_addr(bool v6)
+{
+	const char *addr = getenv(v6 ? "RXE0_ADDR6" : "RXE0_ADDR");
+
+	if (addr && *addr)
+		return addr;
+	return v6 ? NULL : "192.0.2.1";
+}
+
+/*
  * The device named @name (NULL: "rxe0", else the first one with an active
  * port), its first active port, and a GID there: the RoCE v2 GID of
  * $RXE0_ADDR, else any IPv4-mapped RoCE v2 GID, else any RoCE v2 GID, else
@@ -478,13 +510,11 @@ static inline bool kt_gid_is_v4mapped(const uint8_t *gid, const char *addr)
  */
 static inline int kt_dev_pick(int fd, const char *name, struct kt_dev *d)
 {
-	const char *addr = getenv("RXE0_ADDR");
+	const char *addr = kt_rxe0_addr(false);
 	struct krdma_snap s;
 	uint32_t i, p, g;
 	int best = -1, best_score = -1;
 
-	if (!addr || !*addr)
-		addr = "192.0.2.1";
 	memset(d, 0, sizeof(*d));
 	if (krdma_snap_get(fd, 0, 0, &s))
 		return -1;
@@ -886,6 +916,184 @@ static inline int kt_drop_cap(int cap)
 	data[cap / 32].permitted &= ~(1u << (cap % 32));
 	data[cap / 32].inheritable &= ~(1u << (cap % 32));
 	return syscall(SYS_capset, &hdr, data);
+}
+
+/* ------------------------------------------------------------------------
+ * Background programs: spawn under timeout(1), wait, capture the output.
+ */
+
+#define KT_PROC_TIMEOUT 60	/* timeout(1) around each program */
+
+struct kt_proc {
+	pid_t pid;
+	int status;		/* exit code, -1 if it did not exit */
+	bool split_err;		/* stderr into path.err, not into path */
+	char path[80];		/* its stdout (and stderr unless split_err) */
+	char *out;		/* stdout, then stderr; "" until it ended */
+};
+
+/* p->out, or "" while there is none. */
+static inline const char *kt_out(const struct kt_proc *p)
+{
+	return p->out ? p->out : "";
+}
+
+/*
+ * Runs "timeout KT_PROC_TIMEOUT @cmd" through sh in the background, its
+ * output into /tmp/@prefix.PID.SEQ[.@tag]; with @split_err its stderr goes
+ * to a file of its own (a program whose stdout is buffered would otherwise
+ * have its stderr land mid-line).
+ */
+static inline int kt_spawn(struct kt_proc *p, const char *prefix,
+			   const char *tag, bool split_err, const char *cmd)
+{
+	static int seq;
+	char full[1100], err[96];
+	int fd, efd = -1;
+
+	free(p->out);
+	memset(p, 0, sizeof(*p));
+	p->status = -1;
+	p->split_err = split_err;
+	snprintf(p->path, sizeof(p->path), "/tmp/%s.%d.%d%s%s", prefix,
+		 getpid(), seq++, tag ? "." : "", tag ? tag : "");
+	snprintf(full, sizeof(full), "exec timeout %d %s", KT_PROC_TIMEOUT,
+		 cmd);
+	p->out = strdup("");
+	fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (split_err) {
+		snprintf(err, sizeof(err), "%s.err", p->path);
+		efd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	}
+	if (fd < 0 || (split_err && efd < 0))
+		goto err;
+	fflush(stdout);
+	fflush(stderr);
+	p->pid = fork();
+	if (p->pid < 0)
+		goto err;
+	if (!p->pid) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(split_err ? efd : fd, STDERR_FILENO);
+		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+		_exit(127);
+	}
+	close(fd);
+	if (efd >= 0)
+		close(efd);
+	return 0;
+err:
+	if (fd >= 0)
+		close(fd);
+	if (efd >= 0)
+		close(efd);
+	return -1;
+}
+
+/* Appends the file @path to p->out and removes it. */
+static inline void kt_slurp(struct kt_proc *p, const char *path)
+{
+	size_t used = p->out ? strlen(p->out) : 0;
+	struct stat st;
+	char *out;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || !(out = realloc(p->out, used + st.st_size + 1))) {
+		close(fd);
+		return;
+	}
+	p->out = out;
+	n = read(fd, p->out + used, st.st_size);
+	p->out[used + (n > 0 ? n : 0)] = 0;
+	close(fd);
+	unlink(path);
+}
+
+/* Collects the output files into p->out (never NULL after this). */
+static inline void kt_read_output(struct kt_proc *p)
+{
+	char err[96];
+
+	free(p->out);
+	p->out = strdup("");
+	kt_slurp(p, p->path);
+	if (p->split_err) {
+		snprintf(err, sizeof(err), "%s.err", p->path);
+		kt_slurp(p, err);
+	}
+}
+
+/* Records the end of the program, from waitpid()'s @status. */
+static inline void kt_exited(struct kt_proc *p, int status)
+{
+	p->pid = 0;
+	p->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	kt_read_output(p);
+}
+
+/* Has the program ended?  Then collects its status and output. */
+static inline bool kt_check_exit(struct kt_proc *p)
+{
+	int status;
+
+	if (p->pid <= 0 || waitpid(p->pid, &status, WNOHANG) != p->pid)
+		return false;
+	kt_exited(p, status);
+	return true;
+}
+
+/* Waits for the program (timeout(1) bounds it) and collects its output. */
+static inline void kt_reap(struct kt_proc *p)
+{
+	int status;
+
+	if (p->pid <= 0)
+		return;
+	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	kt_exited(p, status);
+}
+
+/* Kills the program if it still runs, reaps it and frees its output. */
+static inline void kt_proc_end(struct kt_proc *p)
+{
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+	kt_reap(p);
+	free(p->out);
+	p->out = NULL;
+}
+
+/*
+ * Waits for both programs; once one has failed, the other (which may wait
+ * forever for a peer) gets @grace seconds, then SIGTERM (again every 20
+ * seconds), so a broken case costs seconds, not the full timeout.
+ */
+static inline void kt_reap_pair(struct kt_proc *a, struct kt_proc *b,
+				int grace)
+{
+	struct timespec delay = { 0, 50 * 1000 * 1000 };
+	struct kt_proc *procs[2] = { a, b };
+	int i, kill_at = -1, ticks = 0;
+
+	while (a->pid > 0 || b->pid > 0) {
+		for (i = 0; i < 2; i++)
+			if (kt_check_exit(procs[i]) && procs[i]->status &&
+			    kill_at < 0)
+				kill_at = ticks + grace * 20;
+		if (kill_at >= 0 && ticks >= kill_at) {
+			for (i = 0; i < 2; i++)
+				if (procs[i]->pid > 0)
+					kill(procs[i]->pid, SIGTERM);
+			kill_at = ticks + 20 * 20;
+		}
+		nanosleep(&delay, NULL);
+		ticks++;
+	}
 }
 
 /* KRDMA_TEST_F with the harness timeout given in seconds. */

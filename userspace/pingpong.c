@@ -29,6 +29,7 @@
 #include "names.h"
 #include "pingpong.h"
 #include "print.h"
+#include "xfer.h"
 
 #define PP_DEFAULT_PORT 18515
 #define PP_DEFAULT_SIZE 4096
@@ -496,32 +497,19 @@ static int pp_post_send(struct pp_ctx *ctx)
 
 static int pp_alloc_buf(struct pp_ctx *ctx)
 {
-	struct krdma_buf_alloc ba = {
-		.size = sizeof(ba),
-		.dev_index = ctx->dev_index,
-		.access = KRDMA_ACCESS_LOCAL_WRITE,
-	};
-	long page = sysconf(_SC_PAGESIZE);
-	void *mem;
+	struct xfer_buf b;
 	int ret;
 
 	ctx->send_offset = ctx->o->transport == KRDMA_TRANSPORT_UD ?
 			   PP_GRH_SIZE : 0;
 	ctx->buf_len = ctx->size + ctx->send_offset;
-	ba.length = ctx->buf_len;
-	ret = krdma_ioctl(ctx->fd, KRDMA_BUF_ALLOC, &ba);
+	ret = xfer_buf_alloc(ctx->fd, ctx->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			     ctx->buf_len, &b);
 	if (ret)
 		return ret;
-	ctx->buf = ba.handle;
-	ctx->map_len = (ctx->buf_len + page - 1) / page * page;
-	mem = mmap(NULL, ctx->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   ctx->fd, ba.mmap_offset);
-	if (mem == MAP_FAILED) {
-		ret = -errno;
-		err_msg("pingpong: mmap of the buffer: %s", strerror(-ret));
-		return ret;
-	}
-	ctx->mem = mem;
+	ctx->buf = b.handle;
+	ctx->map_len = b.map_len;
+	ctx->mem = b.mem;
 	memset(ctx->mem, PP_FILL, ctx->buf_len);
 	return 0;
 }
@@ -708,14 +696,6 @@ static int pp_wait_event(struct pp_ctx *ctx, int timeout_ms)
 static int pp_poll(struct pp_ctx *ctx, struct krdma_wc *wcs, uint32_t max)
 {
 	int timeout_ms = ctx->o->timeout_s * 1000;
-	struct krdma_poll poll_cmd = {
-		.size = sizeof(poll_cmd),
-		.handle = ctx->conn,
-		.num_wcs = max,
-		.wc_entry_size = sizeof(*wcs),
-		.timeout_ms = ctx->o->events ? 0 : timeout_ms,
-		.wcs_uptr = (uintptr_t)wcs,
-	};
 	int ret;
 
 	if (ctx->o->events) {
@@ -723,22 +703,17 @@ static int pp_poll(struct pp_ctx *ctx, struct krdma_wc *wcs, uint32_t max)
 		if (ret)
 			return ret == -ETIMEDOUT ? 0 : ret;
 	}
-	ret = krdma_ioctl(ctx->fd, KRDMA_POLL, &poll_cmd);
-	return ret ? ret : (int)poll_cmd.num_wcs;
-}
-
-static int64_t pp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	ret = xfer_poll(ctx->fd, ctx->conn, wcs, max,
+			ctx->o->events ? 0 : timeout_ms);
+	if (ret < 0)
+		krdma_report(KRDMA_POLL, ret);
+	return ret;
 }
 
 static int pp_loop(struct pp_ctx *ctx)
 {
 	int64_t idle_limit = (int64_t)ctx->o->timeout_s * 1000;
-	int64_t last = pp_now_ms();
+	int64_t last = xfer_now_ms();
 	struct krdma_wc wcs[PP_POLL_BATCH];
 	int n, i, ret;
 
@@ -746,7 +721,7 @@ static int pp_loop(struct pp_ctx *ctx)
 		n = pp_poll(ctx, wcs, PP_POLL_BATCH);
 		if (n < 0)
 			return n;
-		if (!n && pp_now_ms() - last >= idle_limit) {
+		if (!n && xfer_now_ms() - last >= idle_limit) {
 			err_msg("pingpong: no completion in %u s (sent %u, "
 				"received %u of %u): is the peer still there?",
 				ctx->o->timeout_s, ctx->scnt, ctx->rcnt,
@@ -754,7 +729,7 @@ static int pp_loop(struct pp_ctx *ctx)
 			return -ETIMEDOUT;
 		}
 		if (n)
-			last = pp_now_ms();
+			last = xfer_now_ms();
 		for (i = 0; i < n; i++) {
 			ret = pp_handle_wc(ctx, &wcs[i]);
 			if (ret)

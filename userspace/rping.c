@@ -40,6 +40,7 @@
 #include "krdmactl.h"
 #include "names.h"
 #include "print.h"
+#include "xfer.h"
 
 #define RPING_PORT 7174
 #define RPING_DEFAULT_SIZE 64
@@ -116,16 +117,6 @@ struct rp_opts {
 	uint32_t timeout_s;
 };
 
-/* one buffer of ours, mmap()ed */
-struct rp_buf {
-	uint32_t handle;
-	uint32_t rkey;
-	uint64_t addr;
-	uint64_t len;
-	size_t map_len;
-	uint8_t *mem;
-};
-
 struct rp_ctx {
 	const struct rp_opts *o;
 	int fd;
@@ -136,9 +127,9 @@ struct rp_ctx {
 	uint32_t conn;
 	bool disconnected;
 	/* control: RECV at 0, SEND at 16 */
-	struct rp_buf ctrl;
-	struct rp_buf start;	/* client: READ source it advertises */
-	struct rp_buf rdma;	/* client: WRITE sink; server: READ target */
+	struct xfer_buf ctrl;
+	struct xfer_buf start;	/* client: READ source it advertises */
+	struct xfer_buf rdma;	/* client: WRITE sink; server: READ target */
 	unsigned int sends_pending;
 	/* the peer's last advertisement */
 	uint64_t remote_addr;
@@ -379,40 +370,19 @@ out:
 
 /* ---- buffers ---- */
 
-static int rp_buf_alloc(struct rp_ctx *ctx, struct rp_buf *b, uint64_t len,
+static int rp_buf_alloc(struct rp_ctx *ctx, struct xfer_buf *b, uint64_t len,
 			uint32_t access)
 {
-	struct krdma_buf_alloc ba = {
-		.size = sizeof(ba),
-		.dev_index = ctx->dev_index,
-		.access = access,
-		.length = len,
-	};
-	long page = sysconf(_SC_PAGESIZE);
-	void *mem;
 	int ret;
 
-	ret = krdma_ioctl(ctx->fd, KRDMA_BUF_ALLOC, &ba);
+	ret = xfer_buf_alloc(ctx->fd, ctx->dev_index, access, len, b);
 	if (ret)
 		return ret;
-	b->handle = ba.handle;
-	b->rkey = ba.rkey;
-	b->addr = ba.addr;
-	b->len = len;
-	b->map_len = (len + page - 1) / page * page;
-	mem = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   ctx->fd, ba.mmap_offset);
-	if (mem == MAP_FAILED) {
-		ret = -errno;
-		err_msg("rping: mmap of a buffer: %s", strerror(-ret));
-		return ret;
-	}
-	b->mem = mem;
 	memset(b->mem, 0, len);
 	return 0;
 }
 
-static void rp_buf_unmap(struct rp_buf *b)
+static void rp_buf_unmap(struct xfer_buf *b)
 {
 	if (b->mem)
 		munmap(b->mem, b->map_len);
@@ -445,15 +415,7 @@ static int rp_alloc_bufs(struct rp_ctx *ctx)
 
 static int rp_post(struct rp_ctx *ctx, struct krdma_wr *wr)
 {
-	struct krdma_post post = {
-		.size = sizeof(post),
-		.handle = ctx->conn,
-		.num_wrs = 1,
-		.wr_entry_size = sizeof(*wr),
-		.wrs_uptr = (uintptr_t)wr,
-	};
-
-	return krdma_ioctl(ctx->fd, KRDMA_POST, &post);
+	return xfer_post_one(ctx->fd, ctx->conn, wr);
 }
 
 static int rp_post_recv(struct rp_ctx *ctx)
@@ -514,7 +476,7 @@ static int rp_post_rdma(struct rp_ctx *ctx, uint32_t opcode, uint32_t len)
 }
 
 /* rping_format_send(): advertise one of our buffers. */
-static void rp_format_send(struct rp_ctx *ctx, const struct rp_buf *b)
+static void rp_format_send(struct rp_ctx *ctx, const struct xfer_buf *b)
 {
 	struct rping_rdma_info info = {
 		.buf = htobe64(b->addr),
@@ -526,14 +488,6 @@ static void rp_format_send(struct rp_ctx *ctx, const struct rp_buf *b)
 }
 
 /* ---- waiting: completions and CM events ---- */
-
-static int64_t rp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int rp_reject(struct rp_ctx *ctx, uint32_t handle)
 {
@@ -554,24 +508,16 @@ static int rp_drain_events(struct rp_ctx *ctx, uint32_t timeout_ms,
 			   uint32_t *request)
 {
 	struct krdma_event evs[RPING_EVENT_BATCH];
-	struct krdma_get_events ge = {
-		.size = sizeof(ge),
-		.num_events = RPING_EVENT_BATCH,
-		.event_entry_size = sizeof(evs[0]),
-		.timeout_ms = timeout_ms,
-		.events_uptr = (uintptr_t)evs,
-	};
-	uint32_t i;
-	int ret;
+	int i, n;
 
-	ret = krdma_ioctl_quiet(ctx->fd, KRDMA_GET_EVENTS, &ge);
-	if (ret == -ETIMEDOUT || ret == -EAGAIN || ret == -EINTR)
+	n = xfer_get_events(ctx->fd, evs, RPING_EVENT_BATCH, timeout_ms);
+	if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
 		return 0;
-	if (ret) {
-		krdma_report(KRDMA_GET_EVENTS, ret);
-		return ret;
+	if (n < 0) {
+		krdma_report(KRDMA_GET_EVENTS, n);
+		return n;
 	}
-	for (i = 0; i < ge.num_events; i++) {
+	for (i = 0; i < n; i++) {
 		const struct krdma_event *ev = &evs[i];
 
 		if (ev->type == KRDMA_EVENT_CONNECT_REQUEST) {
@@ -592,7 +538,7 @@ static int rp_drain_events(struct rp_ctx *ctx, uint32_t timeout_ms,
 			return -ENODEV;
 		}
 	}
-	return ge.num_events;
+	return n;
 }
 
 /* Sleep until the fd has an event or a completion; 0, or -ETIMEDOUT. */
@@ -602,7 +548,7 @@ static int rp_wait_fd(struct rp_ctx *ctx, int64_t deadline)
 	int n, tmo = -1;
 
 	if (deadline) {
-		int64_t left = deadline - rp_now_ms();
+		int64_t left = deadline - xfer_now_ms();
 
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -625,13 +571,7 @@ static int rp_wait_fd(struct rp_ctx *ctx, int64_t deadline)
 static int rp_next_wc(struct rp_ctx *ctx, struct krdma_wc *wc)
 {
 	int64_t deadline = ctx->o->timeout_s ?
-			   rp_now_ms() + ctx->o->timeout_s * 1000LL : 0;
-	struct krdma_poll pc = {
-		.size = sizeof(pc),
-		.handle = ctx->conn,
-		.wc_entry_size = sizeof(ctx->wcs[0]),
-		.wcs_uptr = (uintptr_t)ctx->wcs,
-	};
+			   xfer_now_ms() + ctx->o->timeout_s * 1000LL : 0;
 	int ret;
 
 	for (;;) {
@@ -639,13 +579,15 @@ static int rp_next_wc(struct rp_ctx *ctx, struct krdma_wc *wc)
 			*wc = ctx->wcs[ctx->wc_next++];
 			return 0;
 		}
-		pc.num_wcs = RPING_POLL_BATCH;
-		ret = krdma_ioctl(ctx->fd, KRDMA_POLL, &pc);
-		if (ret)
+		ret = xfer_poll(ctx->fd, ctx->conn, ctx->wcs, RPING_POLL_BATCH,
+				0);
+		if (ret < 0) {
+			krdma_report(KRDMA_POLL, ret);
 			return ret;
-		if (pc.num_wcs) {
+		}
+		if (ret) {
 			ctx->wc_next = 0;
-			ctx->wc_count = pc.num_wcs;
+			ctx->wc_count = ret;
 			continue;
 		}
 		ret = rp_drain_events(ctx, 0, NULL);
@@ -667,9 +609,9 @@ static int rp_next_wc(struct rp_ctx *ctx, struct krdma_wc *wc)
  */
 static bool rp_peer_left(struct rp_ctx *ctx)
 {
-	int64_t deadline = rp_now_ms() + 3000;
+	int64_t deadline = xfer_now_ms() + 3000;
 
-	while (!ctx->disconnected && rp_now_ms() < deadline)
+	while (!ctx->disconnected && xfer_now_ms() < deadline)
 		if (rp_drain_events(ctx, 200, NULL) < 0)
 			break;
 	return ctx->disconnected;
@@ -824,6 +766,25 @@ static int rp_connect(struct rp_ctx *ctx)
 	return 0;
 }
 
+/*
+ * Client: once the last send is done, advertise @b to the server and wait
+ * for its go-ahead (@what names it in a timeout message).
+ */
+static int rp_advertise(struct rp_ctx *ctx, const struct xfer_buf *b,
+			const char *what)
+{
+	int ret;
+
+	ret = rp_wait(ctx, RP_WR_SEND, "a send completion");
+	if (ret)
+		return ret;
+	rp_format_send(ctx, b);
+	ret = rp_post_send(ctx);
+	if (ret)
+		return ret;
+	return rp_wait(ctx, RP_WR_RECV, what);
+}
+
 static int rp_run_client(struct rp_ctx *ctx)
 {
 	const struct rp_opts *o = ctx->o;
@@ -843,28 +804,14 @@ static int rp_run_client(struct rp_ctx *ctx)
 		rp_fill((char *)ctx->start.mem, size, ping);
 
 		/* the start buffer: the server READs it */
-		ret = rp_wait(ctx, RP_WR_SEND, "a send completion");
-		if (ret)
-			break;
-		rp_format_send(ctx, &ctx->start);
-		ret = rp_post_send(ctx);
-		if (ret)
-			break;
-		ret = rp_wait(ctx, RP_WR_RECV, "the server's go-ahead after "
-			      "its RDMA READ");
+		ret = rp_advertise(ctx, &ctx->start, "the server's go-ahead "
+				   "after its RDMA READ");
 		if (ret)
 			break;
 
 		/* the sink: the server WRITEs back what it read */
-		ret = rp_wait(ctx, RP_WR_SEND, "a send completion");
-		if (ret)
-			break;
-		rp_format_send(ctx, &ctx->rdma);
-		ret = rp_post_send(ctx);
-		if (ret)
-			break;
-		ret = rp_wait(ctx, RP_WR_RECV, "the server's go-ahead after "
-			      "its RDMA WRITE");
+		ret = rp_advertise(ctx, &ctx->rdma, "the server's go-ahead "
+				   "after its RDMA WRITE");
 		if (ret)
 			break;
 
@@ -910,7 +857,7 @@ static int rp_listen(struct rp_ctx *ctx)
 static int rp_accept(struct rp_ctx *ctx)
 {
 	int64_t deadline = ctx->o->timeout_s ?
-			   rp_now_ms() + ctx->o->timeout_s * 1000LL : 0;
+			   xfer_now_ms() + ctx->o->timeout_s * 1000LL : 0;
 	struct krdma_cm_accept ca = {
 		.size = sizeof(ca),
 		.flags = KRDMA_CONN_NOTIFY,
@@ -930,7 +877,7 @@ static int rp_accept(struct rp_ctx *ctx)
 		uint32_t tmo = 1000;
 
 		if (deadline) {
-			int64_t left = deadline - rp_now_ms();
+			int64_t left = deadline - xfer_now_ms();
 
 			if (left <= 0) {
 				err_msg("rping: no client in %u s",

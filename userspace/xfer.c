@@ -318,3 +318,44 @@ int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
 
 	return xfer_post_one(fd, conn, &wr);
 }
+
+/*
+ * Up to @max completions of @conn within @timeout_ms: how many, or -errno
+ * (reports nothing).
+ */
+int xfer_poll(int fd, uint32_t conn, struct krdma_wc *wcs, uint32_t max,
+	      uint32_t timeout_ms)
+{
+	struct krdma_poll p = {
+		.size = sizeof(p),
+		.handle = conn,
+		.num_wcs = max,
+		.wc_entry_size = sizeof(*wcs),
+		.timeout_ms = timeout_ms,
+		.wcs_uptr = (uintptr_t)wcs,
+	};
+	int ret;
+
+	ret = krdma_ioctl_quiet(fd, KRDMA_POLL, &p);
+	return ret ? ret : (int)p.num_wcs;
+}
+
+/*
+ * Up to @max CM events within @timeout_ms: how many, or -errno (reports
+ * nothing).
+ */
+int xfer_get_events(int fd, struct krdma_event *evs, uint32_t max,
+		    uint32_t timeout_ms)
+{
+	struct krdma_get_events ge = {
+		.size = sizeof(ge),
+		.num_events = max,
+		.event_entry_size = sizeof(*evs),
+		.timeout_ms = timeout_ms,
+		.events_uptr = (uintptr_t)evs,
+	};
+	int ret;
+
+	ret = krdma_ioctl_quiet(fd, KRDMA_GET_EVENTS, &ge);
+	return ret ? ret : (int)ge.num_events;
+}

@@ -164,5 +164,10 @@ int xfer_post_one(int fd, uint32_t conn, struct krdma_wr *wr);
 int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
 		   uint64_t offset, uint32_t length);
 int xfer_destroy(int fd, uint32_t handle);
+/* KRDMA_POLL, KRDMA_GET_EVENTS: how many came, or -errno (not reported) */
+int xfer_poll(int fd, uint32_t conn, struct krdma_wc *wcs, uint32_t max,
+	      uint32_t timeout_ms);
+int xfer_get_events(int fd, struct krdma_event *evs, uint32_t max,
+		    uint32_t timeout_ms);
 
 #endif /* KRDMACTL_XFER_H */

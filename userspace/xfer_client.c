@@ -196,23 +196,17 @@ static int xc_fail(struct xc *x, const char *fmt, ...)
 static int xc_get_adv(struct xc *x)
 {
 	struct krdma_event evs[8];
-	struct krdma_get_events ge;
 	const struct xfer_adv *a;
 	int64_t deadline = xfer_now_ms() + 1000;
-	uint32_t i;
-	int ret;
+	int i, n;
 
 	do {
-		memset(&ge, 0, sizeof(ge));
-		ge.size = sizeof(ge);
-		ge.num_events = ARRAY_SIZE(evs);
-		ge.event_entry_size = sizeof(evs[0]);
-		ge.timeout_ms = 100;
-		ge.events_uptr = (uintptr_t)evs;
-		ret = krdma_ioctl(x->fd, KRDMA_GET_EVENTS, &ge);
-		if (ret)
-			return ret;
-		for (i = 0; i < ge.num_events; i++) {
+		n = xfer_get_events(x->fd, evs, ARRAY_SIZE(evs), 100);
+		if (n < 0) {
+			krdma_report(KRDMA_GET_EVENTS, n);
+			return n;
+		}
+		for (i = 0; i < n; i++) {
 			if (evs[i].type != KRDMA_EVENT_ESTABLISHED ||
 			    evs[i].handle != x->conn)
 				continue;
@@ -301,10 +295,8 @@ static int xc_wait(struct xc *x, unsigned int want)
 {
 	int64_t deadline = xfer_now_ms() + x->o->timeout_s * 1000;
 	struct krdma_wc wcs[8];
-	struct krdma_poll p;
 	int64_t left;
-	uint32_t i;
-	int ret;
+	int i, n;
 
 	while ((x->done & want) != want) {
 		left = deadline - xfer_now_ms();
@@ -312,21 +304,14 @@ static int xc_wait(struct xc *x, unsigned int want)
 			return xc_fail(x, "%s: no completion from %s in %u s",
 				       xfer_stop ? "interrupted" : "timeout",
 				       x->peer, x->o->timeout_s);
-		memset(&p, 0, sizeof(p));
-		p.size = sizeof(p);
-		p.handle = x->conn;
-		p.num_wcs = ARRAY_SIZE(wcs);
-		p.wc_entry_size = sizeof(wcs[0]);
-		p.timeout_ms = left;
-		p.wcs_uptr = (uintptr_t)wcs;
-		ret = krdma_ioctl_quiet(x->fd, KRDMA_POLL, &p);
-		if (ret == -EINTR)
+		n = xfer_poll(x->fd, x->conn, wcs, ARRAY_SIZE(wcs), left);
+		if (n == -EINTR)
 			continue;
-		if (ret) {
-			krdma_report(KRDMA_POLL, ret);
-			return ret;
+		if (n < 0) {
+			krdma_report(KRDMA_POLL, n);
+			return n;
 		}
-		for (i = 0; i < p.num_wcs; i++) {
+		for (i = 0; i < n; i++) {
 			if (wcs[i].status)
 				return xc_fail(x, "%s completion failed: %s "
 					       "(status %u, vendor_err 0x%x)",

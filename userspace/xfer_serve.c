@@ -741,30 +741,21 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 static void sv_poll_client(struct sv *s, struct sv_client *c)
 {
 	struct krdma_wc wcs[8];
-	struct krdma_poll p = {
-		.size = sizeof(p),
-		.handle = c->conn,
-		.num_wcs = ARRAY_SIZE(wcs),
-		.wc_entry_size = sizeof(wcs[0]),
-		.wcs_uptr = (uintptr_t)wcs,
-	};
-	uint32_t i;
-	int ret;
+	int i, n;
 
 	for (;;) {
-		p.num_wcs = ARRAY_SIZE(wcs);
-		ret = krdma_ioctl_quiet(s->fd, KRDMA_POLL, &p);
-		if (ret == -EINTR)
+		n = xfer_poll(s->fd, c->conn, wcs, ARRAY_SIZE(wcs), 0);
+		if (n == -EINTR)
 			return;
-		if (ret) {
-			krdma_report(KRDMA_POLL, ret);
+		if (n < 0) {
+			krdma_report(KRDMA_POLL, n);
 			c->failed = c->gone = true;
 			return;
 		}
-		if (!p.num_wcs)
+		if (!n)
 			return;
 		c->last = xfer_now_ms();
-		for (i = 0; i < p.num_wcs; i++) {
+		for (i = 0; i < n; i++) {
 			const struct krdma_wc *wc = &wcs[i];
 
 			if (wc->status == 5 /* WR_FLUSH_ERR */) {
@@ -789,24 +780,17 @@ static void sv_poll_client(struct sv *s, struct sv_client *c)
 static void sv_events(struct sv *s)
 {
 	struct krdma_event evs[16];
-	struct krdma_get_events ge;
 	struct sv_client *c;
-	uint32_t i;
-	int ret;
+	int i, n;
 
 	do {
-		memset(&ge, 0, sizeof(ge));
-		ge.size = sizeof(ge);
-		ge.num_events = ARRAY_SIZE(evs);
-		ge.event_entry_size = sizeof(evs[0]);
-		ge.events_uptr = (uintptr_t)evs;
-		ret = krdma_ioctl_quiet(s->fd, KRDMA_GET_EVENTS, &ge);
-		if (ret) {
-			if (ret != -EINTR)
-				krdma_report(KRDMA_GET_EVENTS, ret);
+		n = xfer_get_events(s->fd, evs, ARRAY_SIZE(evs), 0);
+		if (n < 0) {
+			if (n != -EINTR)
+				krdma_report(KRDMA_GET_EVENTS, n);
 			return;
 		}
-		for (i = 0; i < ge.num_events; i++) {
+		for (i = 0; i < n; i++) {
 			const struct krdma_event *ev = &evs[i];
 
 			if (ev->type == KRDMA_EVENT_CONNECT_REQUEST) {
@@ -819,7 +803,7 @@ static void sv_events(struct sv *s)
 				  ev->type == KRDMA_EVENT_DEVICE_REMOVAL))
 				c->gone = true;
 		}
-	} while (ge.num_events == ARRAY_SIZE(evs));
+	} while (n == ARRAY_SIZE(evs));
 }
 
 static void sv_loop(struct sv *s)
