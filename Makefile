@@ -4,6 +4,8 @@
 # make KDIR=DIR       against any configured kernel tree or headers
 # make install        modules_install + krdmactl + uapi header
 # make check          every selftest in rxe VMs on Debian 6.1 and 6.12
+# make check-debug    every selftest on a debug kernel (KASAN, lockdep, kmemleak)
+# make fuzz [DURATION=SECS]  the ioctl fuzzer in a VM (debug kernel if built)
 # make demo           a VM with rxe0: krdmactl devices
 # make lint          W=1 + sparse on every installed kernel, checkpatch
 # make checkpatch | sparse | clean
@@ -32,7 +34,7 @@ MODULE_SRCS := $(wildcard $(SRC)/module/*.c $(SRC)/module/*.h)
 WARN_CFLAGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 
-.PHONY: all module tools selftests install clean check demo checkpatch sparse lint
+.PHONY: all module tools selftests install clean check check-debug fuzz demo bench checkpatch sparse lint
 
 all: module tools
 
@@ -64,8 +66,21 @@ install: all
 check:
 	$(SRC)/selftests/vm/check.sh
 
+check-debug:
+	$(SRC)/selftests/vm/check-debug.sh
+
+DURATION ?= 600
+fuzz:
+	$(SRC)/selftests/vm/check-debug.sh --fuzz $(DURATION)
+
 demo:
 	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/demo.sh
+
+# krdma and perftest side by side in one VM; figures and ratios in
+# build/bench.json (the guest writes it through the 9p-mounted repo)
+bench:
+	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/bench.sh
+	@cat $(BUILD)/bench.json
 
 CHECKPATCH ?= $(BUILD)/linux-source/scripts/checkpatch.pl
 checkpatch:

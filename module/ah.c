@@ -43,12 +43,17 @@ static int krdma_ah_create_hw(struct krdma_ah *kah,
 {
 	struct krdma_device *kdev = kah->obj.kdev;
 	struct rdma_ah_attr attr = {};
+	struct krdma_pd *kpd;
 	int ret;
 
 	ret = krdma_qp_set_av(kdev->ibdev, &attr, path);
 	if (ret)
 		return ret;
-	kah->ah = rdma_create_ah(kdev->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
+	kpd = krdma_pd_get(kah->obj.session, kdev);
+	if (IS_ERR(kpd))
+		return PTR_ERR(kpd);
+	kah->obj.kpd = kpd;
+	kah->ah = rdma_create_ah(kpd->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
 	if (IS_ERR(kah->ah)) {
 		ret = PTR_ERR(kah->ah);
 		kah->ah = NULL;

@@ -233,13 +233,15 @@ static int krdma_buf_sg(struct krdma_buf *buf)
 }
 
 /*
- * DMA-map and fast-register the buffer.  The MR's iova keeps only the
+ * DMA-map and fast-register the buffer in the session's PD (the caller is
+ * inside krdma_device_enter()).  The MR's iova keeps only the
  * offset into the first chunk: peers address the buffer from there, and
  * no kernel address leaves the module.
  */
 int krdma_buf_map(struct krdma_buf *buf)
 {
 	struct krdma_device *kdev = buf->obj.kdev;
+	struct krdma_pd *kpd;
 	size_t chunk = krdma_chunk_size(buf->mem);
 	int ret, n;
 
@@ -253,7 +255,11 @@ int krdma_buf_map(struct krdma_buf *buf)
 	buf->sgt.nents = n;
 	buf->mapped = true;
 
-	buf->mr = ib_alloc_mr(kdev->pd, IB_MR_TYPE_MEM_REG,
+	kpd = krdma_pd_get(buf->obj.session, kdev);
+	if (IS_ERR(kpd))
+		return PTR_ERR(kpd);
+	buf->obj.kpd = kpd;
+	buf->mr = ib_alloc_mr(kpd->pd, IB_MR_TYPE_MEM_REG,
 			      buf->mem->num_chunks);
 	if (IS_ERR(buf->mr)) {
 		ret = PTR_ERR(buf->mr);
@@ -263,8 +269,37 @@ int krdma_buf_map(struct krdma_buf *buf)
 	if (ib_map_mr_sg(buf->mr, buf->sgt.sgl, n, NULL, chunk) != n)
 		return -EINVAL;
 	buf->mr->iova &= chunk - 1;
-	return krdma_device_reg_mr(kdev, buf->mr,
-				   krdma_access_to_ib(buf->access));
+	ret = krdma_pd_reg_mr(kpd, buf->mr, krdma_access_to_ib(buf->access));
+	/* a fast-registered MR has one key, local and remote */
+	buf->key = buf->mr->lkey;
+	return ret;
+}
+
+/*
+ * The buffer of the session on @kdev whose key is @key, referenced: a
+ * LOCAL_INV may name no other (the PD is shared by every session).
+ */
+int krdma_buf_find_key(struct krdma_session *session,
+		       struct krdma_device *kdev, u32 key,
+		       struct krdma_object **ref)
+{
+	struct krdma_object *obj;
+	unsigned long handle;
+	int ret = -EINVAL;
+
+	xa_lock(&session->objects);
+	xa_for_each(&session->objects, handle, obj) {
+		if (obj->ops != &krdma_buf_ops || obj->kdev != kdev ||
+		    container_of(obj, struct krdma_buf, obj)->key != key)
+			continue;
+		if (kref_get_unless_zero(&obj->kref)) {
+			*ref = obj;
+			ret = 0;
+		}
+		break;
+	}
+	xa_unlock(&session->objects);
+	return ret;
 }
 
 static int krdma_buf_alloc_check(const struct krdma_buf_alloc *cmd)

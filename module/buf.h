@@ -44,6 +44,8 @@ struct krdma_buf_mem {
  * @sgt: @mem's chunks, DMA mapped while @mapped
  * @mapped: @sgt is DMA mapped
  * @mr: the fast-registered MR
+ * @key: @mr's key as registered (lkey and rkey alike); never changes, so
+ *	it may be read under the session's xarray lock alone
  */
 struct krdma_buf {
 	struct krdma_object obj;
@@ -53,6 +55,7 @@ struct krdma_buf {
 	struct sg_table sgt;
 	bool mapped;
 	struct ib_mr *mr;
+	u32 key;
 };
 
 extern const struct krdma_object_ops krdma_buf_ops;

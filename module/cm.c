@@ -26,10 +26,12 @@
  * struct krdma_listener - a listening rdma_cm id
  * @obj: the handle (no device: a listener may span all of them)
  * @cm_id: the id
+ * @transport: &enum krdma_transport of the requests it takes
  */
 struct krdma_listener {
 	struct krdma_object obj;
 	struct rdma_cm_id *cm_id;
+	u32 transport;
 };
 
 static void krdma_listener_destroy_hw(struct krdma_object *obj)
@@ -124,6 +126,29 @@ static void krdma_cm_fill_event(struct krdma_event *kev, u32 handle,
 	}
 }
 
+/*
+ * UD: the SIDR reply named the peer's QP and Q_Key and rdma_cm resolved its
+ * address; sends that name no address handle go there.  The handler runs
+ * before the connect returns, and DESTROY waits for it in rdma_destroy_id().
+ */
+static int krdma_cm_ud_peer(struct krdma_conn *conn,
+			    const struct rdma_cm_event *ev)
+{
+	struct rdma_ah_attr attr = ev->param.ud.ah_attr;
+	struct ib_ah *ah;
+
+	if (conn->ud_ah)
+		return 0;
+	ah = rdma_create_ah(conn->obj.kpd->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah))
+		return PTR_ERR(ah);
+	conn->dest_qp_num = ev->param.ud.qp_num;
+	conn->qkey = ev->param.ud.qkey;
+	/* pairs with the smp_load_acquire() of a post */
+	smp_store_release(&conn->ud_ah, ah);
+	return 0;
+}
+
 /* What a waiting connect/accept learns from an event; 1: not an outcome. */
 static int krdma_cm_outcome(struct krdma_conn *conn,
 			    const struct rdma_cm_event *ev)
@@ -131,14 +156,23 @@ static int krdma_cm_outcome(struct krdma_conn *conn,
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		return 0;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		if (conn->transport == KRDMA_TRANSPORT_UD)
+			return krdma_cm_ud_peer(conn, ev);
 		return 0;
 	case RDMA_CM_EVENT_REJECTED:
 		conn->reject_reason = ev->status;
 		return -ECONNREFUSED;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		/* a SIDR reply with a status: the UD peer refused */
+		if (conn->transport == KRDMA_TRANSPORT_UD && ev->status > 0) {
+			conn->reject_reason = ev->status;
+			return -ECONNREFUSED;
+		}
+		return ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		return ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -163,18 +197,19 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED &&
 	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		rdma_disconnect(id);
+	outcome = krdma_cm_outcome(conn, ev);
+	/* queued before the waiter wakes: its step's events are all there */
+	krdma_cm_fill_event(&kev, conn->obj.handle, id, ev);
+	krdma_event_queue(conn->obj.session, &kev);
 	/*
 	 * The first outcome of a step is its answer: an ESTABLISHED followed
 	 * at once by a DISCONNECTED (a peer that leaves right away) must
 	 * still read as established to the accept waiting for it.
 	 */
-	outcome = krdma_cm_outcome(conn, ev);
 	if (outcome <= 0 && !completion_done(&conn->cm_done)) {
 		WRITE_ONCE(conn->cm_status, outcome);
 		complete(&conn->cm_done);
 	}
-	krdma_cm_fill_event(&kev, conn->obj.handle, id, ev);
-	krdma_event_queue(conn->obj.session, &kev);
 }
 
 /* Build the connection of an incoming request; a non-zero return rejects. */
@@ -187,11 +222,17 @@ static int krdma_listener_request(struct krdma_listener *l,
 	u32 handle;
 	int ret;
 
+	/* an RC listener and a UC request share the TCP port space */
+	if (krdma_cm_transport(id->qp_type) != l->transport)
+		return -EINVAL;
 	conn = krdma_conn_alloc_cm(l->obj.session, id);
 	if (IS_ERR(conn))
 		return PTR_ERR(conn);
-	conn->peer_initiator_depth = ev->param.conn.initiator_depth;
-	conn->peer_responder_resources = ev->param.conn.responder_resources;
+	if (l->transport != KRDMA_TRANSPORT_UD) {
+		conn->peer_initiator_depth = ev->param.conn.initiator_depth;
+		conn->peer_responder_resources =
+			ev->param.conn.responder_resources;
+	}
 	ret = krdma_object_publish(&conn->obj, &handle);
 	krdma_device_exit(conn->obj.kdev);
 	if (ret)
@@ -235,10 +276,14 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
-static struct rdma_cm_id *krdma_cm_create_id(struct krdma_object *obj)
+/* RC and UC connect through CM REQ/REP, UD through SIDR. */
+static struct rdma_cm_id *krdma_cm_create_id(struct krdma_object *obj,
+					     u32 transport)
 {
 	return rdma_create_id(current->nsproxy->net_ns, krdma_cm_handler, obj,
-			      RDMA_PS_TCP, IB_QPT_RC);
+			      transport == KRDMA_TRANSPORT_UD ? RDMA_PS_UDP :
+								RDMA_PS_TCP,
+			      krdma_qp_type(transport));
 }
 
 int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -251,9 +296,8 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
-	if (cmd->transport != KRDMA_TRANSPORT_RC)
-		return cmd->transport > KRDMA_TRANSPORT_UD ? -EINVAL :
-							     -EOPNOTSUPP;
+	if (cmd->transport > KRDMA_TRANSPORT_UD)
+		return -EINVAL;
 	ret = krdma_sockaddr_from_user(&cmd->addr, &ss);
 	if (ret)
 		return ret;
@@ -261,10 +305,11 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!l)
 		return -ENOMEM;
 	krdma_object_init(&l->obj, session, &krdma_listener_ops);
+	l->transport = cmd->transport;
 	ret = krdma_object_reserve(&l->obj);
 	if (ret)
 		goto err_free;
-	l->cm_id = krdma_cm_create_id(&l->obj);
+	l->cm_id = krdma_cm_create_id(&l->obj, l->transport);
 	if (IS_ERR(l->cm_id)) {
 		ret = PTR_ERR(l->cm_id);
 		l->cm_id = NULL;
@@ -306,15 +351,13 @@ static int krdma_cm_wait(struct krdma_conn *conn, u32 timeout_ms)
 
 static int krdma_cm_connect_check(const struct krdma_cm_connect *cmd)
 {
-	if (cmd->flags & ~KRDMA_CONN_NOTIFY)
+	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ))
 		return -EOPNOTSUPP;
-	if (cmd->srq_handle || cmd->handle || cmd->dev_index ||
-	    cmd->qp_num || cmd->reject_reason)
+	if (cmd->handle || cmd->dev_index || cmd->qp_num ||
+	    cmd->reject_reason)
 		return -EINVAL;
 	if (cmd->transport > KRDMA_TRANSPORT_UD)
 		return -EINVAL;
-	if (cmd->transport != KRDMA_TRANSPORT_RC)
-		return -EOPNOTSUPP;
 	if (cmd->private_data_len > sizeof(cmd->private_data))
 		return -EINVAL;
 	if (cmd->src.family && cmd->src.family != cmd->dst.family)
@@ -357,10 +400,33 @@ static void krdma_cm_conn_param(struct krdma_conn *conn,
 	memset(param, 0, sizeof(*param));
 	param->private_data = pdata;
 	param->private_data_len = plen;
-	param->responder_resources = min_t(u32, attrs->max_qp_rd_atom, 255);
-	param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 255);
+	/* READ and atomics are RC only */
+	if (conn->transport == KRDMA_TRANSPORT_RC) {
+		param->responder_resources = min_t(u32, attrs->max_qp_rd_atom,
+						   255);
+		param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom,
+					       255);
+	}
 	param->retry_count = 7;
 	param->rnr_retry_count = 7;
+}
+
+/*
+ * RC over rdma_cm gets the timers a manual connection defaults to: left
+ * alone, the CM derives the ACK timeout from the packet lifetime (about
+ * 0.5 s on RoCE), so every retransmission would stall the queue that long.
+ */
+static int krdma_cm_set_timers(struct krdma_conn *conn)
+{
+	int ret;
+
+	if (conn->transport != KRDMA_TRANSPORT_RC)
+		return 0;
+	ret = rdma_set_ack_timeout(conn->cm_id, KRDMA_DEFAULT_TIMEOUT);
+	if (!ret)
+		ret = rdma_set_min_rnr_timer(conn->cm_id,
+					     KRDMA_DEFAULT_RNR_TIMER);
+	return ret;
 }
 
 /* The session's connection after resolution: device, QP, handle. */
@@ -372,7 +438,9 @@ static int krdma_cm_setup(struct krdma_session *session,
 	ret = krdma_conn_attach_cm(conn);
 	if (ret)
 		return ret;
-	ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
+	ret = krdma_conn_use_srq(conn, cmd->flags, cmd->srq_handle);
+	if (!ret)
+		ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
 	if (!ret)
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
 	if (!ret)
@@ -394,14 +462,14 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_cm_connect_check(cmd);
 	if (ret)
 		return ret;
-	conn = krdma_conn_alloc(session, KRDMA_TRANSPORT_RC,
+	conn = krdma_conn_alloc(session, cmd->transport,
 				cmd->flags & KRDMA_CONN_NOTIFY);
 	if (!conn)
 		return -ENOMEM;
 	ret = krdma_object_reserve(&conn->obj);
 	if (ret)
 		goto err_put;
-	conn->cm_id = krdma_cm_create_id(&conn->obj);
+	conn->cm_id = krdma_cm_create_id(&conn->obj, cmd->transport);
 	if (IS_ERR(conn->cm_id)) {
 		ret = PTR_ERR(conn->cm_id);
 		conn->cm_id = NULL;
@@ -420,7 +488,9 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		krdma_cm_conn_param(conn, &param, cmd->private_data,
 				    cmd->private_data_len);
 		reinit_completion(&conn->cm_done);
-		ret = rdma_connect(conn->cm_id, &param);
+		ret = krdma_cm_set_timers(conn);
+		if (!ret)
+			ret = rdma_connect(conn->cm_id, &param);
 		krdma_object_unlock_hw(&conn->obj);
 	}
 	if (!ret)
@@ -468,7 +538,7 @@ static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
 static int krdma_cm_accept_check(const struct krdma_cm_accept *cmd,
 				 u32 max_pdata)
 {
-	if (cmd->srq_handle || cmd->__reserved || cmd->qp_num)
+	if (cmd->__reserved || cmd->qp_num)
 		return -EINVAL;
 	if (cmd->private_data_len > max_pdata)
 		return -EINVAL;
@@ -483,7 +553,7 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_conn *conn;
 	int ret;
 
-	if (cmd->flags & ~KRDMA_CONN_NOTIFY)
+	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ))
 		return -EOPNOTSUPP;
 	ret = krdma_cm_accept_check(cmd, sizeof(cmd->private_data));
 	if (ret)
@@ -492,7 +562,9 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (ret)
 		return ret;
 	conn->notify = cmd->flags & KRDMA_CONN_NOTIFY;
-	ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
+	ret = krdma_conn_use_srq(conn, cmd->flags, cmd->srq_handle);
+	if (!ret)
+		ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
 	if (!ret)
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
 	if (ret) {
@@ -510,12 +582,15 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 					  conn->peer_initiator_depth);
 	reinit_completion(&conn->cm_done);
 	rdma_lock_handler(conn->cm_id);
-	ret = rdma_accept(conn->cm_id, &param);
+	ret = krdma_cm_set_timers(conn);
+	if (!ret)
+		ret = rdma_accept(conn->cm_id, &param);
 	rdma_unlock_handler(conn->cm_id);
 	cmd->qp_num = conn->qp_num;
 	krdma_object_get_ref(&conn->obj);
 	krdma_conn_put(conn);
-	if (!ret)
+	/* a SIDR reply is the whole UD handshake: no ESTABLISHED follows */
+	if (!ret && conn->transport != KRDMA_TRANSPORT_UD)
 		ret = krdma_cm_wait(conn, timeout);
 	krdma_object_put(&conn->obj);
 	if (ret)
@@ -564,6 +639,8 @@ int krdma_cm_disconnect(struct krdma_session *session,
 		return ret;
 	if (!conn->cm_id)
 		ret = -EINVAL;
+	else if (conn->transport == KRDMA_TRANSPORT_UD)
+		ret = -EOPNOTSUPP;	/* datagrams: DESTROY ends it */
 	else if (test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		ret = 0;	/* already disconnected, by either side */
 	else

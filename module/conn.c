@@ -13,9 +13,7 @@
 
 #define KRDMA_DEFAULT_QUEUE_DEPTH 128
 #define KRDMA_DEFAULT_QKEY 0x11111111
-#define KRDMA_DEFAULT_TIMEOUT 14
 #define KRDMA_DEFAULT_RETRY 7
-#define KRDMA_DEFAULT_RNR_TIMER 12
 
 void krdma_conn_destroy_hw(struct krdma_object *obj)
 {
@@ -28,12 +26,10 @@ void krdma_conn_destroy_hw(struct krdma_object *obj)
 		rdma_destroy_id(conn->cm_id);
 		conn->cm_id = NULL;
 	}
-	if (conn->qp)
-		ib_destroy_qp(conn->qp);
-	conn->qp = NULL;
-	if (conn->cq)
-		ib_destroy_cq(conn->cq);
-	conn->cq = NULL;
+	if (conn->ud_ah)
+		rdma_destroy_ah(conn->ud_ah, RDMA_DESTROY_AH_SLEEPABLE);
+	conn->ud_ah = NULL;
+	krdma_conn_release_hw(conn);
 	if (test_and_clear_bit(KRDMA_CONN_CQ_READY, &conn->state))
 		atomic_dec(&obj->session->ready_conns);
 }
@@ -72,7 +68,19 @@ static void krdma_conn_qp_event(struct ib_event *event, void *context)
 	wake_up_all(&conn->obj.session->wait);
 }
 
-static enum ib_qp_type krdma_qp_type(u32 transport)
+u32 krdma_cm_transport(enum ib_qp_type type)
+{
+	switch (type) {
+	case IB_QPT_UC:
+		return KRDMA_TRANSPORT_UC;
+	case IB_QPT_UD:
+		return KRDMA_TRANSPORT_UD;
+	default:
+		return KRDMA_TRANSPORT_RC;
+	}
+}
+
+enum ib_qp_type krdma_qp_type(u32 transport)
 {
 	switch (transport) {
 	case KRDMA_TRANSPORT_UC:
@@ -111,13 +119,38 @@ int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps)
 
 static int krdma_conn_create_check(const struct krdma_conn_create *cmd)
 {
-	if (cmd->flags & ~KRDMA_CONN_NOTIFY)
+	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ))
 		return -EOPNOTSUPP;
-	if (cmd->__reserved || cmd->srq_handle)
+	if (cmd->__reserved)
 		return -EINVAL;
 	if (cmd->transport > KRDMA_TRANSPORT_UD)
 		return -EINVAL;
 	return 0;
+}
+
+/*
+ * With KRDMA_CONN_SRQ the connection receives from an SRQ of its session on
+ * its device (bound until krdma_conn_release_hw()); else @srq_handle is 0.
+ */
+int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle)
+{
+	if (!(flags & KRDMA_CONN_SRQ))
+		return srq_handle ? -EINVAL : 0;
+	return krdma_srq_bind(conn->obj.session, srq_handle, conn->obj.kdev,
+			      &conn->srq);
+}
+
+/* rdma_cm chose the UD QP's Q_Key: our sends default to it. */
+static int krdma_conn_cm_qkey(struct krdma_conn *conn)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+	int ret;
+
+	ret = ib_query_qp(conn->qp, &attr, IB_QP_QKEY, &init);
+	if (!ret)
+		conn->qkey = attr.qkey;
+	return ret;
 }
 
 int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
@@ -138,7 +171,13 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		},
 	};
 	struct ib_qp *qp;
+	u32 recv_room;
 
+	if (conn->srq) {
+		init.srq = conn->srq->srq;
+		init.cap.max_recv_wr = 0;
+		init.cap.max_recv_sge = 0;
+	}
 	conn->cq = ib_create_cq(kdev->ibdev, krdma_conn_comp, NULL, conn,
 				&cq_attr);
 	if (IS_ERR(conn->cq)) {
@@ -150,22 +189,32 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	init.send_cq = conn->cq;
 	init.recv_cq = conn->cq;
 	if (conn->cm_id) {
-		int ret = rdma_create_qp(conn->cm_id, kdev->pd, &init);
+		int ret = rdma_create_qp(conn->cm_id, conn->obj.kpd->pd, &init);
 
 		if (ret)
 			return ret;
 		qp = conn->cm_id->qp;
 	} else {
-		qp = ib_create_qp(kdev->pd, &init);
+		qp = ib_create_qp(conn->obj.kpd->pd, &init);
 		if (IS_ERR(qp))
 			return PTR_ERR(qp);
 	}
 	conn->qp = qp;
 	conn->qp_num = qp->qp_num;
-	/* Devices round queues up: a CQ sized to the request could overflow. */
-	if (init.cap.max_send_wr + init.cap.max_recv_wr > conn->cq->cqe) {
+	/*
+	 * Devices round queues up: a CQ sized to the request could overflow.
+	 * With an SRQ, every receive it holds may complete here.
+	 */
+	recv_room = conn->srq ? conn->srq->max_wr : init.cap.max_recv_wr;
+	if (init.cap.max_send_wr + recv_room > conn->cq->cqe) {
 		int ret = ib_resize_cq(conn->cq, init.cap.max_send_wr +
-					      init.cap.max_recv_wr);
+					      recv_room);
+
+		if (ret)
+			return ret;
+	}
+	if (conn->cm_id && conn->transport == KRDMA_TRANSPORT_UD) {
+		int ret = krdma_conn_cm_qkey(conn);
 
 		if (ret)
 			return ret;
@@ -199,14 +248,23 @@ struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
 	return conn;
 }
 
-/* Where a connection sends from: port, GID, LID, MTU. */
+/*
+ * Where a connection sends from: port, GID, LID, MTU; and the session's PD
+ * it lives in.  The caller is inside krdma_device_enter().
+ */
 static int krdma_conn_set_port(struct krdma_conn *conn, u32 port,
 			       u32 gid_index)
 {
 	struct ib_device *ibdev = conn->obj.kdev->ibdev;
 	const struct ib_gid_attr *attr;
 	struct ib_port_attr pattr;
+	struct krdma_pd *kpd;
 	int ret;
+
+	kpd = krdma_pd_get(conn->obj.session, conn->obj.kdev);
+	if (IS_ERR(kpd))
+		return PTR_ERR(kpd);
+	conn->obj.kpd = kpd;
 
 	if (!rdma_is_port_valid(ibdev, port))
 		return -EINVAL;
@@ -254,7 +312,7 @@ struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
 	struct krdma_conn *conn;
 	int ret;
 
-	conn = krdma_conn_alloc(session, KRDMA_TRANSPORT_RC, false);
+	conn = krdma_conn_alloc(session, krdma_cm_transport(id->qp_type), false);
 	if (!conn)
 		return ERR_PTR(-ENOMEM);
 	conn->cm_id = id;
@@ -290,6 +348,8 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	conn->obj.kdev = kdev;
 
 	ret = krdma_conn_set_port(conn, cmd->port_num, cmd->gid_index);
+	if (!ret)
+		ret = krdma_conn_use_srq(conn, cmd->flags, cmd->srq_handle);
 	if (!ret)
 		ret = krdma_conn_caps(kdev, &cmd->caps);
 	if (!ret)
@@ -450,7 +510,9 @@ int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
 		goto out_unlock;
 	}
-	conn->dest_qp_num = path.dest_qp_num;
+	/* a UD QP has no peer: each send names one */
+	if (conn->transport != KRDMA_TRANSPORT_UD)
+		conn->dest_qp_num = path.dest_qp_num;
 	conn->path_mtu = path.path_mtu;
 	conn->qkey = path.qkey;
 out_unlock:
@@ -458,6 +520,17 @@ out_unlock:
 out_put:
 	krdma_object_put(obj);
 	return ret;
+}
+
+/* The connected path's MTU; UD: the port's, which bounds each message. */
+static u32 krdma_conn_query_mtu(const struct krdma_conn *conn,
+				const struct ib_qp_attr *attr)
+{
+	if (conn->transport == KRDMA_TRANSPORT_UD)
+		return ib_mtu_enum_to_int(conn->active_mtu);
+	if (attr->qp_state < IB_QPS_RTR)
+		return 0;
+	return ib_mtu_enum_to_int(attr->path_mtu);
 }
 
 int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -484,10 +557,8 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		/* what the QP says: rdma_cm connected it, not CONN_MODIFY */
 		cmd->dest_qp_num = attr.qp_state >= IB_QPS_RTR &&
 				   conn->transport != KRDMA_TRANSPORT_UD ?
-				   attr.dest_qp_num : 0;
-		cmd->path_mtu = attr.qp_state >= IB_QPS_RTR &&
-				conn->transport != KRDMA_TRANSPORT_UD ?
-				ib_mtu_enum_to_int(attr.path_mtu) : 0;
+				   attr.dest_qp_num : conn->dest_qp_num;
+		cmd->path_mtu = krdma_conn_query_mtu(conn, &attr);
 		cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
 	}
 	krdma_conn_put(conn);
@@ -535,7 +606,10 @@ int krdma_conn_get_request(struct krdma_session *session, u32 handle,
 	return krdma_conn_lookup(session, handle, false, connp);
 }
 
-/* Undo krdma_conn_create_hw(), leaving the connection as it was before. */
+/*
+ * Undo krdma_conn_create_hw() and krdma_conn_use_srq(), leaving the
+ * connection as it was before.
+ */
 void krdma_conn_release_hw(struct krdma_conn *conn)
 {
 	if (conn->qp && conn->cm_id)
@@ -546,6 +620,11 @@ void krdma_conn_release_hw(struct krdma_conn *conn)
 	if (conn->cq)
 		ib_destroy_cq(conn->cq);
 	conn->cq = NULL;
+	if (conn->srq) {
+		krdma_srq_unbind(conn->srq);
+		krdma_object_put(&conn->srq->obj);
+	}
+	conn->srq = NULL;
 }
 
 void krdma_conn_put(struct krdma_conn *conn)

@@ -176,127 +176,6 @@ void krdma_device_exit(struct krdma_device *kdev)
 	up_read(&kdev->usage);
 }
 
-struct krdma_reg_wait {
-	struct ib_cqe cqe;
-	struct completion done;
-	enum ib_wc_status status;
-};
-
-static void krdma_reg_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct krdma_reg_wait *wait =
-		container_of(wc->wr_cqe, struct krdma_reg_wait, cqe);
-
-	wait->status = wc->status;
-	complete(&wait->done);
-}
-
-/* The registration QP: RC, connected to itself, on the first usable port. */
-static int krdma_reg_qp_create(struct krdma_device *kdev)
-{
-	struct ib_qp_init_attr init = {
-		.send_cq = kdev->cq,
-		.recv_cq = kdev->cq,
-		.qp_type = IB_QPT_RC,
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.cap = {
-			.max_send_wr = 4,
-			.max_recv_wr = 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-		},
-	};
-	struct krdma_qp_path path = {
-		.path_mtu = IB_MTU_1024,
-		.timeout = 14,
-		.retry_cnt = 7,
-		.rnr_retry = 7,
-		.min_rnr_timer = 12,
-		.max_rd_atomic = 1,
-		.max_dest_rd_atomic = 1,
-	};
-	struct ib_port_attr pattr;
-	struct ib_qp *qp;
-	u32 port;
-	int ret = -ENETDOWN;
-
-	rdma_for_each_port(kdev->ibdev, port) {
-		if (ib_query_port(kdev->ibdev, port, &pattr) ||
-		    pattr.state != IB_PORT_ACTIVE)
-			continue;
-		ret = krdma_qp_default_sgid(kdev->ibdev, port, &path.sgid_index,
-					    &path.dgid);
-		if (!ret) {
-			path.port_num = port;
-			path.dest_lid = pattr.lid;
-			break;
-		}
-	}
-	if (ret)
-		return ret;
-
-	qp = ib_create_qp(kdev->pd, &init);
-	if (IS_ERR(qp))
-		return PTR_ERR(qp);
-	path.dest_qp_num = qp->qp_num;
-	ret = krdma_qp_connect(qp, &path);
-	if (ret) {
-		ib_destroy_qp(qp);
-		return ret;
-	}
-	kdev->reg_qp = qp;
-	return 0;
-}
-
-/*
- * Fast-register an MR whose pages are mapped (ib_map_mr_sg) with a fresh
- * key, and wait for the device to take it.
- */
-int krdma_device_reg_mr(struct krdma_device *kdev, struct ib_mr *mr,
-			int access)
-{
-	struct krdma_reg_wait wait = { .cqe.done = krdma_reg_done };
-	struct ib_reg_wr wr = {
-		.wr = {
-			.opcode = IB_WR_REG_MR,
-			.send_flags = IB_SEND_SIGNALED,
-			.wr_cqe = &wait.cqe,
-		},
-		.mr = mr,
-		.access = access,
-	};
-	int ret;
-
-	init_completion(&wait.done);
-	mutex_lock(&kdev->reg_lock);
-	if (!kdev->reg_qp) {
-		ret = krdma_reg_qp_create(kdev);
-		if (ret)
-			goto out;
-	}
-	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
-	wr.key = mr->rkey;
-	ret = ib_post_send(kdev->reg_qp, &wr.wr, NULL);
-	if (ret)
-		goto out;
-	/*
-	 * Registration is local work; if the device sits on it, flush it out
-	 * through the error state rather than leave wait on the stack.
-	 */
-	if (!wait_for_completion_timeout(&wait.done, 30 * HZ)) {
-		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-
-		ib_modify_qp(kdev->reg_qp, &attr, IB_QP_STATE);
-		wait_for_completion(&wait.done);
-		ib_destroy_qp(kdev->reg_qp);
-		kdev->reg_qp = NULL;
-	}
-	ret = wait.status == IB_WC_SUCCESS ? 0 : -EIO;
-out:
-	mutex_unlock(&kdev->reg_lock);
-	return ret;
-}
-
 static int krdma_add_one(struct ib_device *ibdev)
 {
 	struct krdma_device *kdev;
@@ -311,7 +190,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	init_rwsem(&kdev->usage);
 	mutex_init(&kdev->lock);
 	INIT_LIST_HEAD(&kdev->objects);
-	mutex_init(&kdev->reg_lock);
+	INIT_LIST_HEAD(&kdev->pds);
 
 	kdev->pd = ib_alloc_pd(ibdev, 0);
 	if (IS_ERR(kdev->pd)) {
@@ -345,10 +224,14 @@ err_free:
 	return ret;
 }
 
-/* Destroy the verbs state of every object on the device, users first. */
+/*
+ * Destroy the verbs state of every object on the device, users first, then
+ * the sessions' PDs they lived in.
+ */
 static void krdma_device_kill_objects(struct krdma_device *kdev)
 {
 	struct krdma_object *obj;
+	struct krdma_pd *kpd;
 	int pass;
 
 	down_write(&kdev->usage);
@@ -360,6 +243,8 @@ static void krdma_device_kill_objects(struct krdma_device *kdev)
 				krdma_object_kill_hw(obj);
 				wake_up_all(&obj->session->wait);
 			}
+	list_for_each_entry(kpd, &kdev->pds, dev_entry)
+		krdma_pd_kill(kpd);
 	mutex_unlock(&kdev->lock);
 	up_write(&kdev->usage);
 }
@@ -374,8 +259,6 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	up_write(&krdma_devices_rwsem);
 
 	krdma_device_kill_objects(kdev);
-	if (kdev->reg_qp)
-		ib_destroy_qp(kdev->reg_qp);
 	ib_free_cq(kdev->cq);
 	ib_dealloc_pd(kdev->pd);
 	kdev->ibdev = NULL;

@@ -19,18 +19,18 @@
  * @kref: memory lifetime; the ib_client holds one reference until remove()
  *	returns, every object on the device one more
  * @ibdev: the RDMA device; valid until remove() returns
- * @pd: the kernel protection domain every krdma object on the device uses
+ * @pd: the kernel's own protection domain on the device (probing); the
+ *	objects of a session live in the session's PD (&struct krdma_pd)
  * @cq: the device's default completion queue (registration work)
  * @id: krdma's device id (&struct krdma_device_info.dev_index); ids are
  *	allocated cyclically so a removed device's id is not handed out again
  * @max_inline_data: inline bytes a one-SGE RC QP could be created with
  * @usage: held for read while an object is created on the device, for
  *	write by remove(): no object is half-built when removal tears down
- * @lock: protects @dead and @objects
+ * @lock: protects @dead, @objects and @pds
  * @dead: remove() has run; nothing new may be created
  * @objects: every session object with verbs state on the device
- * @reg_lock: protects @reg_qp and serialises the registrations on it
- * @reg_qp: RC QP connected to itself, used to post fast registrations
+ * @pds: every session's PD on the device
  */
 struct krdma_device {
 	struct kref kref;
@@ -40,11 +40,32 @@ struct krdma_device {
 	u32 id;
 	u32 max_inline_data;
 	struct rw_semaphore usage;
-	struct mutex lock;		/* protects dead, objects */
+	struct mutex lock;		/* protects dead, objects, pds */
 	bool dead;
 	struct list_head objects;
+	struct list_head pds;
+};
+
+/**
+ * struct krdma_pd - a session's protection domain on one device
+ * @kref: one per object living in the PD
+ * @session: the owner, whose pd_lock the last put takes
+ * @kdev: the device, referenced
+ * @pd: the PD every object of the session on the device lives in
+ * @reg_lock: protects @reg_qp and serialises the registrations on it
+ * @reg_qp: RC QP of @pd connected to itself, posts fast registrations
+ * @dev_entry: on @kdev's PD list, under the device's lock
+ * @dead: @pd and @reg_qp are gone (the device was removed)
+ */
+struct krdma_pd {
+	struct kref kref;
+	struct krdma_session *session;
+	struct krdma_device *kdev;
+	struct ib_pd *pd;
 	struct mutex reg_lock;		/* protects reg_qp, its posts */
 	struct ib_qp *reg_qp;
+	struct list_head dev_entry;
+	bool dead;
 };
 
 /**
@@ -56,6 +77,8 @@ struct krdma_device {
  * @event_lock: protects @events and @num_events
  * @events: CM events not yet fetched
  * @num_events: entries of @events
+ * @pd_lock: protects @pds: its inserts and the erase of the last put
+ * @pds: device id -> the session's &struct krdma_pd there
  */
 struct krdma_session {
 	struct xarray objects;
@@ -64,23 +87,27 @@ struct krdma_session {
 	spinlock_t event_lock;		/* protects events, num_events */
 	struct list_head events;
 	unsigned int num_events;
+	struct mutex pd_lock;		/* protects pds */
+	struct xarray pds;
 };
 
 struct krdma_object;
 
-/* Destroy order: listeners, connections, address handles, buffers. */
+/* Destroy order: listeners, connections, address handles and SRQs, buffers. */
 #define KRDMA_OBJECT_PASSES 4
 
 /**
  * struct krdma_object_ops - what differs between object types
  * @name: for messages
  * @destroy_pass: when the object goes in a teardown, 0 first
+ * @release: optional: may DESTROY take the object now? (else its errno)
  * @destroy_hw: free the verbs objects; called once, hw_rwsem held for write
  * @free: free the memory once the last reference is gone
  */
 struct krdma_object_ops {
 	const char *name;
 	int destroy_pass;
+	int (*release)(struct krdma_object *obj);
 	void (*destroy_hw)(struct krdma_object *obj);
 	void (*free)(struct krdma_object *obj);
 };
@@ -95,6 +122,7 @@ struct krdma_object_ops {
  * @handle: the object's handle in its session
  * @session: the session owning the object
  * @kdev: the device, referenced
+ * @kpd: the session's PD on @kdev the object lives in, referenced, or NULL
  * @dev_entry: on @kdev's object list, under the device's lock
  * @ops: the object's type
  */
@@ -106,9 +134,38 @@ struct krdma_object {
 	u32 handle;
 	struct krdma_session *session;
 	struct krdma_device *kdev;
+	struct krdma_pd *kpd;
 	struct list_head dev_entry;
 	const struct krdma_object_ops *ops;
 };
+
+/**
+ * struct krdma_srq - a shared receive queue object
+ * @obj: the handle; @obj.hw_rwsem protects @srq
+ * @srq: the verbs SRQ
+ * @max_wr: receive WRs the device granted
+ * @max_sge: SGEs per receive WR
+ * @lock: protects @users and @closing
+ * @users: connections whose QP uses the SRQ
+ * @closing: DESTROY has begun; no connection may bind it any more
+ */
+struct krdma_srq {
+	struct krdma_object obj;
+	struct ib_srq *srq;
+	u32 max_wr;
+	u32 max_sge;
+	spinlock_t lock;		/* protects users, closing */
+	unsigned int users;
+	bool closing;
+};
+
+extern const struct krdma_object_ops krdma_srq_ops;
+
+int krdma_srq_bind(struct krdma_session *session, u32 handle,
+		   struct krdma_device *kdev, struct krdma_srq **srqp);
+void krdma_srq_unbind(struct krdma_srq *srq);
+int krdma_srq_get(struct krdma_session *session, u32 handle,
+		  struct krdma_srq **srqp);
 
 /**
  * struct krdma_qp_path - what moving a QP to RTS needs
@@ -152,6 +209,10 @@ struct krdma_qp_path {
 	u32 qkey;
 };
 
+/* RC timers of every connection unless the caller says otherwise */
+#define KRDMA_DEFAULT_TIMEOUT 14	/* local ACK timeout: 67 ms */
+#define KRDMA_DEFAULT_RNR_TIMER 12	/* RNR NAK timer: 0.64 ms */
+
 int krdma_qp_connect(struct ib_qp *qp, const struct krdma_qp_path *path);
 int krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
 		    const struct krdma_qp_path *path);
@@ -171,6 +232,9 @@ enum {
  * @obj: the handle; @obj.hw_rwsem protects @qp and @cq
  * @cq: send and receive completions
  * @qp: the QP
+ * @srq: the SRQ the QP receives from (referenced and bound), or NULL
+ * @ud_ah: UD over rdma_cm: the address handle of the peer the CM resolved
+ *	(set once by the CM handler, before the connect returns), or NULL
  * @state: KRDMA_CONN_* bits, atomic
  * @transport: &enum krdma_transport
  * @notify: interrupt-driven completions (else busy polling)
@@ -197,6 +261,8 @@ struct krdma_conn {
 	struct krdma_object obj;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
+	struct krdma_srq *srq;
+	struct ib_ah *ud_ah;
 	unsigned long state;
 	u32 transport;
 	bool notify;
@@ -240,8 +306,11 @@ int krdma_device_enter_ib(struct ib_device *ibdev,
 			  struct krdma_device **kdevp);
 void krdma_device_exit(struct krdma_device *kdev);
 void krdma_device_put(struct krdma_device *kdev);
-int krdma_device_reg_mr(struct krdma_device *kdev, struct ib_mr *mr,
-			int access);
+struct krdma_pd *krdma_pd_get(struct krdma_session *session,
+			      struct krdma_device *kdev);
+int krdma_pd_reg_mr(struct krdma_pd *kpd, struct ib_mr *mr, int access);
+void krdma_pd_kill(struct krdma_pd *kpd);
+void krdma_pd_put(struct krdma_pd *kpd);
 
 struct krdma_session *krdma_session_create(void);
 void krdma_session_destroy(struct krdma_session *session);
@@ -287,6 +356,9 @@ int krdma_buf_inline_sges(struct krdma_session *session,
 			  const struct krdma_sge *usge, struct ib_sge *sges,
 			  int max_sges, int *num_sges, struct krdma_object **ref);
 int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma);
+int krdma_buf_find_key(struct krdma_session *session,
+		       struct krdma_device *kdev, u32 key,
+		       struct krdma_object **ref);
 int krdma_conn_get(struct krdma_session *session, u32 handle,
 		   struct krdma_conn **connp);
 struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
@@ -296,6 +368,9 @@ struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
 int krdma_conn_attach_cm(struct krdma_conn *conn);
 int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps);
 int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps);
+int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle);
+enum ib_qp_type krdma_qp_type(u32 transport);
+u32 krdma_cm_transport(enum ib_qp_type type);
 void krdma_conn_destroy_hw(struct krdma_object *obj);
 int krdma_event_queue(struct krdma_session *session,
 		      const struct krdma_event *event);
@@ -323,6 +398,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_get_events(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd);
@@ -330,5 +406,6 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_disconnect(struct krdma_session *session,
 			struct krdma_ucmd *ucmd);
+int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd);
 
 #endif /* KRDMA_PRIV_H */

@@ -34,6 +34,8 @@ union krdma_cmd_buffer {
 	struct krdma_cm_connect cm_connect;
 	struct krdma_cm_accept cm_accept;
 	struct krdma_cm_disconnect cm_disconnect;
+	struct krdma_srq_create srq_create;
+	struct krdma_bench bench;
 };
 
 struct krdma_ioctl_op {
@@ -109,6 +111,12 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 	[KRDMA_CMD_CM_DISCONNECT - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_CM_DISCONNECT, krdma_cm_disconnect,
 			       struct krdma_cm_disconnect, __reserved),
+	[KRDMA_CMD_SRQ_CREATE - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_SRQ_CREATE, krdma_srq_create,
+			       struct krdma_srq_create, handle),
+	[KRDMA_CMD_BENCH - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_BENCH, krdma_bench, struct krdma_bench,
+			       failed_conn),
 };
 
 /* Copy the kernel's answer back, no more than the caller's struct holds. */

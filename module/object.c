@@ -27,6 +27,8 @@ struct krdma_session *krdma_session_create(void)
 	init_waitqueue_head(&session->wait);
 	spin_lock_init(&session->event_lock);
 	INIT_LIST_HEAD(&session->events);
+	mutex_init(&session->pd_lock);
+	xa_init(&session->pds);
 	return session;
 }
 
@@ -34,8 +36,11 @@ static void krdma_object_release(struct kref *kref)
 {
 	struct krdma_object *obj = container_of(kref, struct krdma_object, kref);
 	struct krdma_device *kdev = obj->kdev;
+	struct krdma_pd *kpd = obj->kpd;
 
 	obj->ops->free(obj);
+	if (kpd)
+		krdma_pd_put(kpd);
 	if (kdev)
 		krdma_device_put(kdev);
 }
@@ -199,6 +204,8 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_destroy *cmd = ucmd->cmd;
 	struct krdma_object *obj;
+	bool won = false;
+	int ret;
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
@@ -210,10 +217,24 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	 */
 	xa_lock(&session->objects);
 	obj = xa_load(&session->objects, cmd->handle);
-	if (obj)
-		__xa_erase(&session->objects, cmd->handle);
+	if (obj && !kref_get_unless_zero(&obj->kref))
+		obj = NULL;
 	xa_unlock(&session->objects);
 	if (!obj)
+		return -ENOENT;
+	ret = obj->ops->release ? obj->ops->release(obj) : 0;
+	if (!ret) {
+		xa_lock(&session->objects);
+		won = xa_load(&session->objects, cmd->handle) == obj;
+		if (won)
+			__xa_erase(&session->objects, cmd->handle);
+		xa_unlock(&session->objects);
+	}
+	/* the table's reference, if we won, keeps the object for destroy */
+	krdma_object_put(obj);
+	if (ret)
+		return ret;
+	if (!won)
 		return -ENOENT;
 	krdma_object_destroy(obj);
 	return 0;
@@ -221,7 +242,7 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 /*
  * Objects in the order they must go: users of other objects (connections)
- * before what they use (address handles, then buffers).
+ * before what they use (address handles and SRQs, then buffers).
  */
 void krdma_session_destroy(struct krdma_session *session)
 {
@@ -240,6 +261,7 @@ void krdma_session_destroy(struct krdma_session *session)
 	}
 	WARN_ON(!xa_empty(&session->objects));
 	xa_destroy(&session->objects);
+	WARN_ON(!xa_empty(&session->pds));
 	krdma_events_flush(session);
 	kfree(session);
 }

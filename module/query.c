@@ -23,7 +23,8 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	cmd->num_devices = krdma_devices_count();
 	cmd->features = KRDMA_FEATURE_QUERY_DEVICES | KRDMA_FEATURE_BUFFERS |
 			KRDMA_FEATURE_MANUAL_CONN | KRDMA_FEATURE_RDMA_CM |
-			KRDMA_FEATURE_USER_BUFFERS;
+			KRDMA_FEATURE_USER_BUFFERS | KRDMA_FEATURE_SRQ |
+			KRDMA_FEATURE_BENCH;
 	cmd->ops = krdma_supported_ops();
 	cmd->transports = BIT(KRDMA_TRANSPORT_RC) | BIT(KRDMA_TRANSPORT_UC) |
 			  BIT(KRDMA_TRANSPORT_UD);

@@ -19,7 +19,7 @@ static int krdma_ubuf_check(const struct krdma_buf_reg_user *cmd)
 	u64 end;
 
 	if (cmd->flags & KRDMA_BUF_REG_WINDOW)
-		return -EOPNOTSUPP;	/* memory windows: not yet */
+		return -EOPNOTSUPP;	/* no memory windows for kernel ULPs */
 	if (cmd->flags)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)

@@ -5,6 +5,7 @@
  * anything is posted; KRDMA_POLL returns completions, busy-polling or
  * sleeping on the CQ's notification as the connection was created.
  */
+#include <linux/bottom_half.h>
 #include <linux/jiffies.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -24,7 +25,9 @@ union krdma_send_wr {
 
 /**
  * struct krdma_post_ctx - a KRDMA_POST being built
- * @conn: the connection
+ * @conn: the connection posted to, or NULL
+ * @srq: the SRQ posted to (receives only), or NULL
+ * @kdev: the device of @conn or @srq
  * @send: the send chain (when posting sends)
  * @recv: the receive chain (when posting receives)
  * @sges: room for every WR's SGEs (inline ones may split at chunk edges)
@@ -34,6 +37,8 @@ union krdma_send_wr {
  */
 struct krdma_post_ctx {
 	struct krdma_conn *conn;
+	struct krdma_srq *srq;
+	struct krdma_device *kdev;
 	union krdma_send_wr *send;
 	struct ib_recv_wr *recv;
 	struct ib_sge *sges;
@@ -53,6 +58,8 @@ static const enum ib_wr_opcode krdma_ib_opcode[] = {
 	[KRDMA_OP_RDMA_READ] = IB_WR_RDMA_READ,
 	[KRDMA_OP_ATOMIC_FETCH_ADD] = IB_WR_ATOMIC_FETCH_AND_ADD,
 	[KRDMA_OP_ATOMIC_CMP_SWP] = IB_WR_ATOMIC_CMP_AND_SWP,
+	[KRDMA_OP_SEND_WITH_INV] = IB_WR_SEND_WITH_INV,
+	[KRDMA_OP_LOCAL_INV] = IB_WR_LOCAL_INV,
 };
 
 /* Opcodes each transport can post; anything else is -EOPNOTSUPP. */
@@ -62,10 +69,14 @@ static const u32 krdma_transport_ops[] = {
 			       BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM) |
 			       BIT(KRDMA_OP_RDMA_READ) |
 			       BIT(KRDMA_OP_ATOMIC_FETCH_ADD) |
-			       BIT(KRDMA_OP_ATOMIC_CMP_SWP),
+			       BIT(KRDMA_OP_ATOMIC_CMP_SWP) |
+			       BIT(KRDMA_OP_SEND_WITH_INV) |
+			       BIT(KRDMA_OP_LOCAL_INV),
+	/* the wire has SEND with invalidate for RC only (IBA 9.4.1.1) */
 	[KRDMA_TRANSPORT_UC] = BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) |
 			       BIT(KRDMA_OP_RECV) | BIT(KRDMA_OP_RDMA_WRITE) |
-			       BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM),
+			       BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM) |
+			       BIT(KRDMA_OP_LOCAL_INV),
 	[KRDMA_TRANSPORT_UD] = BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) |
 			       BIT(KRDMA_OP_RECV),
 };
@@ -107,19 +118,40 @@ static bool krdma_is_recv(const struct krdma_wr *uwr)
 	return uwr->opcode == KRDMA_OP_RECV;
 }
 
-static int krdma_check_wr(const struct krdma_conn *conn,
+static int krdma_check_target(const struct krdma_post_ctx *ctx,
+			      const struct krdma_wr *uwr, bool is_recv)
+{
+	const struct krdma_conn *conn = ctx->conn;
+
+	if (ctx->srq)
+		return is_recv ? 0 : -EINVAL;
+	/* a QP with an SRQ has no receive queue of its own */
+	if (is_recv && conn->srq)
+		return -EINVAL;
+	if (!(krdma_transport_ops[conn->transport] & BIT(uwr->opcode)))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 			  const struct krdma_wr *uwr, bool is_recv)
 {
-	u32 max_sge = is_recv ? conn->caps.max_recv_sge :
-				conn->caps.max_send_sge;
+	u32 max_sge;
+	int ret;
 
 	if (uwr->opcode >= KRDMA_OP_MAX)
 		return -EINVAL;
 	/* one chain is all sends or all receives */
 	if (is_recv ^ krdma_is_recv(uwr))
 		return -EINVAL;
-	if (!(krdma_transport_ops[conn->transport] & BIT(uwr->opcode)))
-		return -EOPNOTSUPP;
+	ret = krdma_check_target(ctx, uwr, is_recv);
+	if (ret)
+		return ret;
+	if (ctx->srq)
+		max_sge = ctx->srq->max_sge;
+	else
+		max_sge = is_recv ? ctx->conn->caps.max_recv_sge :
+				    ctx->conn->caps.max_send_sge;
 	if (uwr->flags & ~(KRDMA_WR_SIGNALED | KRDMA_WR_INLINE |
 			   KRDMA_WR_FENCE | KRDMA_WR_SOLICITED))
 		return -EOPNOTSUPP;
@@ -131,6 +163,8 @@ static int krdma_check_wr(const struct krdma_conn *conn,
 	     uwr->opcode == KRDMA_OP_ATOMIC_CMP_SWP) &&
 	    (uwr->num_sge != 1 || uwr->sge[0].length != sizeof(u64)))
 		return -EINVAL;
+	if (uwr->opcode == KRDMA_OP_LOCAL_INV && uwr->num_sge)
+		return -EINVAL;
 	return 0;
 }
 
@@ -141,14 +175,15 @@ static int krdma_check_wr(const struct krdma_conn *conn,
 static int krdma_post_hold(struct krdma_post_ctx *ctx, struct krdma_object *obj)
 {
 	ctx->num_refs++;	/* ctx->refs[] holds obj: released with ctx */
-	return obj->kdev == ctx->conn->obj.kdev ? 0 : -EINVAL;
+	return obj->kdev == ctx->kdev ? 0 : -EINVAL;
 }
 
 /* Resolve the WR's SGEs into ctx->sges, taking buffer references. */
 static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 			 struct ib_sge *sges, int *num_sge, u64 *total)
 {
-	struct krdma_session *session = ctx->conn->obj.session;
+	struct krdma_session *session = ctx->conn ? ctx->conn->obj.session :
+						    ctx->srq->obj.session;
 	bool inline_data = uwr->flags & KRDMA_WR_INLINE;
 	unsigned int i;
 	int n = 0, ret;
@@ -180,10 +215,21 @@ static int krdma_build_ud(struct krdma_post_ctx *ctx,
 {
 	struct krdma_conn *conn = ctx->conn;
 	struct krdma_object *ah_obj;
+	struct ib_ah *cm_ah;
 	int ret;
 
 	if (total > ib_mtu_enum_to_int(conn->active_mtu))
 		return -EMSGSIZE;
+	/* pairs with the smp_store_release() of the CM handler */
+	cm_ah = smp_load_acquire(&conn->ud_ah);
+	if (!uwr->ah_handle && cm_ah) {
+		/* the peer rdma_cm resolved, unless the WR names another */
+		ud->ah = cm_ah;
+		ud->remote_qpn = uwr->remote_qpn ?
+				 uwr->remote_qpn & 0xffffff : conn->dest_qp_num;
+		ud->remote_qkey = uwr->remote_qkey ?: conn->qkey;
+		return 0;
+	}
 	ret = krdma_ah_get(conn->obj.session, uwr->ah_handle, &ud->ah, &ah_obj);
 	if (ret)
 		return ret;
@@ -220,6 +266,21 @@ static int krdma_build_send(struct krdma_post_ctx *ctx, unsigned int i,
 	if (uwr->opcode == KRDMA_OP_SEND_WITH_IMM ||
 	    uwr->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM)
 		wr->ex.imm_data = cpu_to_be32(uwr->imm_data);
+	if (uwr->opcode == KRDMA_OP_SEND_WITH_INV)
+		wr->ex.invalidate_rkey = uwr->imm_data;
+	if (uwr->opcode == KRDMA_OP_LOCAL_INV) {
+		/* only a key of this session's own buffers */
+		struct krdma_object **ref = &ctx->refs[ctx->num_refs];
+
+		ret = krdma_buf_find_key(ctx->conn->obj.session, ctx->kdev,
+					 uwr->imm_data, ref);
+		if (ret)
+			return ret;
+		ret = krdma_post_hold(ctx, *ref);
+		if (ret)
+			return ret;
+		wr->ex.invalidate_rkey = uwr->imm_data;
+	}
 	if (i)
 		ctx->send[i - 1].send.next = wr;
 
@@ -236,6 +297,8 @@ static int krdma_build_send(struct krdma_post_ctx *ctx, unsigned int i,
 		swr->atomic.rkey = uwr->rkey;
 		swr->atomic.compare_add = uwr->compare_add;
 		swr->atomic.swap = uwr->swap;
+		return 0;
+	case KRDMA_OP_LOCAL_INV:
 		return 0;
 	default:
 		if (ctx->conn->transport == KRDMA_TRANSPORT_UD)
@@ -283,7 +346,7 @@ static int krdma_post_build(struct krdma_post_ctx *ctx,
 			ctx->is_recv = krdma_is_recv(&uwr);
 		if (!i && krdma_post_ctx_alloc(ctx, cmd->num_wrs))
 			return -ENOMEM;
-		ret = krdma_check_wr(ctx->conn, &uwr, ctx->is_recv);
+		ret = krdma_check_wr(ctx, &uwr, ctx->is_recv);
 		if (ret)
 			return ret;
 		ret = ctx->is_recv ? krdma_build_recv(ctx, i, &uwr) :
@@ -304,13 +367,70 @@ static u32 krdma_post_index(const struct krdma_post_ctx *ctx,
 	return (const union krdma_send_wr *)bad_wr - ctx->send;
 }
 
+/* The connection, or the SRQ, a POST names; its hw lock held for read. */
+static int krdma_post_target(struct krdma_session *session, u32 handle,
+			     struct krdma_post_ctx *ctx, u32 *max_wrs)
+{
+	int ret;
+
+	ret = krdma_conn_get(session, handle, &ctx->conn);
+	if (!ret) {
+		ctx->kdev = ctx->conn->obj.kdev;
+		*max_wrs = max(ctx->conn->caps.max_send_wr,
+			       ctx->conn->caps.max_recv_wr);
+		return 0;
+	}
+	if (ret != -ENOENT)
+		return ret;
+	ret = krdma_srq_get(session, handle, &ctx->srq);
+	if (ret)
+		return ret;
+	ctx->kdev = ctx->srq->obj.kdev;
+	*max_wrs = ctx->srq->max_wr;
+	return 0;
+}
+
+static void krdma_post_target_put(struct krdma_post_ctx *ctx)
+{
+	struct krdma_object *obj = ctx->conn ? &ctx->conn->obj :
+					       &ctx->srq->obj;
+
+	krdma_object_unlock_hw(obj);
+	krdma_object_put(obj);
+}
+
+static int krdma_post_chain(struct krdma_post_ctx *ctx, u32 *bad_index)
+{
+	const struct ib_send_wr *bad_send = NULL;
+	const struct ib_recv_wr *bad_recv = NULL;
+	int ret;
+
+	if (ctx->srq) {
+		ret = ib_post_srq_recv(ctx->srq->srq, ctx->recv, &bad_recv);
+		*bad_index = krdma_post_index(ctx, bad_recv);
+	} else if (ctx->is_recv) {
+		ret = ib_post_recv(ctx->conn->qp, ctx->recv, &bad_recv);
+		*bad_index = krdma_post_index(ctx, bad_recv);
+	} else {
+		ret = ib_post_send(ctx->conn->qp, &ctx->send[0].send,
+				   &bad_send);
+		*bad_index = krdma_post_index(ctx, bad_send);
+		/*
+		 * Run the softirqs the post raised (a software device's send
+		 * tasklet) now rather than at the next tick (bench.c does the
+		 * same in its loop).
+		 */
+		local_bh_disable();
+		local_bh_enable();
+	}
+	return ret;
+}
+
 int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_post *cmd = ucmd->cmd;
 	struct krdma_post_ctx ctx = {};
-	const struct ib_send_wr *bad_send = NULL;
-	const struct ib_recv_wr *bad_recv = NULL;
-	u32 bad_index = 0;
+	u32 bad_index = 0, max_wrs;
 	int ret;
 
 	if (cmd->flags)
@@ -319,25 +439,17 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return -EINVAL;
 	if (cmd->wr_entry_size < sizeof(struct krdma_wr) || !cmd->num_wrs)
 		return -EINVAL;
-	ret = krdma_conn_get(session, cmd->handle, &ctx.conn);
+	ret = krdma_post_target(session, cmd->handle, &ctx, &max_wrs);
 	if (ret)
 		return ret;
-	if (cmd->num_wrs > max(ctx.conn->caps.max_send_wr,
-			       ctx.conn->caps.max_recv_wr)) {
+	if (cmd->num_wrs > max_wrs) {
 		ret = -EINVAL;
 		goto out;
 	}
 	ret = krdma_post_build(&ctx, cmd, &bad_index);
 	if (ret)
 		goto report;
-
-	if (ctx.is_recv) {
-		ret = ib_post_recv(ctx.conn->qp, ctx.recv, &bad_recv);
-		bad_index = krdma_post_index(&ctx, bad_recv);
-	} else {
-		ret = ib_post_send(ctx.conn->qp, &ctx.send[0].send, &bad_send);
-		bad_index = krdma_post_index(&ctx, bad_send);
-	}
+	ret = krdma_post_chain(&ctx, &bad_index);
 	if (!ret)
 		bad_index = cmd->num_wrs;
 report:
@@ -346,7 +458,7 @@ report:
 	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
 		ret = -EFAULT;
 out:
-	krdma_conn_put(ctx.conn);
+	krdma_post_target_put(&ctx);
 	krdma_post_ctx_free(&ctx);
 	return ret;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdmactl serve with its clients send, write, read, atomic and copy, all
- * on rxe0 in this VM (loopback), over rdma_cm at $RXE0_ADDR.  Each case
+ * on rxe0 in this VM (loopback), over rdma_cm at $RXE0_ADDR, on RC and
+ * (what they offer) UC and UD.  Each case
  * runs a server under timeout(1) on a port of its own, then the clients,
  * and checks exit statuses and output.
  */
@@ -123,6 +124,39 @@ FIXTURE_TEARDOWN(cli)
 		}							\
 	} while (0)
 
+/* the server exits 0 (-n clients served well) */
+#define SERVER_OK()							\
+	do {								\
+		kt_reap(&self->server);				\
+		EXPECT_EQ(0, self->server.status) {			\
+			TH_LOG("%s", self->server.out);		\
+		}							\
+	} while (0)
+
+/* Commands refused as bad usage: exit 2, saying what was wrong. */
+struct cli_usage {
+	const char *args;
+	const char *says;
+};
+
+static void cli_expect_usage(struct __test_metadata *_metadata,
+			     struct kt_proc *p, const struct cli_usage *bad,
+			     unsigned int n)
+{
+	unsigned int i;
+	int st;
+
+	for (i = 0; i < n; i++) {
+		st = cli_run(p, "krdmactl %s", bad[i].args);
+		EXPECT_EQ(2, st) {
+			TH_LOG("%s: exit %d", bad[i].args, st);
+		}
+		EXPECT_NE(NULL, strstr(p->out, bad[i].says)) {
+			TH_LOG("%s:\n%s", bad[i].args, p->out);
+		}
+	}
+}
+
 /* send, write and read against a pattern-filled buffer */
 KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
 {
@@ -135,10 +169,7 @@ KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
 	CLIENT_OK("-j send -s 4000 %s:18701", kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "\"result\":\"OK\""));
-	kt_reap(&self->server);
-	EXPECT_EQ(0, self->server.status) {
-		TH_LOG("%s", self->server.out);
-	}
+	SERVER_OK();
 	EXPECT_NE(NULL, strstr(self->server.out, "recv 11 bytes from")) {
 		TH_LOG("%s", self->server.out);
 	}
@@ -167,10 +198,7 @@ KRDMA_TEST_F_TIMEOUT(cli, atomics, CLI_CASE_TIMEOUT)
 	CLIENT_OK("atomic fadd --add 0 -o 64 %s:18702", kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(42ULL, v);
-	kt_reap(&self->server);
-	EXPECT_EQ(0, self->server.status) {
-		TH_LOG("%s", self->server.out);
-	}
+	SERVER_OK();
 }
 
 /* 6 clients x 20 fadd of 3 at once: the counter ends at exactly 360 */
@@ -196,10 +224,7 @@ KRDMA_TEST_F_TIMEOUT(cli, concurrent_fadd, CLI_CASE_TIMEOUT)
 	CLIENT_OK("atomic fadd --add 0 %s:18703", kt_rxe0_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(360ULL, v);
-	kt_reap(&self->server);
-	EXPECT_EQ(0, self->server.status) {
-		TH_LOG("%s", self->server.out);
-	}
+	SERVER_OK();
 }
 
 /* a 300 KiB file through a 64 KiB buffer: GOOD, identical */
@@ -212,10 +237,7 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_large, CLI_CASE_TIMEOUT)
 	START_SERVER("-p 18704 --size 65536 --save %s/save -n 1", self->dir);
 	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, kt_rxe0_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
-	kt_reap(&self->server);
-	EXPECT_EQ(0, self->server.status) {
-		TH_LOG("%s", self->server.out);
-	}
+	SERVER_OK();
 	EXPECT_EQ(0, krdma_run("cmp %s/big.bin %s/save/big.bin", self->dir,
 			       self->dir));
 	EXPECT_NE(NULL, strstr(self->server.out, "seq 4 45056 bytes at 262144"));
@@ -246,6 +268,98 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_unwritable, CLI_CASE_TIMEOUT)
 	}
 }
 
+/* UC: send, write (checked by the server) and a copy of several chunks */
+KRDMA_TEST_F_TIMEOUT(cli, uc_send_write_copy, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+
+	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.c%d", getpid());
+	ASSERT_EQ(0, krdma_run("mkdir -p %s/save && head -c 200000 "
+			       "/dev/urandom > %s/f.bin", self->dir,
+			       self->dir));
+	START_SERVER("-t uc -p 18711 --size 65536 --save %s/save -n 4",
+		     self->dir);
+	CLIENT_OK("send -t uc --data over-uc %s:18711", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "transport uc"));
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	CLIENT_OK("-j write -t uc -s 32768 -o 128 %s:18711", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "\"transport\":\"uc\""));
+	EXPECT_NE(NULL, strstr(self->client.out, "\"result\":\"OK\""));
+	CLIENT_OK("send -t uc -s 65536 %s:18711", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	CLIENT_OK("copy -t uc %s/f.bin %s:18711", self->dir, addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
+	SERVER_OK();
+	EXPECT_EQ(0, krdma_run("cmp %s/f.bin %s/save/f.bin", self->dir,
+			       self->dir));
+	EXPECT_NE(NULL, strstr(self->server.out, "data over-uc"));
+	EXPECT_NE(NULL, strstr(self->server.out, "32768 bytes at 128"));
+	EXPECT_NE(NULL, strstr(self->server.out, "transport uc"));
+	EXPECT_EQ(NULL, strstr(self->server.out, "without BYE"));
+	TH_LOG("server:\n%s", self->server.out);
+}
+
+/*
+ * UD and RC on one port: UD sends the largest message the path MTU takes,
+ * a larger one is refused (exit 2); RC still serves everything.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, ud_send_and_rc, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	uint64_t max = 0;
+	int st;
+
+	START_SERVER("-t rc,ud -p 18712 -n 5");
+	CLIENT_OK("send -t ud --data over-ud %s:18712", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "transport ud"));
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	st = cli_run(&self->client, "krdmactl send -t ud -s 4000 %s:18712",
+		     addr);
+	EXPECT_EQ(2, st) {
+		TH_LOG("%s", self->client.out);
+	}
+	EXPECT_NE(NULL, strstr(self->client.out, "path MTU")) {
+		TH_LOG("%s", self->client.out);
+	}
+	/* "... so at most N" */
+	EXPECT_TRUE(text_u64(self->client.out, "most", &max));
+	EXPECT_LT(0ULL, max);
+	CLIENT_OK("-j send -t ud -s %llu %s:18712", (unsigned long long)max,
+		  addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "\"transport\":\"ud\""));
+	EXPECT_NE(NULL, strstr(self->client.out, "\"result\":\"OK\""));
+	CLIENT_OK("send -t rc --data over-rc %s:18712", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	CLIENT_OK("read -s 4096 %s:18712", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
+	SERVER_OK();
+	EXPECT_NE(NULL, strstr(self->server.out, "transport rc,ud"));
+	EXPECT_NE(NULL, strstr(self->server.out, "data over-ud"));
+	EXPECT_NE(NULL, strstr(self->server.out, "data over-rc"));
+	EXPECT_NE(NULL, strstr(self->server.out, "over the path MTU"));
+	TH_LOG("server:\n%s", self->server.out);
+}
+
+/* what a transport lacks: exit 2 before connecting, saying so */
+KRDMA_TEST_F(cli, refused_transports)
+{
+	static const struct cli_usage bad[] = {
+		{ "read -t uc h", "no RDMA READ over -t uc: RC only" },
+		{ "read -t ud h", "no RDMA READ over -t ud" },
+		{ "atomic fadd -t uc h", "no atomics over -t uc" },
+		{ "atomic cswap --compare 1 --swap 2 -t ud h",
+		  "no atomics over -t ud" },
+		{ "write -t ud h", "no RDMA WRITE over -t ud: RC and UC" },
+		{ "copy -t ud /etc/hostname h", "no RDMA WRITE over -t ud" },
+		{ "send -t xx h", "\"xx\" is not rc, uc or ud" },
+		{ "send -t rc,ud h", "is not rc, uc or ud" },
+		{ "serve -t rc,uc", "cannot share a port" },
+		{ "serve -t ud,", "\"\" is not rc, uc or ud" },
+	};
+
+	cli_expect_usage(_metadata, &self->client, bad, ARRAY_SIZE(bad));
+}
+
 /* nobody listens: quick non-zero exit */
 KRDMA_TEST_F(cli, connect_refused)
 {
@@ -268,10 +382,7 @@ KRDMA_TEST_F(cli, connect_refused)
 /* bad options: exit 2 naming the option */
 KRDMA_TEST_F(cli, bad_options)
 {
-	static const struct {
-		const char *args;
-		const char *says;
-	} bad[] = {
+	static const struct cli_usage bad[] = {
 		{ "serve --size 3", "--size" },
 		{ "serve -p 0", "-p/--port" },
 		{ "serve --fill x", "--fill" },
@@ -284,18 +395,8 @@ KRDMA_TEST_F(cli, bad_options)
 		{ "copy onlyfile", "missing" },
 		{ "read h:70000", "bad port" },
 	};
-	unsigned int i;
-	int st;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		st = cli_run(&self->client, "krdmactl %s", bad[i].args);
-		EXPECT_EQ(2, st) {
-			TH_LOG("%s: exit %d", bad[i].args, st);
-		}
-		EXPECT_NE(NULL, strstr(self->client.out, bad[i].says)) {
-			TH_LOG("%s:\n%s", bad[i].args, self->client.out);
-		}
-	}
+	cli_expect_usage(_metadata, &self->client, bad, ARRAY_SIZE(bad));
 }
 
 TEST_HARNESS_MAIN

@@ -19,7 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 
-#define CM_MS 10000		/* handshake and event waits: rxe under TCG */
+#define CM_MS KC_CM_MS
 #define POLL_MS 20000
 #define REJ_CONSUMER_DEFINED 28	/* IB_CM_REJ_CONSUMER_DEFINED */
 #define CONNECT_PDATA_MAX 56
@@ -41,241 +41,6 @@ static const char *rxe0_addr(void)
 static const char *rxe0_addr6(void)
 {
 	return env_or("RXE0_ADDR6", "2001:db8::1");
-}
-
-/* @addr (IPv4 or IPv6 text, NULL or "" for family 0) and @port. */
-static int kc_sockaddr(struct krdma_sockaddr *sa, const char *addr,
-		       uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	if (!addr || !*addr)
-		return 0;
-	sa->port = port;
-	if (inet_pton(AF_INET, addr, sa->addr) == 1) {
-		sa->family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, addr, sa->addr) == 1) {
-		sa->family = AF_INET6;
-		return 0;
-	}
-	errno = EINVAL;
-	return -1;
-}
-
-static bool kc_sockaddr_is(const struct krdma_sockaddr *sa, const char *addr)
-{
-	struct krdma_sockaddr want;
-
-	if (kc_sockaddr(&want, addr, 0))
-		return false;
-	return sa->family == want.family &&
-	       !memcmp(sa->addr, want.addr, sizeof(want.addr));
-}
-
-static void kc_listen_init(struct krdma_cm_listen *l, const char *addr,
-			   uint16_t port)
-{
-	memset(l, 0, sizeof(*l));
-	l->size = sizeof(*l);
-	kc_sockaddr(&l->addr, addr, port);
-}
-
-static int kc_listen(int fd, const char *addr, uint16_t port,
-		     uint32_t *handle, uint16_t *bound)
-{
-	struct krdma_cm_listen l;
-
-	kc_listen_init(&l, addr, port);
-	if (ioctl(fd, KRDMA_CM_LISTEN, &l))
-		return -1;
-	*handle = l.handle;
-	if (bound)
-		*bound = l.port;
-	return 0;
-}
-
-static void kc_get_events_init(struct krdma_get_events *g,
-			       struct krdma_event *ev, uint32_t n,
-			       uint32_t timeout_ms)
-{
-	memset(g, 0, sizeof(*g));
-	g->size = sizeof(*g);
-	g->num_events = n;
-	g->event_entry_size = sizeof(*ev);
-	g->timeout_ms = timeout_ms;
-	g->events_uptr = (uintptr_t)ev;
-}
-
-/* Up to @n events, waiting @timeout_ms for the first: how many, or -1. */
-static int kc_events(int fd, struct krdma_event *ev, uint32_t n,
-		     uint32_t timeout_ms)
-{
-	struct krdma_get_events g;
-
-	kc_get_events_init(&g, ev, n, timeout_ms);
-	if (ioctl(fd, KRDMA_GET_EVENTS, &g))
-		return -1;
-	return g.num_events;
-}
-
-/*
- * The next event of @type (on @handle unless 0) within @timeout_ms; events
- * before it are dropped.  0, or -1 with errno (ETIMEDOUT if none came).
- */
-static int kc_wait_event(int fd, uint32_t type, uint32_t handle,
-			 uint32_t timeout_ms, struct krdma_event *out)
-{
-	uint64_t end = kt_now_ms() + timeout_ms;
-	struct krdma_event ev;
-
-	for (;;) {
-		uint64_t now = kt_now_ms();
-		int n;
-
-		if (now >= end) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		n = kc_events(fd, &ev, 1, (uint32_t)(end - now));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 1 && ev.type == type && (!handle || ev.handle == handle)) {
-			if (out)
-				*out = ev;
-			return 0;
-		}
-	}
-}
-
-static const char *kc_event_name(uint32_t type)
-{
-	static const char *const names[] = {
-		"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR",
-		"CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR",
-		"UNREACHABLE", "REJECTED", "ESTABLISHED", "DISCONNECTED",
-		"DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR",
-		"ADDR_CHANGE", "TIMEWAIT_EXIT",
-	};
-
-	if (type < ARRAY_SIZE(names))
-		return names[type];
-	return type == KRDMA_EVENT_CONN_ERROR ? "CONN_ERROR" : "?";
-}
-
-static void kc_accept_init(struct krdma_cm_accept *a, uint32_t handle,
-			   const void *pdata, uint32_t plen)
-{
-	memset(a, 0, sizeof(*a));
-	a->size = sizeof(*a);
-	a->handle = handle;
-	a->timeout_ms = CM_MS;
-	a->private_data_len = plen;
-	if (pdata)
-		memcpy(a->private_data, pdata, plen);
-}
-
-static int kc_accept(int fd, uint32_t handle, const void *pdata,
-		     uint32_t plen, struct krdma_cm_accept *out)
-{
-	struct krdma_cm_accept a;
-	int ret;
-
-	kc_accept_init(&a, handle, pdata, plen);
-	ret = ioctl(fd, KRDMA_CM_ACCEPT, &a);
-	if (out)
-		*out = a;
-	return ret;
-}
-
-static int kc_reject(int fd, uint32_t handle, const void *pdata,
-		     uint32_t plen)
-{
-	struct krdma_cm_accept a;
-
-	kc_accept_init(&a, handle, pdata, plen);
-	a.timeout_ms = 0;
-	return ioctl(fd, KRDMA_CM_REJECT, &a);
-}
-
-static int kc_disconnect(int fd, uint32_t handle)
-{
-	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = handle };
-
-	return ioctl(fd, KRDMA_CM_DISCONNECT, &d);
-}
-
-/* A CM_CONNECT run in a thread of its own. */
-struct kc_connect {
-	int fd;
-	struct krdma_cm_connect cmd;
-	int ret, err;
-	uint64_t ms;		/* how long the ioctl took */
-	pthread_t thread;
-	bool started;
-};
-
-static void kc_connect_init(struct kc_connect *c, int fd, const char *dst,
-			    uint16_t port, const void *pdata, uint32_t plen)
-{
-	memset(c, 0, sizeof(*c));
-	c->fd = fd;
-	c->cmd.size = sizeof(c->cmd);
-	c->cmd.transport = KRDMA_TRANSPORT_RC;
-	c->cmd.timeout_ms = CM_MS;
-	kc_sockaddr(&c->cmd.dst, dst, port);
-	c->cmd.private_data_len = plen;
-	if (pdata)
-		memcpy(c->cmd.private_data, pdata, plen);
-	c->ret = -1;
-	c->err = EINPROGRESS;
-}
-
-static void kc_connect_run(struct kc_connect *c)
-{
-	uint64_t t0 = kt_now_ms();
-
-	c->ret = ioctl(c->fd, KRDMA_CM_CONNECT, &c->cmd);
-	c->err = c->ret ? errno : 0;
-	c->ms = kt_now_ms() - t0;
-}
-
-static void *kc_connect_fn(void *arg)
-{
-	kc_connect_run(arg);
-	return NULL;
-}
-
-static int kc_connect_start(struct kc_connect *c)
-{
-	int ret = pthread_create(&c->thread, NULL, kc_connect_fn, c);
-
-	c->started = !ret;
-	return ret;
-}
-
-/* Join within @ms: 0, or ETIMEDOUT if the CONNECT still runs. */
-static int kc_connect_join(struct kc_connect *c, uint32_t ms)
-{
-	struct timespec ts;
-	int ret;
-
-	if (!c->started)
-		return 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	ret = pthread_timedjoin_np(c->thread, NULL, &ts);
-	if (!ret)
-		c->started = false;
-	return ret;
 }
 
 /* One established connection: both ends and what the handshake carried. */
@@ -446,10 +211,6 @@ KRDMA_TEST_F(cm, listen_flags_and_transport)
 	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
 
 	kc_listen_init(&l, self->addr, 0);
-	l.transport = KRDMA_TRANSPORT_UC;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
-	l.transport = KRDMA_TRANSPORT_UD;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
 	l.transport = KRDMA_TRANSPORT_UD + 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
 	l.transport = 0xffffffff;
@@ -576,10 +337,6 @@ KRDMA_TEST_F(cm, connect_bad_arguments)
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 
 	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.transport = KRDMA_TRANSPORT_UC;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
-	c.cmd.transport = KRDMA_TRANSPORT_UD;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 	c.cmd.transport = KRDMA_TRANSPORT_UD + 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 
@@ -1716,6 +1473,274 @@ static void kc_cross(struct __test_metadata *_metadata,
 	EXPECT_OK(kc_disconnect(self->cfd, c.cmd.handle));
 	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, ev.handle,
 				CM_MS, NULL));
+}
+
+/*
+ * UC and UD over rdma_cm.  UC connects like RC (CM REQ/REP in the TCP port
+ * space); UD resolves its peer with SIDR in the UDP port space: the connect
+ * returns once the reply names the server's QP, and sends that name no
+ * address handle go there.
+ */
+
+static void kc_listen_transport(struct __test_metadata *_metadata, int fd,
+				const char *addr, uint32_t transport,
+				uint32_t *handle, uint16_t *port)
+{
+	struct krdma_cm_listen l;
+
+	kc_listen_init(&l, addr, 0);
+	l.transport = transport;
+	ASSERT_OK(ioctl(fd, KRDMA_CM_LISTEN, &l));
+	ASSERT_NE(0u, l.port);
+	*handle = l.handle;
+	*port = l.port;
+}
+
+/* Connect @transport from a thread, accept on sfd; UD sees no ESTABLISHED. */
+static void kc_establish_transport(struct __test_metadata *_metadata,
+				   FIXTURE_DATA(cm) *self, uint32_t transport,
+				   uint16_t port, struct kc_pair *p)
+{
+	struct kc_connect c;
+	struct krdma_cm_accept a;
+	uint32_t cpd = 0x75647564;
+
+	memset(p, 0, sizeof(*p));
+	kc_connect_init(&c, self->cfd, self->addr, port, &cpd, sizeof(cpd));
+	c.cmd.transport = transport;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &p->req));
+	EXPECT_EQ(0, memcmp(p->req.private_data, &cpd, sizeof(cpd)));
+	ASSERT_OK(kc_accept(self->sfd, p->req.handle, NULL, 0, &a));
+	p->s = p->req.handle;
+	p->s_qp = a.qp_num;
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s (reject_reason %d)", strerror(c.err),
+		       c.cmd.reject_reason);
+	}
+	p->conn = c.cmd;
+	p->c = c.cmd.handle;
+	ASSERT_OK(kc_wait_event(self->cfd, KRDMA_EVENT_ESTABLISHED, p->c,
+				CM_MS, NULL));
+	if (transport != KRDMA_TRANSPORT_UD)
+		ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_ESTABLISHED,
+					p->s, CM_MS, NULL));
+}
+
+static void kc_expect_transport(struct __test_metadata *_metadata, int fd,
+				uint32_t conn, uint32_t transport)
+{
+	struct krdma_conn_query q;
+
+	ASSERT_OK(kt_conn_query(fd, conn, &q));
+	EXPECT_EQ(transport, q.transport);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, q.state);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, uc_connect_send_and_write, 90)
+{
+	uint8_t data[4096], got[4096];
+	struct kt_buf src, dst;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	struct kc_pair p;
+	uint16_t port;
+	uint32_t l;
+
+	kc_listen_transport(_metadata, self->sfd, self->addr,
+			    KRDMA_TRANSPORT_UC, &l, &port);
+	kc_establish_transport(_metadata, self, KRDMA_TRANSPORT_UC, port, &p);
+	kc_expect_transport(_metadata, self->sfd, p.s, KRDMA_TRANSPORT_UC);
+	kc_expect_transport(_metadata, self->cfd, p.c, KRDMA_TRANSPORT_UC);
+	kc_send_check(_metadata, self->cfd, p.c, self->dev.dev_index,
+		      self->sfd, p.s, self->dev.dev_index, 3000, 7);
+
+	/* a WRITE, then a SEND behind it (UC has no ACK to wait for) */
+	ASSERT_OK(kt_buf_alloc(self->cfd, self->dev.dev_index, 0,
+			       sizeof(data), &src));
+	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE |
+			       KRDMA_ACCESS_REMOTE_WRITE, sizeof(got), &dst));
+	kt_fill(data, sizeof(data), 11);
+	ASSERT_OK(kt_buf_write(self->cfd, src.handle, 0, data, sizeof(data)));
+	kt_wr_init(&wr, 1, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, src.handle, 0, sizeof(data));
+	wr.remote_addr = dst.addr;
+	wr.rkey = dst.rkey;
+	ASSERT_OK(kt_post1(self->cfd, p.c, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->cfd, p.c, &wc, 1, POLL_MS));
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	kc_send_check(_metadata, self->cfd, p.c, self->dev.dev_index,
+		      self->sfd, p.s, self->dev.dev_index, 8, 8);
+	ASSERT_OK(kt_buf_read(self->sfd, dst.handle, 0, got, sizeof(got)));
+	EXPECT_EQ(-1, kt_check(got, sizeof(got), 11));
+
+	/* READ and atomics are RC only */
+	kt_wr_init(&wr, 2, KRDMA_OP_RDMA_READ, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, dst.handle, 0, 8);
+	EXPECT_ERRNO(EOPNOTSUPP, kt_post1(self->sfd, p.s, &wr));
+	EXPECT_OK(kc_disconnect(self->cfd, p.c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, p.s,
+				CM_MS, NULL));
+}
+
+/* A UC request at an RC listener is refused, and the other way round. */
+KRDMA_TEST_F(cm, uc_rc_listener_mismatch)
+{
+	struct kc_connect c;
+	uint16_t port;
+	uint32_t l;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.transport = KRDMA_TRANSPORT_UC;
+	kc_connect_run(&c);
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err);
+	TH_LOG("UC at an RC listener: %s, reason %d", strerror(c.err),
+	       c.cmd.reject_reason);
+
+	kc_listen_transport(_metadata, self->sfd, self->addr,
+			    KRDMA_TRANSPORT_UC, &l, &port);
+	kc_connect_init(&c, self->cfd, self->addr, port, NULL, 0);
+	kc_connect_run(&c);
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err);
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+}
+
+/* A UD message of @len from (fd, conn, buf) with @wr's addressing. */
+static void kc_ud_send(struct __test_metadata *_metadata, int fd,
+		       uint32_t conn, uint32_t buf, uint32_t len,
+		       struct krdma_wr *wr)
+{
+	struct krdma_wc wc;
+
+	wr->opcode = KRDMA_OP_SEND_WITH_IMM;
+	wr->flags = KRDMA_WR_SIGNALED;
+	wr->imm_data = 0xcafe;
+	kt_wr_sge(wr, buf, 0, len);
+	ASSERT_OK(kt_post1(fd, conn, wr));
+	ASSERT_EQ(1, kt_poll_n(fd, conn, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+}
+
+/* A UD receive of @len pattern-@seed bytes from @src_qp on (fd, conn). */
+static void kc_ud_recv_check(struct __test_metadata *_metadata, int fd,
+			     uint32_t conn, uint32_t buf, uint32_t len,
+			     uint32_t src_qp, uint32_t seed)
+{
+	uint8_t got[KT_GRH_LEN + 1024];
+	struct krdma_wc wc;
+
+	ASSERT_EQ(1, kt_poll_n(fd, conn, &wc, 1, POLL_MS));
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(KT_GRH_LEN + len, wc.byte_len);
+	EXPECT_EQ(src_qp, wc.src_qp);
+	EXPECT_EQ(0xcafeu, wc.imm_data);
+	ASSERT_OK(kt_buf_read(fd, buf, 0, got, KT_GRH_LEN + len));
+	EXPECT_EQ(-1, kt_check(got + KT_GRH_LEN, len, seed));
+}
+
+static void kc_ud_post_recv(struct __test_metadata *_metadata, int fd,
+			    uint32_t conn, uint32_t buf)
+{
+	struct krdma_wr wr;
+
+	kt_wr_init(&wr, 10, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, buf, 0, KT_GRH_LEN + 1024);
+	ASSERT_OK(kt_post1(fd, conn, &wr));
+}
+
+/* UD: the client sends with no AH to the CM peer; the server names one. */
+KRDMA_TEST_F_TIMEOUT(cm, ud_connect_send_both_ways, 90)
+{
+	uint8_t data[512];
+	struct kt_buf sb, cb;
+	struct krdma_wr wr;
+	struct kc_pair p;
+	uint32_t l, ah;
+	uint16_t port;
+
+	kc_listen_transport(_metadata, self->sfd, self->addr,
+			    KRDMA_TRANSPORT_UD, &l, &port);
+	kc_establish_transport(_metadata, self, KRDMA_TRANSPORT_UD, port, &p);
+	kc_expect_transport(_metadata, self->sfd, p.s, KRDMA_TRANSPORT_UD);
+	kc_expect_transport(_metadata, self->cfd, p.c, KRDMA_TRANSPORT_UD);
+	EXPECT_EQ(l, p.req.listener);
+	EXPECT_NE(0u, p.s_qp);
+	/* the accepted connection does not need its listener */
+	ASSERT_OK(kt_destroy(self->sfd, l));
+	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, KT_GRH_LEN + 1024,
+			       &sb));
+	ASSERT_OK(kt_buf_alloc(self->cfd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, KT_GRH_LEN + 1024,
+			       &cb));
+
+	kt_fill(data, sizeof(data), 21);
+	ASSERT_OK(kt_buf_write(self->cfd, cb.handle, 0, data, sizeof(data)));
+	kc_ud_post_recv(_metadata, self->sfd, p.s, sb.handle);
+	kt_wr_init(&wr, 11, KRDMA_OP_SEND, 0);
+	kc_ud_send(_metadata, self->cfd, p.c, cb.handle, sizeof(data), &wr);
+	kc_ud_recv_check(_metadata, self->sfd, p.s, sb.handle, sizeof(data),
+			 p.conn.qp_num, 21);
+
+	/* The server learnt no peer: a send must name one. */
+	kt_wr_init(&wr, 12, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, sb.handle, 0, 8);
+	EXPECT_ERRNO(ENOENT, kt_post1(self->sfd, p.s, &wr));
+	ASSERT_OK(kt_ah_create(self->sfd, p.s, self->dev.gid, &ah));
+	kt_fill(data, sizeof(data), 22);
+	ASSERT_OK(kt_buf_write(self->sfd, sb.handle, 0, data, sizeof(data)));
+	kc_ud_post_recv(_metadata, self->cfd, p.c, cb.handle);
+	kt_wr_init(&wr, 13, KRDMA_OP_SEND, 0);
+	wr.ah_handle = ah;
+	wr.remote_qpn = p.conn.qp_num;
+	kc_ud_send(_metadata, self->sfd, p.s, sb.handle, sizeof(data), &wr);
+	kc_ud_recv_check(_metadata, self->cfd, p.c, cb.handle, sizeof(data),
+			 p.s_qp, 22);
+
+	/* Nothing to disconnect on a datagram transport. */
+	EXPECT_ERRNO(EOPNOTSUPP, kc_disconnect(self->cfd, p.c));
+	EXPECT_OK(kt_destroy(self->cfd, p.c));
+	EXPECT_OK(kt_destroy(self->sfd, p.s));
+}
+
+/* SIDR refusals: a reject (reason 2), and no UD listener (reason 1). */
+KRDMA_TEST_F_TIMEOUT(cm, ud_reject_and_no_listener, 60)
+{
+	struct krdma_event ev;
+	struct kc_connect c;
+	uint16_t port;
+	uint32_t l;
+
+	kc_listen_transport(_metadata, self->sfd, self->addr,
+			    KRDMA_TRANSPORT_UD, &l, &port);
+	kc_connect_init(&c, self->cfd, self->addr, port, NULL, 0);
+	c.cmd.transport = KRDMA_TRANSPORT_UD;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_reject(self->sfd, ev.handle, "no", 2));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(ECONNREFUSED, c.err);
+	EXPECT_EQ(2, c.cmd.reject_reason);
+	EXPECT_EQ(0u, c.cmd.handle);
+
+	/* the RC listener's port has no UD listener */
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.transport = KRDMA_TRANSPORT_UD;
+	c.cmd.timeout_ms = 3000;
+	kc_connect_run(&c);
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_TRUE(c.err == ECONNREFUSED || c.err == ETIMEDOUT) {
+		TH_LOG("UD connect without a UD listener: %s",
+		       strerror(c.err));
+	}
+	kc_expect_no_handles(_metadata, self->cfd, 8);
 }
 
 KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv4, 90)

@@ -934,7 +934,9 @@ KRDMA_TEST_F(obj, conn_create_outputs)
 		EXPECT_EQ(t, q.transport);
 		EXPECT_EQ(c.qp_num, q.qp_num);
 		EXPECT_EQ(0u, q.dest_qp_num);
-		EXPECT_EQ(0u, q.path_mtu);
+		/* no path before RTR; UD: the port's MTU bounds each message */
+		EXPECT_EQ(t == KRDMA_TRANSPORT_UD ?
+			  self->dev.port.active_mtu : 0u, q.path_mtu);
 		EXPECT_EQ(0u, q.last_wc_status);
 	}
 }
@@ -1053,7 +1055,7 @@ KRDMA_TEST_F(obj, conn_create_unknown_flags)
 	struct krdma_conn_create c;
 	unsigned int bit;
 
-	for (bit = 1; bit < 32; bit++) {
+	for (bit = 2; bit < 32; bit++) {	/* NOTIFY, SRQ are known */
 		conn_create_init(&c, &self->dev, KRDMA_TRANSPORT_RC);
 		c.flags = 1u << bit;
 		EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_CONN_CREATE, &c),
@@ -1140,13 +1142,12 @@ KRDMA_TEST_F(obj, conn_modify_query_rts)
 		EXPECT_EQ((__u32)KRDMA_CONN_RTS, q.state);
 		EXPECT_EQ(t, q.transport);
 		EXPECT_EQ(a.qp_num, q.qp_num);
-		/* UD has no peer and no path: both read 0 */
+		/* UD has no peer; its MTU is the port's */
+		EXPECT_EQ(self->dev.port.active_mtu, q.path_mtu);
 		if (t != KRDMA_TRANSPORT_UD) {
 			EXPECT_EQ(b.qp_num, q.dest_qp_num);
-			EXPECT_EQ(self->dev.port.active_mtu, q.path_mtu);
 		} else {
 			EXPECT_EQ(0u, q.dest_qp_num);
-			EXPECT_EQ(0u, q.path_mtu);
 		}
 		EXPECT_EQ(0u, q.last_wc_status);
 	}
@@ -1856,18 +1857,41 @@ KRDMA_TEST_F(post, opcode_not_in_transport)
 	nothing_posted(_metadata, self);
 }
 
-/* SEND_WITH_INV and LOCAL_INV are not supported (yet), on any transport. */
+/*
+ * SEND_WITH_INV is RC only, LOCAL_INV RC and UC; LOCAL_INV names a key of
+ * the session's own buffers and carries no SGE.
+ */
 KRDMA_TEST_F(post, opcode_invalidate)
 {
 	struct krdma_wr wr;
+	struct kt_buf other;
+	int ofd;
 
 	good_send(self, &wr, 1, 8);
 	wr.opcode = KRDMA_OP_SEND_WITH_INV;
 	wr.imm_data = self->buf.rkey;
-	EXPECT_POST1_ERRNO(EOPNOTSUPP, &wr, "SEND_WITH_INV");
+	if (variant->transport != KRDMA_TRANSPORT_RC)
+		EXPECT_POST1_ERRNO(EOPNOTSUPP, &wr, "SEND_WITH_INV");
 	kt_wr_init(&wr, 2, KRDMA_OP_LOCAL_INV, KRDMA_WR_SIGNALED);
 	wr.imm_data = self->buf.lkey;
-	EXPECT_POST1_ERRNO(EOPNOTSUPP, &wr, "LOCAL_INV");
+	if (variant->transport == KRDMA_TRANSPORT_UD) {
+		EXPECT_POST1_ERRNO(EOPNOTSUPP, &wr, "LOCAL_INV on UD");
+		nothing_posted(_metadata, self);
+		return;
+	}
+	kt_wr_sge(&wr, self->buf.handle, 0, 8);
+	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV with an SGE");
+	kt_wr_init(&wr, 2, KRDMA_OP_LOCAL_INV, KRDMA_WR_SIGNALED);
+	wr.imm_data = self->buf.lkey ^ 0xff;
+	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV of an unknown key");
+	/* another session's buffer on the same device and PD */
+	ofd = krdma_open();
+	ASSERT_LE(0, ofd);
+	ASSERT_OK(kt_buf_alloc(ofd, self->dev.dev_index, KT_ACCESS_ALL, 4096,
+			       &other));
+	wr.imm_data = other.lkey;
+	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV of another session's key");
+	close(ofd);
 	nothing_posted(_metadata, self);
 }
 

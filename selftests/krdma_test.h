@@ -444,6 +444,7 @@ enum {
 };
 #define KT_WC_GRH 1u
 #define KT_WC_WITH_IMM 2u
+#define KT_WC_WITH_INVALIDATE 4u
 #define KT_GRH_LEN 40u
 
 /* One port of one device and the source GID connections there use. */
@@ -592,6 +593,29 @@ static inline int kt_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
 	return 0;
 }
 
+/* A zero-copy buffer over the caller's memory (KRDMA_BUF_REG_USER). */
+static inline int kt_buf_reg_user(int fd, uint32_t dev_index, uint32_t access,
+				  const void *p, uint64_t len, struct kt_buf *b)
+{
+	struct krdma_buf_reg_user r = {
+		.size = sizeof(r),
+		.dev_index = dev_index,
+		.access = access,
+		.uaddr = (uintptr_t)p,
+		.length = len,
+	};
+
+	memset(b, 0, sizeof(*b));
+	if (ioctl(fd, KRDMA_BUF_REG_USER, &r))
+		return -1;
+	b->handle = r.handle;
+	b->lkey = r.lkey;
+	b->rkey = r.rkey;
+	b->len = len;
+	b->addr = r.addr;
+	return 0;
+}
+
 static inline int kt_destroy(int fd, uint32_t handle)
 {
 	struct krdma_destroy d = { .size = sizeof(d), .handle = handle };
@@ -701,10 +725,12 @@ struct kt_conn {
 	struct krdma_qp_caps caps;
 };
 
-static inline int kt_conn_create(int fd, const struct kt_dev *d,
-				 uint32_t transport, uint32_t flags,
-				 const struct krdma_qp_caps *caps,
-				 struct kt_conn *c)
+/* A connection; with KRDMA_CONN_SRQ in @flags it receives from @srq. */
+static inline int kt_conn_create_srq(int fd, const struct kt_dev *d,
+				     uint32_t transport, uint32_t flags,
+				     uint32_t srq,
+				     const struct krdma_qp_caps *caps,
+				     struct kt_conn *c)
 {
 	struct krdma_conn_create cc = {
 		.size = sizeof(cc),
@@ -713,6 +739,7 @@ static inline int kt_conn_create(int fd, const struct kt_dev *d,
 		.port_num = d->port_num,
 		.gid_index = d->gid_index,
 		.transport = transport,
+		.srq_handle = srq,
 	};
 
 	memset(c, 0, sizeof(*c));
@@ -728,6 +755,14 @@ static inline int kt_conn_create(int fd, const struct kt_dev *d,
 	memcpy(c->gid, cc.gid, 16);
 	c->caps = cc.caps;
 	return 0;
+}
+
+static inline int kt_conn_create(int fd, const struct kt_dev *d,
+				 uint32_t transport, uint32_t flags,
+				 const struct krdma_qp_caps *caps,
+				 struct kt_conn *c)
+{
+	return kt_conn_create_srq(fd, d, transport, flags, 0, caps, c);
 }
 
 /* A CONN_MODIFY of @c towards @peer (NULL for UD), default attributes. */
@@ -1094,6 +1129,250 @@ static inline void kt_reap_pair(struct kt_proc *a, struct kt_proc *b,
 		nanosleep(&delay, NULL);
 		ticks++;
 	}
+}
+
+/*
+ * rdma_cm helpers: addresses, listeners, events, accept, and a CM_CONNECT
+ * run from a thread (CONNECT and ACCEPT both block until the handshake ends,
+ * so one side of a loopback test must run elsewhere).
+ */
+#include <pthread.h>
+#include <time.h>
+
+#define KC_CM_MS 10000		/* handshake and event waits: rxe under TCG */
+#define CM_MS KC_CM_MS
+
+/* @addr (IPv4 or IPv6 text, NULL or "" for family 0) and @port. */
+static inline int kc_sockaddr(struct krdma_sockaddr *sa, const char *addr,
+			      uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (!addr || !*addr)
+		return 0;
+	sa->port = port;
+	if (inet_pton(AF_INET, addr, sa->addr) == 1) {
+		sa->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, addr, sa->addr) == 1) {
+		sa->family = AF_INET6;
+		return 0;
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static inline bool kc_sockaddr_is(const struct krdma_sockaddr *sa, const char *addr)
+{
+	struct krdma_sockaddr want;
+
+	if (kc_sockaddr(&want, addr, 0))
+		return false;
+	return sa->family == want.family &&
+	       !memcmp(sa->addr, want.addr, sizeof(want.addr));
+}
+
+static inline void kc_listen_init(struct krdma_cm_listen *l, const char *addr,
+				  uint16_t port)
+{
+	memset(l, 0, sizeof(*l));
+	l->size = sizeof(*l);
+	kc_sockaddr(&l->addr, addr, port);
+}
+
+static inline int kc_listen(int fd, const char *addr, uint16_t port,
+			    uint32_t *handle, uint16_t *bound)
+{
+	struct krdma_cm_listen l;
+
+	kc_listen_init(&l, addr, port);
+	if (ioctl(fd, KRDMA_CM_LISTEN, &l))
+		return -1;
+	*handle = l.handle;
+	if (bound)
+		*bound = l.port;
+	return 0;
+}
+
+static inline void kc_get_events_init(struct krdma_get_events *g,
+				      struct krdma_event *ev, uint32_t n,
+				      uint32_t timeout_ms)
+{
+	memset(g, 0, sizeof(*g));
+	g->size = sizeof(*g);
+	g->num_events = n;
+	g->event_entry_size = sizeof(*ev);
+	g->timeout_ms = timeout_ms;
+	g->events_uptr = (uintptr_t)ev;
+}
+
+/* Up to @n events, waiting @timeout_ms for the first: how many, or -1. */
+static inline int kc_events(int fd, struct krdma_event *ev, uint32_t n,
+			    uint32_t timeout_ms)
+{
+	struct krdma_get_events g;
+
+	kc_get_events_init(&g, ev, n, timeout_ms);
+	if (ioctl(fd, KRDMA_GET_EVENTS, &g))
+		return -1;
+	return g.num_events;
+}
+
+/*
+ * The next event of @type (on @handle unless 0) within @timeout_ms; events
+ * before it are dropped.  0, or -1 with errno (ETIMEDOUT if none came).
+ */
+static inline int kc_wait_event(int fd, uint32_t type, uint32_t handle,
+				uint32_t timeout_ms, struct krdma_event *out)
+{
+	uint64_t end = kt_now_ms() + timeout_ms;
+	struct krdma_event ev;
+
+	for (;;) {
+		uint64_t now = kt_now_ms();
+		int n;
+
+		if (now >= end) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		n = kc_events(fd, &ev, 1, (uint32_t)(end - now));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 1 && ev.type == type && (!handle || ev.handle == handle)) {
+			if (out)
+				*out = ev;
+			return 0;
+		}
+	}
+}
+
+static inline const char *kc_event_name(uint32_t type)
+{
+	static const char *const names[] = {
+		"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR",
+		"CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR",
+		"UNREACHABLE", "REJECTED", "ESTABLISHED", "DISCONNECTED",
+		"DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR",
+		"ADDR_CHANGE", "TIMEWAIT_EXIT",
+	};
+
+	if (type < ARRAY_SIZE(names))
+		return names[type];
+	return type == KRDMA_EVENT_CONN_ERROR ? "CONN_ERROR" : "?";
+}
+
+static inline void kc_accept_init(struct krdma_cm_accept *a, uint32_t handle,
+				  const void *pdata, uint32_t plen)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->handle = handle;
+	a->timeout_ms = CM_MS;
+	a->private_data_len = plen;
+	if (pdata)
+		memcpy(a->private_data, pdata, plen);
+}
+
+static inline int kc_accept(int fd, uint32_t handle, const void *pdata,
+			    uint32_t plen, struct krdma_cm_accept *out)
+{
+	struct krdma_cm_accept a;
+	int ret;
+
+	kc_accept_init(&a, handle, pdata, plen);
+	ret = ioctl(fd, KRDMA_CM_ACCEPT, &a);
+	if (out)
+		*out = a;
+	return ret;
+}
+
+static inline int kc_reject(int fd, uint32_t handle, const void *pdata,
+			    uint32_t plen)
+{
+	struct krdma_cm_accept a;
+
+	kc_accept_init(&a, handle, pdata, plen);
+	a.timeout_ms = 0;
+	return ioctl(fd, KRDMA_CM_REJECT, &a);
+}
+
+static inline int kc_disconnect(int fd, uint32_t handle)
+{
+	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = handle };
+
+	return ioctl(fd, KRDMA_CM_DISCONNECT, &d);
+}
+
+/* A CM_CONNECT run in a thread of its own. */
+struct kc_connect {
+	int fd;
+	struct krdma_cm_connect cmd;
+	int ret, err;
+	uint64_t ms;		/* how long the ioctl took */
+	pthread_t thread;
+	bool started;
+	bool finished;		/* the ioctl returned (set by the thread) */
+};
+
+static inline void kc_connect_init(struct kc_connect *c, int fd, const char *dst,
+				   uint16_t port, const void *pdata, uint32_t plen)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->cmd.size = sizeof(c->cmd);
+	c->cmd.transport = KRDMA_TRANSPORT_RC;
+	c->cmd.timeout_ms = CM_MS;
+	kc_sockaddr(&c->cmd.dst, dst, port);
+	c->cmd.private_data_len = plen;
+	if (pdata)
+		memcpy(c->cmd.private_data, pdata, plen);
+	c->ret = -1;
+	c->err = EINPROGRESS;
+}
+
+static inline void kc_connect_run(struct kc_connect *c)
+{
+	uint64_t t0 = kt_now_ms();
+
+	c->ret = ioctl(c->fd, KRDMA_CM_CONNECT, &c->cmd);
+	c->err = c->ret ? errno : 0;
+	c->ms = kt_now_ms() - t0;
+	__atomic_store_n(&c->finished, true, __ATOMIC_RELEASE);
+}
+
+static inline void *kc_connect_fn(void *arg)
+{
+	kc_connect_run(arg);
+	return NULL;
+}
+
+static inline int kc_connect_start(struct kc_connect *c)
+{
+	int ret = pthread_create(&c->thread, NULL, kc_connect_fn, c);
+
+	c->started = !ret;
+	return ret;
+}
+
+/* Join within @ms: 0, or ETIMEDOUT if the CONNECT still runs. */
+static inline int kc_connect_join(struct kc_connect *c, uint32_t ms)
+{
+	uint64_t end = kt_now_ms() + ms;
+
+	if (!c->started)
+		return 0;
+	while (!__atomic_load_n(&c->finished, __ATOMIC_ACQUIRE)) {
+		if (kt_now_ms() >= end)
+			return ETIMEDOUT;
+		usleep(1000);
+	}
+	pthread_join(c->thread, NULL);
+	c->started = false;
+	return 0;
 }
 
 /* KRDMA_TEST_F with the harness timeout given in seconds. */

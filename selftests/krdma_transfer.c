@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdma data path on one device's loopback path: two connections on rxe0
- * connected to each other move data with every opcode their transport has,
- * at several sizes, and every byte is checked at the receiver.  Then
+ * connected to each other (by hand, or through rdma_cm) move data with
+ * every opcode their transport has, at sizes up to the port's largest
+ * message, and every byte is checked at the receiver.  Then
  * scatter/gather, inline data, batches, busy-polled vs interrupt-driven
  * completions (poll(2) readiness), and the failures a peer can cause:
  * a bad rkey, no receive posted (RNR), writes at a buffer's end.
@@ -16,9 +17,13 @@
 #define SLACK 4096		/* poison checked past every message */
 #define POISON 0xa5
 
+/*
+ * and the port's max_msg_sz, once: 8 MiB on 6.1's rxe; 6.12's says 2 GiB,
+ * more than the test VM's memory, so the largest is capped at 8 MiB
+ */
 static const uint64_t sizes_rc[] = { 1, 4095, 65536, 1048576 };
-#define MAX_SIZE 1048576
 #define ITERS 2
+#define MAX_MSG_CAP (8ull << 20)
 
 FIXTURE(xfer)
 {
@@ -29,12 +34,14 @@ FIXTURE(xfer)
 	uint32_t ah_b;		/* UD: b's address handle for a */
 	uint32_t mtu;
 	struct kt_buf scratch;	/* where RECVs of small messages land */
+	bool cm;		/* UD: a's sends go to the peer rdma_cm found */
 };
 
 FIXTURE_VARIANT(xfer)
 {
 	uint32_t transport;
 	uint32_t flags;		/* KRDMA_CONN_NOTIFY or 0 */
+	bool cm;		/* connected through rdma_cm, b accepting */
 };
 
 FIXTURE_VARIANT_ADD(xfer, rc)
@@ -64,11 +71,86 @@ FIXTURE_VARIANT_ADD(xfer, ud_notify)
 	.flags = KRDMA_CONN_NOTIFY,
 };
 
+FIXTURE_VARIANT_ADD(xfer, rc_cm)
+{
+	.transport = KRDMA_TRANSPORT_RC,
+	.cm = true,
+};
+
+FIXTURE_VARIANT_ADD(xfer, uc_cm)
+{
+	.transport = KRDMA_TRANSPORT_UC,
+	.cm = true,
+};
+
+FIXTURE_VARIANT_ADD(xfer, ud_cm)
+{
+	.transport = KRDMA_TRANSPORT_UD,
+	.cm = true,
+};
+
 static const struct krdma_qp_caps fixture_caps = {
 	.max_send_sge = 4,
 	.max_recv_sge = 4,
 	.max_inline_data = 64,
 };
+
+/*
+ * a connects to a listener of b's transport on $RXE0_ADDR, b accepts, both
+ * in the one session (so either end may use any buffer).
+ */
+static void cm_pair(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(xfer) *self,
+		    const FIXTURE_VARIANT(xfer) *variant)
+{
+	const char *addr = kt_rxe0_addr(false);
+	struct krdma_cm_listen l;
+	struct krdma_cm_accept acc;
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_listen_init(&l, addr, 0);
+	l.transport = variant->transport;
+	ASSERT_OK(ioctl(self->fd, KRDMA_CM_LISTEN, &l));
+	kc_connect_init(&c, self->fd, addr, l.port, NULL, 0);
+	c.cmd.transport = variant->transport;
+	c.cmd.flags = variant->flags;
+	c.cmd.caps = fixture_caps;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->fd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	kc_accept_init(&acc, ev.handle, NULL, 0);
+	acc.flags = variant->flags;
+	acc.caps = fixture_caps;
+	ASSERT_OK(ioctl(self->fd, KRDMA_CM_ACCEPT, &acc));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	ASSERT_OK(kt_destroy(self->fd, l.handle));
+	self->a.handle = c.cmd.handle;
+	self->a.qp_num = c.cmd.qp_num;
+	self->a.caps = c.cmd.caps;
+	self->b.handle = ev.handle;
+	self->b.qp_num = acc.qp_num;
+	self->b.caps = acc.caps;
+	if (variant->transport == KRDMA_TRANSPORT_UD) {
+		struct krdma_conn_query q;
+
+		/* the client's CM peer is the server's QP */
+		ASSERT_OK(kt_conn_query(self->fd, self->a.handle, &q));
+		EXPECT_EQ(self->b.qp_num, q.dest_qp_num);
+		/* the server learnt no peer */
+		ASSERT_OK(kt_conn_query(self->fd, self->b.handle, &q));
+		EXPECT_EQ(0u, q.dest_qp_num);
+	}
+	/* the handshake's events would keep the fd readable */
+	while (kc_events(self->fd, &ev, 1, 0) > 0)
+		;
+	self->a.transport = self->b.transport = variant->transport;
+	memcpy(self->a.gid, self->dev.gid, 16);
+	memcpy(self->b.gid, self->dev.gid, 16);
+}
 
 FIXTURE_SETUP(xfer)
 {
@@ -84,12 +166,19 @@ FIXTURE_SETUP(xfer)
 	self->mtu = self->dev.port.active_mtu;
 	TH_LOG("%s port %u gid_index %u mtu %u", self->dev.info.name,
 	       self->dev.port_num, self->dev.gid_index, self->mtu);
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, variant->transport,
-				 variant->flags, &fixture_caps, &self->a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, variant->transport,
-				 variant->flags, &fixture_caps, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
+	self->cm = variant->cm;
+	if (variant->cm) {
+		cm_pair(_metadata, self, variant);
+	} else {
+		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
+					 variant->transport, variant->flags,
+					 &fixture_caps, &self->a));
+		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
+					 variant->transport, variant->flags,
+					 &fixture_caps, &self->b));
+		ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
+		ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
+	}
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
 			       KRDMA_ACCESS_LOCAL_WRITE, 8192, &self->scratch));
 	if (variant->transport == KRDMA_TRANSPORT_UD) {
@@ -143,10 +232,13 @@ static bool send_wc_opcode_ok(uint32_t wr_op, uint32_t wc_op)
 	return false;
 }
 
-/* Address the WR to b if the transport is UD. */
+/*
+ * Address the WR to b if the transport is UD (over rdma_cm a WR that names
+ * no AH and no QP goes to the peer the CM resolved: b).
+ */
 static void wr_dest(FIXTURE_DATA(xfer) *self, struct krdma_wr *wr)
 {
-	if (self->a.transport != KRDMA_TRANSPORT_UD)
+	if (self->a.transport != KRDMA_TRANSPORT_UD || self->cm)
 		return;
 	wr->ah_handle = self->ah_a;
 	wr->remote_qpn = self->b.qp_num;
@@ -350,23 +442,37 @@ static void one_transfer(struct __test_metadata *_metadata,
 	}
 }
 
+/*
+ * @op at every size the transport allows: up to the port's largest message
+ * (that one once: it is the slow one) for RC/UC, up to the MTU for UD.
+ */
 static void transfer_matrix(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(xfer) *self, uint32_t op)
 {
-	uint64_t ud_sizes[] = { 1, self->mtu / 2 + 3, self->mtu };
-	const uint64_t *sizes = sizes_rc;
-	unsigned int nsizes = ARRAY_SIZE(sizes_rc), i, it;
+	uint64_t sizes[ARRAY_SIZE(sizes_rc) + 1];
+	uint64_t max_msg = self->dev.port.max_msg_sz < MAX_MSG_CAP ?
+			   self->dev.port.max_msg_sz : MAX_MSG_CAP;
+	unsigned int nsizes = 0, i, it;
 	struct xbufs x = {};
 
 	if (!transport_has(self->a.transport, op))
 		SKIP(return, "%s is not an op of this transport", op_names[op]);
 	if (self->a.transport == KRDMA_TRANSPORT_UD) {
-		sizes = ud_sizes;
-		nsizes = ARRAY_SIZE(ud_sizes);
+		sizes[nsizes++] = 1;
+		sizes[nsizes++] = self->mtu / 2 + 3;
+		sizes[nsizes++] = self->mtu;
+	} else {
+		for (i = 0; i < ARRAY_SIZE(sizes_rc); i++)
+			if (sizes_rc[i] < max_msg)
+				sizes[nsizes++] = sizes_rc[i];
+		sizes[nsizes++] = max_msg;
 	}
+	TH_LOG("sizes up to %llu (port max_msg_sz %u)",
+	       (unsigned long long)sizes[nsizes - 1],
+	       self->dev.port.max_msg_sz);
 	xbufs_alloc(_metadata, self, &x, sizes[nsizes - 1]);
 	for (i = 0; i < nsizes; i++)
-		for (it = 0; it < ITERS; it++)
+		for (it = 0; it < (sizes[i] > 1048576 ? 1 : ITERS); it++)
 			one_transfer(_metadata, self, &x, op, sizes[i], it);
 	xbufs_free(self, &x);
 }
@@ -414,11 +520,14 @@ KRDMA_TEST_F(xfer, ud_grh)
 	kt_wr_init(&rwr, 7, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, x.dst.handle, 8, KT_GRH_LEN + self->mtu);
 	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
-	/* remote_qkey given explicitly this time (the default Q_Key) */
+	/*
+	 * remote_qkey given explicitly this time: krdma's default Q_Key, or
+	 * the one rdma_cm gives UD QPs (RDMA_UDP_QKEY)
+	 */
 	kt_wr_init(&wr, 8, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, x.src.handle, 0, self->mtu);
 	wr_dest(self, &wr);
-	wr.remote_qkey = 0x11111111;
+	wr.remote_qkey = self->cm ? 0x01234567 : 0x11111111;
 	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
 	expect_wc(_metadata, self->fd, self->b.handle, 7, 0, &wc);
 	EXPECT_EQ((__u32)KRDMA_OP_RECV, wc.opcode);

@@ -45,18 +45,7 @@ static void reg_init(struct krdma_buf_reg_user *r, uint32_t dev_index,
 static int ub_reg(int fd, uint32_t dev_index, uint32_t access, const void *p,
 		  uint64_t len, struct kt_buf *b)
 {
-	struct krdma_buf_reg_user r;
-
-	reg_init(&r, dev_index, access, p, len);
-	memset(b, 0, sizeof(*b));
-	if (ioctl(fd, KRDMA_BUF_REG_USER, &r))
-		return -1;
-	b->handle = r.handle;
-	b->lkey = r.lkey;
-	b->rkey = r.rkey;
-	b->len = len;
-	b->addr = r.addr;
-	return 0;
+	return kt_buf_reg_user(fd, dev_index, access, p, len, b);
 }
 
 /* This process' pinned_vm (VmPin in /proc/self/status), in pages; -1. */

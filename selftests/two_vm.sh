@@ -9,7 +9,7 @@ KRDMA_REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 PATH=$KRDMA_REPO/build/bin:$PATH
 export PATH
 
-pass=0 fail=0 n=0
+pass=0 fail=0 skip=0 n=0
 gidx=$(grep -l '0000:0000:0000:0000:0000:ffff:' \
 	/sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | head -n 1)
 gidx=${gidx##*/}
@@ -40,8 +40,50 @@ check() {
 	fi
 }
 
+# xvm: the transfer matrix (build/selftests/krdma_xvm) against the peer's
+# krdma_xvm --serve.  One TAP line; its test cases count in the summary
+# one by one (from its "# Totals:" line), and a crash or a timeout without
+# failed cases counts as one failure.
+xvm() {
+	n=$((n + 1))
+	exe=$KRDMA_REPO/build/selftests/krdma_xvm
+	log=/tmp/krdma-xvm.$$.log
+	if [ ! -x "$exe" ]; then
+		echo "not ok $n krdma_xvm # not built (make selftests)"
+		fail=$((fail + 1))
+		return
+	fi
+	t0=$(date +%s)
+	{ XVM_PORT=18620 timeout -k 10 "$XVM_TIMEOUT" "$exe" 2>&1
+	  echo $? >"$log.rc"; } | tee "$log" | sed 's/^/# /'
+	rc=$(cat "$log.rc" 2>/dev/null)
+	rc=${rc:-1}
+	x_pass=0 x_fail=0 x_skip=0
+	totals=$(grep '^# Totals: pass:' "$log" | tail -n 1)
+	if [ -n "$totals" ]; then
+		set -- $(echo "$totals" | sed 's/.*pass:\([0-9]*\) fail:\([0-9]*\) xfail:\([0-9]*\) xpass:\([0-9]*\) skip:\([0-9]*\) error:\([0-9]*\).*/\1 \2 \3 \4 \5 \6/')
+		if [ $# -eq 6 ]; then
+			x_pass=$(($1 + $3)) x_fail=$(($2 + $4 + $6)) x_skip=$5
+		else
+			totals=
+		fi
+	fi
+	if [ -z "$totals" ] || { [ "$rc" != 0 ] && [ "$x_fail" = 0 ]; }; then
+		x_fail=$((x_fail + 1))
+	fi
+	pass=$((pass + x_pass)) fail=$((fail + x_fail)) skip=$((skip + x_skip))
+	echo "# krdma_xvm: exit $rc, $x_pass passed, $x_fail failed, $x_skip skipped in $(($(date +%s) - t0)) s"
+	if [ "$x_fail" = 0 ]; then
+		echo "ok $n krdma_xvm"
+	else
+		echo "not ok $n krdma_xvm # exit $rc"
+	fi
+	rm -f "$log" "$log.rc"
+}
+XVM_TIMEOUT=${XVM_TIMEOUT:-420}
+
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 check ping ping -c 2 -W 5 "$PEER_ADDR"
 
 # The server's buffer starts filled with its pattern: read it before the
@@ -58,6 +100,7 @@ check pingpong_ud krdmactl pingpong -t ud -p 18611 -s 1024 -n 200 -T 60 \
 	"$PEER_ADDR"
 check pingpong_rc_ibv_server krdmactl pingpong -p 18612 -n 200 -c -T 60 \
 	"$PEER_ADDR"
+xvm
 
-echo "$pass passed, $fail failed, 0 skipped"
+echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

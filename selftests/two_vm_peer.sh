@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The servers the second VM runs for two_vm.sh (run.sh --vms 2 --peer-cmd):
-# krdmactl serve, krdmactl pingpong (rc, ud) and ibv_rc_pingpong, each on
-# its own port.  The VM is stopped when the first VM's tests end.
+# krdmactl serve, krdmactl pingpong (rc, ud), ibv_rc_pingpong and the
+# krdma_xvm control server (the transfer matrix), each on its own port.
+# The VM is stopped when the first VM's tests end.
+
+KRDMA_REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 
 gidx=$(grep -l '0000:0000:0000:0000:0000:ffff:' \
 	/sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | head -n 1)
@@ -14,4 +17,5 @@ krdmactl serve -p 18600 --size 262144 --save /tmp/krdma-save -T 600 &
 krdmactl pingpong -p 18610 -n 200 -c -T 600 &
 krdmactl pingpong -t ud -p 18611 -s 1024 -n 200 -T 600 &
 ibv_rc_pingpong -d rxe0 -g "${gidx:-1}" -p 18612 -n 200 -c &
+"$KRDMA_REPO/build/selftests/krdma_xvm" --serve --port 18620 --timeout 900 &
 wait

@@ -32,6 +32,16 @@
  *  %EMSGSIZE    output array too small (count written back), or a message
  *               larger than the transport allows
  *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded for pinned memory
+ *  %EBUSY       DESTROY of an object another one still uses (an SRQ)
+ *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
+ *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH); nothing is left
+ *               half done
+ *  %ENETDOWN    the device has no active port (a buffer's fast
+ *               registration runs on one)
+ *
+ * Commands that resolve a RoCE peer's MAC from its GID (CONN_MODIFY,
+ * AH_CREATE, CM_CONNECT) also pass on the neighbour resolution's
+ * %ETIMEDOUT, %ENETUNREACH or %EHOSTUNREACH.
  */
 #ifndef _UAPI_KRDMA_H
 #define _UAPI_KRDMA_H
@@ -84,7 +94,11 @@ enum {
  * @KRDMA_FEATURE_MANUAL_CONN: %KRDMA_CONN_CREATE / %KRDMA_CONN_MODIFY
  * @KRDMA_FEATURE_RDMA_CM: the %KRDMA_CM_* commands and %KRDMA_GET_EVENTS
  * @KRDMA_FEATURE_SRQ: %KRDMA_SRQ_CREATE
- * @KRDMA_FEATURE_MEMORY_WINDOWS: memory windows on devices that have them
+ * @KRDMA_FEATURE_MEMORY_WINDOWS: memory windows; never set by kernels up to
+ *	6.12 at least: the in-kernel verbs API exports no ib_alloc_mw() and
+ *	struct ib_send_wr has no bind-MW fields, so only user verbs can bind
+ *	windows.  Fast registration plus LOCAL_INV / SEND_WITH_INV is the
+ *	kernel's way to hand out and revoke a remote key.
  * @KRDMA_FEATURE_BENCH: %KRDMA_BENCH
  *
  * A command whose feature bit is clear answers %ENOTTY.
@@ -123,7 +137,11 @@ enum krdma_transport {
  * @KRDMA_OP_ATOMIC_FETCH_ADD: 64-bit fetch-and-add at the peer
  * @KRDMA_OP_ATOMIC_CMP_SWP: 64-bit compare-and-swap at the peer
  * @KRDMA_OP_SEND_WITH_INV: send that invalidates the peer's rkey
- * @KRDMA_OP_LOCAL_INV: invalidate a local fast-registered buffer
+ *	(@imm_data), RC only; the peer's receive completes with
+ *	IB_WC_WITH_INVALIDATE and the key in its @imm_data
+ * @KRDMA_OP_LOCAL_INV: invalidate the key @imm_data of one of the session's
+ *	own buffers (any other key is %EINVAL), RC and UC; afterwards the
+ *	buffer's key fails every access until the buffer is destroyed
  */
 enum krdma_opcode {
 	KRDMA_OP_SEND = 0,
@@ -397,7 +415,9 @@ struct krdma_query_devices {
  * @size: sizeof(struct krdma_destroy)
  * @flags: must be 0
  * @handle: any handle (buffer, connection, listener, AH, SRQ); exactly one
- *	of two racing destroyers succeeds, the other gets %ENOENT.  Destroying
+ *	of two racing destroyers succeeds, the other gets %ENOENT.  An SRQ a
+ *	connection still receives from is %EBUSY (destroy the connection
+ *	first).  Destroying
  *	a buffer deregisters its MR first: WRs still posted with its keys end
  *	in error completions, never in freed memory.  Closing the fd destroys
  *	connections (their QPs) before the buffers they used.
@@ -434,7 +454,9 @@ enum krdma_access {
  * @flags: must be 0
  * @dev_index: device whose PD registers the buffer
  * @access: &enum krdma_access bits, least privilege
- * @length: bytes, 1 ... the device's max_mr_size
+ * @length: bytes, 1 ... the device's max_mr_size, and at most
+ *	max_fast_reg_page_list_len chunks of up to 4 MiB each (one MR maps
+ *	the buffer: 2 GiB on rxe), else %EINVAL
  * @handle: out, the buffer's handle
  * @lkey: out, local key
  * @rkey: out, remote key (0 unless a REMOTE_* access was asked for)
@@ -461,7 +483,9 @@ struct krdma_buf_alloc {
 /**
  * enum krdma_buf_reg_flags - &struct krdma_buf_reg_user.flags
  * @KRDMA_BUF_REG_WINDOW: also allocate a type-2 memory window bound to the
- *	region and hand out the window's rkey instead of the region's
+ *	region and hand out the window's rkey instead of the region's;
+ *	%EOPNOTSUPP while %KRDMA_FEATURE_MEMORY_WINDOWS is clear (always, so
+ *	far: see there), as is %KRDMA_ACCESS_MW_BIND
  */
 enum krdma_buf_reg_flags {
 	KRDMA_BUF_REG_WINDOW = 1 << 0,
@@ -475,7 +499,11 @@ enum krdma_buf_reg_flags {
  * @access: &enum krdma_access bits
  * @uaddr: start of the caller's memory; pages are pinned and charged to
  *	RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK (%ENOMEM past it)
- * @length: bytes; @uaddr + @length must not wrap (%EINVAL)
+ * @length: bytes; @uaddr + @length must not wrap (%EINVAL), and the pages
+ *	it spans must fit one fast registration: at most the device's
+ *	max_fast_reg_page_list_len pages (%EINVAL; 512 pages, 2 MiB, on rxe).
+ *	Larger transfers use several buffers, or a kernel buffer, whose
+ *	physically contiguous chunks let one MR map more
  * @handle: out, the buffer's handle
  * @lkey: out, local key
  * @rkey: out, remote key
@@ -555,7 +583,10 @@ struct krdma_qp_caps {
  * enum krdma_conn_flags - flags of %KRDMA_CONN_CREATE and %KRDMA_CM_CONNECT
  * @KRDMA_CONN_NOTIFY: completions wake poll(2) through ib_req_notify_cq
  *	instead of being busy-polled by %KRDMA_POLL
- * @KRDMA_CONN_SRQ: receives come from the SRQ @srq_handle
+ * @KRDMA_CONN_SRQ: receives come from the SRQ @srq_handle (of this
+ *	session, on the connection's device, else %EINVAL; %ENOENT if no such
+ *	SRQ); the connection then has no receive queue of its own, so a RECV
+ *	posted to it is %EINVAL, and its CQ has room for the whole SRQ
  */
 enum krdma_conn_flags {
 	KRDMA_CONN_NOTIFY = 1 << 0,
@@ -673,8 +704,10 @@ enum krdma_conn_state {
  * @state: out, &enum krdma_conn_state; %KRDMA_CONN_ERR after a failed WR
  * @transport: out, &enum krdma_transport
  * @qp_num: out, local QP number
- * @dest_qp_num: out, the peer's QP number
- * @path_mtu: out, bytes
+ * @dest_qp_num: out, the peer's QP number (UD: the one rdma_cm resolved
+ *	for a connect, else 0)
+ * @path_mtu: out, bytes: the connected path's MTU (0 before RTR); UD: the
+ *	port's active MTU, the largest message a send may carry
  * @last_wc_status: out, status of the last failed completion (0 if none)
  * @__reserved: must be 0
  */
@@ -713,9 +746,12 @@ struct krdma_sockaddr {
  * @size: sizeof(struct krdma_cm_listen)
  * @flags: must be 0
  * @addr: local address; the any-address listens on every device; an
- *	address no local device has is %EADDRNOTAVAIL, one in use %EADDRINUSE
+ *	address no local device has is %EADDRNOTAVAIL, one in use
+ *	%EADDRINUSE, a family other than AF_INET/AF_INET6 %EAFNOSUPPORT
  * @backlog: pending CONNECT_REQUESTs (0: default 128)
- * @transport: &enum krdma_transport of the connections it accepts (RC)
+ * @transport: &enum krdma_transport of the connections it accepts: RC and
+ *	UC share the rdma_cm TCP port space (a request of the other transport
+ *	is rejected), UD listens in the UDP port space (SIDR)
  * @handle: out, the listener's handle
  * @port: out, the port bound (useful when @addr.port was 0)
  */
@@ -737,8 +773,10 @@ struct krdma_cm_listen {
  * @flags: &enum krdma_conn_flags
  * @dst: peer address
  * @src: local address, or family 0 to let routing choose
- * @transport: &enum krdma_transport (rdma_cm connects RC; others are
- *	%EOPNOTSUPP)
+ * @transport: &enum krdma_transport.  RC and UC connect with a CM
+ *	REQ/REP exchange.  UD resolves the peer with SIDR: the connect returns
+ *	once the peer's reply named its QP and Q_Key, and sends on the
+ *	connection that name no address handle go to that peer
  * @timeout_ms: bound on each step: address and route resolution, and the
  *	connection handshake (0: 5000)
  * @caps: queue sizes; out, what the device granted
@@ -756,7 +794,10 @@ struct krdma_cm_listen {
  * %ETIMEDOUT, %EHOSTUNREACH (address, route, or peer unreachable),
  * %ENETUNREACH or %EADDRNOTAVAIL (no route or source address, from address
  * resolution at once), %ECONNREFUSED (rejected; no listener gives reason 8,
- * invalid service id), %EINTR (a signal; nothing is left behind).
+ * invalid service id), %EINTR (a signal; nothing is left behind),
+ * %ECONNABORTED (the connection was destroyed meanwhile: a DESTROY that
+ * guessed its handle, or its device removed), %EAFNOSUPPORT (a family
+ * other than AF_INET/AF_INET6).
  * Each CM event along the way is also queued for %KRDMA_GET_EVENTS.
  */
 struct krdma_cm_connect {
@@ -786,14 +827,18 @@ struct krdma_cm_connect {
  * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
  * @caps: queue sizes (accept only); out, what the device granted
  * @private_data_len: bytes of @private_data for the peer (accept <= 196,
- *	reject <= 148)
+ *	reject <= 148; UD, whose SIDR reply carries less: <= 136, else the
+ *	CM's %EINVAL)
  * @timeout_ms: accept waits this long for ESTABLISHED (0: 5000)
  * @qp_num: out (accept), the local QP number
  * @__reserved: must be 0
  * @private_data: reply private data, or the reject's consumer data
  *
- * Accept returns once the connection is established.  Reject answers the
- * request and destroys the handle.
+ * Accept returns once the connection is established (UD: once the SIDR
+ * reply is sent, as no ESTABLISHED follows on the passive side; the
+ * connection learns no peer, so its sends name an address handle and QP).
+ * Reject answers the request and destroys the handle; a UD peer sees
+ * %ECONNREFUSED with reject reason 2 (IB_SIDR_REJECT).
  */
 struct krdma_cm_accept {
 	__u32 size;
@@ -815,7 +860,8 @@ struct krdma_cm_accept {
  * struct krdma_cm_disconnect - ioctl(KRDMA_CM_DISCONNECT)
  * @size: sizeof(struct krdma_cm_disconnect)
  * @flags: must be 0
- * @handle: a connected rdma_cm connection
+ * @handle: a connected rdma_cm connection (RC or UC; UD has nothing to
+ *	disconnect: %EOPNOTSUPP, DESTROY ends it)
  * @__reserved: must be 0
  */
 struct krdma_cm_disconnect {
@@ -944,9 +990,10 @@ enum krdma_wr_flags {
  *	and LOCAL_INV
  * @remote_addr: peer address (WRITE, READ, atomics: 8-byte aligned)
  * @rkey: the peer's rkey (one-sided ops)
- * @ah_handle: UD: the address handle of the destination
- * @remote_qpn: UD: destination QP number
- * @remote_qkey: UD: destination Q_Key
+ * @ah_handle: UD: the address handle of the destination; 0 on a UD
+ *	connection made by %KRDMA_CM_CONNECT: the peer rdma_cm resolved
+ * @remote_qpn: UD: destination QP number (0 with the CM peer: its QP)
+ * @remote_qkey: UD: destination Q_Key (0: the connection's)
  * @compare_add: atomics: the value to add, or to compare with
  * @swap: compare-and-swap: the value to store on match
  * @sge: scatter/gather list
@@ -974,7 +1021,7 @@ struct krdma_wr {
  * struct krdma_post - ioctl(KRDMA_POST): post WRs as one chain
  * @size: sizeof(struct krdma_post)
  * @flags: must be 0
- * @handle: the connection (or SRQ, for RECVs)
+ * @handle: the connection, or an SRQ (RECVs only; %EINVAL for sends)
  * @num_wrs: in, WRs in @wrs_uptr; out, WRs the device accepted (on error,
  *	the index of the first WR it refused)
  * @wr_entry_size: sizeof(struct krdma_wr) of the caller
@@ -1065,13 +1112,20 @@ struct krdma_ah_create {
 #define KRDMA_AH_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_AH_CREATE)
 
 /**
- * struct krdma_srq_create - ioctl(KRDMA_SRQ_CREATE)
+ * struct krdma_srq_create - ioctl(KRDMA_SRQ_CREATE): shared receive queue
  * @size: sizeof(struct krdma_srq_create)
  * @flags: must be 0
  * @dev_index: device
- * @max_wr: receive WRs (0: default)
- * @max_sge: SGEs per receive WR (0: 1)
- * @handle: out, the SRQ's handle
+ * @max_wr: receive WRs (0: 256, or the device's max_srq_wr if smaller),
+ *	at most max_srq_wr (%EINVAL); out, what the device granted
+ * @max_sge: SGEs per receive WR (0: 1), at most max_srq_sge and
+ *	%KRDMA_MAX_SGE (%EINVAL); out, what the device granted
+ * @handle: out, the SRQ's handle; must be 0 on input
+ *
+ * Connections of the session bind it with %KRDMA_CONN_SRQ.  RECVs are
+ * posted with %KRDMA_POST on the SRQ's handle; each completes on the CQ of
+ * the connection whose QP consumed it.  A device without SRQs answers
+ * %EOPNOTSUPP.
  */
 struct krdma_srq_create {
 	__u32 size;
@@ -1090,10 +1144,24 @@ struct krdma_srq_create {
 
 /**
  * enum krdma_bench_flags - &struct krdma_bench.flags
- * @KRDMA_BENCH_LATENCY: ping-pong latency instead of bandwidth
- * @KRDMA_BENCH_NOTIFY: interrupt-driven completions instead of busy polling
- * @KRDMA_BENCH_VALIDATE: the receiver checks every payload
- * @KRDMA_BENCH_SERVER: the passive side of a two-sided benchmark
+ * @KRDMA_BENCH_LATENCY: latency instead of bandwidth: one operation at a
+ *	time; SEND and SEND_WITH_IMM are a ping-pong with a %KRDMA_BENCH_SERVER
+ *	peer (half the round trip is reported, as ib_send_lat does), the
+ *	other opcodes post one WR and wait for its completion
+ * @KRDMA_BENCH_NOTIFY: sleep on CQ notifications instead of busy polling
+ *	(every connection must have been created with %KRDMA_CONN_NOTIFY)
+ * @KRDMA_BENCH_VALIDATE: the receiving side checks every payload against
+ *	krdma_bench_pattern(): the SEND server its receives, the READ client
+ *	what it read; the source of every message is then offset 0 of its
+ *	buffer, which the caller fills with the pattern
+ * @KRDMA_BENCH_SERVER: the passive side of SEND, SEND_WITH_IMM and
+ *	RDMA_WRITE_WITH_IMM: keep receives of @msg_size bytes posted, count
+ *	(and in latency mode echo) what arrives, until @iters messages per
+ *	connection or a SEND_WITH_IMM of %KRDMA_BENCH_END_IMM on each.  Once
+ *	its receives are posted it sends a zero-length SEND_WITH_IMM of
+ *	%KRDMA_BENCH_READY_IMM on each connection: a client that waits for
+ *	it never meets an empty receive queue (an RNR NAK, which rdma_cm
+ *	connections answer with a 655 ms back-off)
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
@@ -1102,61 +1170,122 @@ enum krdma_bench_flags {
 	KRDMA_BENCH_SERVER = 1 << 3,
 };
 
-#define KRDMA_BENCH_MAX_CONNS 64
+#define KRDMA_BENCH_MAX_CONNS 256
+/* Immediate data of the SEND_WITH_IMM that ends a server run. */
+#define KRDMA_BENCH_END_IMM 0xffffffffU
+/* Immediate data of the message a server sends once it is ready. */
+#define KRDMA_BENCH_READY_IMM 0xfffffffeU
+/* Latency samples kept per run; the figures come from the first ones. */
+#define KRDMA_BENCH_MAX_SAMPLES 1048576
+
+/* Byte @i of every benchmark message, for %KRDMA_BENCH_VALIDATE. */
+static inline __u8 krdma_bench_pattern(__u64 i)
+{
+	return (__u8)(i % 251 + 1);
+}
 
 /**
- * struct krdma_bench - ioctl(KRDMA_BENCH): run one measurement
+ * struct krdma_bench_progress - what a running benchmark publishes
+ * @ops_done: operations completed so far
+ * @bytes_done: bytes moved so far
+ * @elapsed_ns: time since the run started
+ * @updates: incremented at each update (about once a second)
+ * @__reserved: zero
+ */
+struct krdma_bench_progress {
+	__aligned_u64 ops_done;
+	__aligned_u64 bytes_done;
+	__aligned_u64 elapsed_ns;
+	__u32 updates;
+	__u32 __reserved;
+};
+
+/**
+ * struct krdma_bench - ioctl(KRDMA_BENCH): run one measurement in the kernel
  * @size: sizeof(struct krdma_bench)
  * @flags: &enum krdma_bench_flags
- * @opcode: &enum krdma_opcode measured
- * @num_conns: connections in @conn_handles (spread over CPUs)
- * @conn_handles: connected connections of this session
- * @local_buf: buffer used as source or target
- * @remote_rkey: peer buffer's rkey (one-sided ops)
- * @remote_addr: peer buffer's address
- * @msg_size: bytes per operation
- * @iters: operations per connection (0: run for @duration_ms)
+ * @opcode: &enum krdma_opcode measured: SEND, SEND_WITH_IMM, RDMA_WRITE,
+ *	RDMA_WRITE_WITH_IMM, RDMA_READ, ATOMIC_FETCH_ADD, ATOMIC_CMP_SWP
+ * @num_conns: entries of @conns_uptr, 1 ... %KRDMA_BENCH_MAX_CONNS; all on
+ *	one device, connected, each named once
+ * @conns_uptr: array of __u32 connection handles of this session
+ * @local_buf: buffer (of the connections' device) used as source or target;
+ *	messages go to and from consecutive @msg_size slots of it, wrapping
+ * @msg_size: bytes per operation, 1 ... the buffer's length (atomics: 8)
+ * @remote_addr: the peer buffer's address (one-sided operations)
+ * @remote_length: the peer buffer's length; one-sided operations use
+ *	consecutive @msg_size slots of it, wrapping (atomics: all at
+ *	@remote_addr)
+ * @remote_rkey: the peer buffer's rkey
+ * @tx_depth: WRs in flight per connection (0: 128), at most the send
+ *	queue (receive queue for a server)
+ * @iters: operations per connection; 0: run for @duration_ms (a server:
+ *	until the end message)
  * @duration_ms: run time when @iters is 0
- * @tx_depth: outstanding WRs per connection
- * @signal_every: request a completion every N WRs (CQ moderation)
- * @inline_size: send payloads up to this size inline
- * @__reserved: must be 0
- * @ops_done: out, operations completed
- * @bytes_done: out, bytes moved
- * @elapsed_ns: out, wall time of the run
- * @bw_peak_mbps: out, peak bandwidth over 1 ms windows, MB/s * 1000
+ * @signal_every: request a completion every N send WRs (0: 1; at most
+ *	@tx_depth); the last WR of a run is always signaled
+ * @inline_size: SEND and RDMA_WRITE payloads up to this size go inline
+ *	(at most the connections' max_inline_data)
+ * @timeout_ms: give up when nothing completes for this long (0: 5000)
+ * @progress_uptr: 0, or a &struct krdma_bench_progress the kernel updates
+ *	about once a second while the run goes on
+ * @ops_done: out, operations completed (a server: messages received)
+ * @bytes_done: out, payload bytes moved
+ * @elapsed_ns: out, wall time from the first post to the last completion
+ * @peak_bps: out, best bandwidth over 10 ms windows, bytes per second
+ * @lat_samples: out, latency samples behind the figures below (0 outside
+ *	latency mode)
  * @lat_min_ns: out, latency minimum
  * @lat_max_ns: out, latency maximum
- * @lat_typical_ns: out, latency median
- * @lat_avg_ns: out, latency mean
- * @lat_stdev_ns: out, latency standard deviation
+ * @lat_typical_ns: out, median
+ * @lat_avg_ns: out, mean
+ * @lat_stdev_ns: out, standard deviation
  * @lat_p99_ns: out, 99th percentile
  * @lat_p999_ns: out, 99.9th percentile
- * @validate_errors: out, payloads that failed validation
+ * @cq_polls: out, ib_poll_cq() calls
+ * @empty_polls: out, those that found nothing
+ * @post_calls: out, ib_post_send() and ib_post_recv() calls
+ * @validate_errors: out, messages that failed validation
+ * @wc_status: out, IB_WC_* status of the first failed completion (0: none)
+ * @failed_conn: out, the connection it came from
  *
- * Interruptible: a signal stops the run (%EINTR) with everything released.
+ * The run holds the connections and the buffer for its duration, polls
+ * their CQs directly and posts WR chains, with no system call per
+ * operation.  It stops, with the figures of what was done written back and
+ * everything it took released, on a signal (%EINTR), after @timeout_ms
+ * without a completion (%ETIMEDOUT), on a failed completion (%EIO, see
+ * @wc_status), or when the device goes or one of the objects is destroyed
+ * (%ENODEV).  A client's connections are then moved to the error state and
+ * their queues flushed; a normal end leaves them connected and idle.  A
+ * server's connections always end in the error state, their remaining
+ * receives flushed.  Other failures: %EINVAL (a value above, a connection
+ * of another device or not connected, %KRDMA_BENCH_NOTIFY on a busy-polled
+ * connection), %EOPNOTSUPP (an opcode the transport lacks, or that cannot
+ * be measured in the mode asked), %ENOMEM (latency samples).
  */
 struct krdma_bench {
 	__u32 size;
 	__u32 flags;
 	__u32 opcode;
 	__u32 num_conns;
-	__u32 conn_handles[KRDMA_BENCH_MAX_CONNS];
+	__aligned_u64 conns_uptr;
 	__u32 local_buf;
-	__u32 remote_rkey;
-	__aligned_u64 remote_addr;
 	__u32 msg_size;
-	__u32 iters;
-	__u32 duration_ms;
+	__aligned_u64 remote_addr;
+	__aligned_u64 remote_length;
+	__u32 remote_rkey;
 	__u32 tx_depth;
+	__aligned_u64 iters;
+	__u32 duration_ms;
 	__u32 signal_every;
 	__u32 inline_size;
-	__u32 __reserved;
-	__u32 validate_errors;
+	__u32 timeout_ms;
+	__aligned_u64 progress_uptr;
 	__aligned_u64 ops_done;
 	__aligned_u64 bytes_done;
 	__aligned_u64 elapsed_ns;
-	__aligned_u64 bw_peak_mbps;
+	__aligned_u64 peak_bps;
+	__aligned_u64 lat_samples;
 	__aligned_u64 lat_min_ns;
 	__aligned_u64 lat_max_ns;
 	__aligned_u64 lat_typical_ns;
@@ -1164,6 +1293,12 @@ struct krdma_bench {
 	__aligned_u64 lat_stdev_ns;
 	__aligned_u64 lat_p99_ns;
 	__aligned_u64 lat_p999_ns;
+	__aligned_u64 cq_polls;
+	__aligned_u64 empty_polls;
+	__aligned_u64 post_calls;
+	__aligned_u64 validate_errors;
+	__u32 wc_status;
+	__u32 failed_conn;
 };
 
 #define KRDMA_BENCH _IO(KRDMA_TYPE, KRDMA_CMD_BENCH)

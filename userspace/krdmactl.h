@@ -45,6 +45,7 @@ int cmd_write(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_atomic(int argc, char **argv);
 int cmd_copy(int argc, char **argv);
+int cmd_bench(int argc, char **argv);	/* bench.c */
 
 /* dev.c: one KRDMA_QUERY_DEVICES answer */
 struct krdma_device_info;

@@ -20,6 +20,8 @@ static int cmd_help(int argc, char **argv);
 /* In the order "krdmactl help" lists them. */
 static const struct cmd commands[] = {
 	{ "atomic", cmd_atomic, "8-byte atomic on a krdmactl serve's buffer" },
+	{ "bench", cmd_bench,
+	  "perftest-style benchmarks run in the kernel (KRDMA_BENCH)" },
 	{ "copy", cmd_copy, "copy a file to krdmactl serve --save (RDMA WRITE)" },
 	{ "devices", cmd_devices, "list RDMA devices, their ports and GIDs" },
 	{ "help", cmd_help, "show help for krdmactl or for a command" },

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "krdmactl.h"
+#include "names.h"
 #include "xfer.h"
 
 volatile int xfer_stop;
@@ -209,6 +210,64 @@ void xfer_format_addr(const struct krdma_sockaddr *sa, char *buf, size_t len)
 	}
 }
 
+static int xfer_transport_of(const char *name, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_transport_names; i++)
+		if (strlen(transport_names[i]) == len &&
+		    !strncmp(name, transport_names[i], len))
+			return i;
+	return -1;
+}
+
+int xfer_parse_transport(const char *cmd, const char *arg, bool list,
+			 uint32_t *mask)
+{
+	const char *p = arg;
+	size_t len;
+	int t;
+
+	*mask = 0;
+	for (;;) {
+		len = list ? strcspn(p, ",") : strlen(p);
+		t = xfer_transport_of(p, len);
+		if (t < 0) {
+			err_msg("%s: -t/--transport: \"%.*s\" is not rc, uc or "
+				"ud", cmd, (int)len, p);
+			return EXIT_USAGE;
+		}
+		*mask |= 1U << t;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+const char *xfer_transport_name(uint32_t transport)
+{
+	return transport < nr_transport_names ? transport_names[transport] :
+						"?";
+}
+
+uint32_t xfer_port_mtu(int fd, uint32_t dev_index)
+{
+	struct dev_snapshot snap;
+	uint32_t i, mtu = 0;
+
+	if (query_devices(fd, true, dev_index, &snap))
+		return 0;
+	for (i = 0; i < snap.num_ports; i++)
+		if (snap.ports[i].dev_index == dev_index &&
+		    snap.ports[i].state == KRDMA_PORT_ACTIVE &&
+		    (!mtu || snap.ports[i].active_mtu < mtu))
+			mtu = snap.ports[i].active_mtu;
+	free_snapshot(&snap);
+	if (!mtu)
+		err_msg("no active port on device %u", dev_index);
+	return mtu;
+}
+
 void xfer_msg_init(struct xfer_msg *m, uint32_t type)
 {
 	memset(m, 0, sizeof(*m));
@@ -317,6 +376,32 @@ int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
 	};
 
 	return xfer_post_one(fd, conn, &wr);
+}
+
+/*
+ * Every slot's message starts XFER_GRH_LEN bytes in; a UD receive starts
+ * at the slot itself, so that its GRH lands in front of the message.
+ */
+int xfer_post_slot(int fd, uint32_t conn, uint64_t wr_id,
+		   const struct xfer_buf *buf, uint32_t slot,
+		   uint32_t transport)
+{
+	uint32_t grh = transport == KRDMA_TRANSPORT_UD ? XFER_GRH_LEN : 0;
+
+	return xfer_post_recv(fd, conn, wr_id, buf->handle,
+			      (uint64_t)slot * XFER_SLOT + XFER_GRH_LEN - grh,
+			      XFER_MSG_MAX + grh);
+}
+
+const struct xfer_msg *xfer_slot_msg(const struct xfer_buf *buf,
+				     uint32_t slot, uint32_t transport,
+				     uint32_t byte_len, uint32_t *len)
+{
+	uint32_t grh = transport == KRDMA_TRANSPORT_UD ? XFER_GRH_LEN : 0;
+
+	*len = byte_len > grh ? byte_len - grh : 0;
+	return (const void *)(buf->mem + (uint64_t)slot * XFER_SLOT +
+			      XFER_GRH_LEN);
 }
 
 /*

@@ -4,18 +4,23 @@
  * and the pieces the server (xfer_serve.c) and the clients (xfer_client.c)
  * share (xfer.c).
  *
- * Connections are rdma_cm RC connections (KRDMA_CM_CONNECT / CM_ACCEPT).
- * Every integer on the wire is big-endian.
+ * Connections are rdma_cm connections (KRDMA_CM_CONNECT / CM_ACCEPT) of the
+ * transport the client chose with -t: RC (the default), UC or UD.  RC and UC
+ * connect with a CM REQ/REP in the rdma_cm TCP port space, UD with SIDR in
+ * the UDP port space; a listener takes one transport, so "serve -t rc,ud"
+ * listens twice on one port, while RC and UC need a port each.  Every
+ * integer on the wire is big-endian.
  *
  * 1. The client's CONNECT private data is struct xfer_hello: magic,
  *    version and the operation it is about to do (informative).  A request
  *    without the magic is rejected.
  *
  * 2. The server's ACCEPT private data is struct xfer_adv, which the client
- *    reads from its ESTABLISHED event: the server's data buffer (addr, rkey,
- *    length; registered LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC),
- *    what it was filled with at start (XFER_FILL_*), and the largest control
- *    message it receives.  The server has one data buffer shared by all its
+ *    reads from its ESTABLISHED event (UD: the SIDR reply's): the server's
+ *    data buffer (addr, rkey, length; registered LOCAL_WRITE|REMOTE_WRITE|
+ *    REMOTE_READ|REMOTE_ATOMIC), what it was filled with at start
+ *    (XFER_FILL_*), and the largest control message it receives (UD: at
+ *    most its path MTU).  The server has one data buffer shared by all its
  *    clients: atomics of concurrent clients meet there.
  *
  * 3. Control messages are SENDs of struct xfer_msg, followed (XM_SEND only)
@@ -33,8 +38,30 @@
  *      XM_DONE    end of the file               -> XM_GOOD | XM_BAD
  *      XM_BYE     the client is done; @text says what it did (one-sided
  *                 operations the server cannot see), no reply
+ *      XM_HELLO   UC and UD: "are your receives posted?"   -> XM_OK
  *
  *    XM_BAD, XM_ERR and XM_GOOD carry a human-readable reason in @text.
+ *    Every reply echoes the request's @seq, and its type in @arg, so that
+ *    a client can tell a late answer to an earlier request from the one it
+ *    waits for.
+ *
+ * 4. UC and UD have no acknowledgements and no RNR retries: a message that
+ *    finds no receive posted is dropped.  The server can post its receives
+ *    only once the accept has created its QP, so a UC or UD client first
+ *    sends XM_HELLO every XFER_RETRY_MS until an answer comes (within -T);
+ *    the other requests are sent once, and only the server's answer counts
+ *    as success (an RDMA WRITE that did not land shows as XM_BAD).  UC
+ *    offers send, write and copy; UD offers send only, one message of at
+ *    most the path MTU (struct xfer_msg included); RDMA READ and atomics
+ *    are RC only.
+ *
+ * 5. UD: receives start with the 40-byte GRH, so every receive slot has
+ *    XFER_GRH_LEN bytes of room in front of the message.  The server's UD
+ *    connection knows no peer: it answers through an address handle made
+ *    from the client's address (the CONNECT_REQUEST's peer; on RoCE v2 an
+ *    IPv4 address becomes its IPv4-mapped GID) and the QP number the
+ *    client's messages came from (the completion's src_qp).  A UD client
+ *    has nothing to disconnect: after XM_BYE it closes.
  *
  * Patterns: byte i of the data buffer "has the pattern of seed S" when it
  * equals xfer_pattern_byte(S, i) (i is the offset in the server's buffer).
@@ -58,6 +85,8 @@
 #define XFER_VERSION 1
 #define XFER_MAX_PAYLOAD 65536		/* XM_SEND */
 #define XFER_TEXT_MAX 128
+#define XFER_GRH_LEN 40			/* in front of a UD receive */
+#define XFER_RETRY_MS 250		/* UC/UD: XM_HELLO resent this often */
 
 enum xfer_fill {
 	XFER_FILL_PATTERN = 0,
@@ -98,6 +127,7 @@ enum xfer_msg_type {
 	XM_CHUNK = 4,
 	XM_DONE = 5,
 	XM_BYE = 6,
+	XM_HELLO = 7,
 	XM_OK = 16,
 	XM_BAD = 17,
 	XM_NEXT = 18,
@@ -120,6 +150,8 @@ struct xfer_msg {
 };
 
 #define XFER_MSG_MAX (sizeof(struct xfer_msg) + XFER_MAX_PAYLOAD)
+/* A receive slot: the GRH room, then the message */
+#define XFER_SLOT (XFER_GRH_LEN + XFER_MSG_MAX)
 
 _Static_assert(sizeof(struct xfer_hello) == 8, "xfer_hello");
 _Static_assert(sizeof(struct xfer_adv) == 40, "xfer_adv");
@@ -140,6 +172,15 @@ int64_t xfer_pattern_check(const uint8_t *p, uint64_t seed, uint64_t off,
 int xfer_parse_addr(const char *cmd, const char *what, const char *arg,
 		    uint32_t default_port, struct krdma_sockaddr *sa);
 void xfer_format_addr(const struct krdma_sockaddr *sa, char *buf, size_t len);
+/*
+ * -t: one of rc, uc, ud or, with @list, a comma-separated set of them; a
+ * mask of (1 << KRDMA_TRANSPORT_*): 0, or EXIT_USAGE (reported).
+ */
+int xfer_parse_transport(const char *cmd, const char *arg, bool list,
+			 uint32_t *mask);
+const char *xfer_transport_name(uint32_t transport);
+/* the smallest active MTU of the device's ports, or 0 (reported) */
+uint32_t xfer_port_mtu(int fd, uint32_t dev_index);
 void xfer_msg_init(struct xfer_msg *m, uint32_t type);
 /* checks magic, version and size of a received message; NULL if fine */
 const char *xfer_msg_check(const struct xfer_msg *m, uint32_t byte_len);
@@ -163,6 +204,14 @@ void xfer_buf_free(int fd, struct xfer_buf *b);
 int xfer_post_one(int fd, uint32_t conn, struct krdma_wr *wr);
 int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
 		   uint64_t offset, uint32_t length);
+/* Receive slot @slot (of XFER_SLOT bytes from offset 0) of @buf. */
+int xfer_post_slot(int fd, uint32_t conn, uint64_t wr_id,
+		   const struct xfer_buf *buf, uint32_t slot,
+		   uint32_t transport);
+/* The message a completion of slot @slot brought, its length in @len. */
+const struct xfer_msg *xfer_slot_msg(const struct xfer_buf *buf,
+				     uint32_t slot, uint32_t transport,
+				     uint32_t byte_len, uint32_t *len);
 int xfer_destroy(int fd, uint32_t handle);
 /* KRDMA_POLL, KRDMA_GET_EVENTS: how many came, or -errno (not reported) */
 int xfer_poll(int fd, uint32_t conn, struct krdma_wc *wcs, uint32_t max,

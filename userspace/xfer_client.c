@@ -2,9 +2,11 @@
 /*
  * krdmactl send / write / read / atomic / copy: the clients of
  * "krdmactl serve" (protocol in xfer.h).  Each connects with
- * KRDMA_CM_CONNECT, learns the server's buffer from the accept's private
- * data, does its operation, tells the server what it did (XM_BYE) and
- * disconnects.  Every wait is bounded by -T.
+ * KRDMA_CM_CONNECT over the transport of -t, learns the server's buffer
+ * from the accept's private data, does its operation, tells the server what
+ * it did (XM_BYE) and disconnects.  Every wait is bounded by -T.  Over UC
+ * and UD, where nothing is acknowledged, success is what the server
+ * answers, never what the local completions say.
  */
 #include <endian.h>
 #include <errno.h>
@@ -12,8 +14,10 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,8 +43,10 @@ enum {
 	OPT_SWAP,
 };
 
-#define XC_SEND_OFF XFER_MSG_MAX
-#define XC_DATA_OFF (2 * XFER_MSG_MAX)
+/* the buffer: XC_SLOTS receive slots, the send slot, the data */
+#define XC_SLOTS 4
+#define XC_SEND_OFF (XC_SLOTS * XFER_SLOT)
+#define XC_DATA_OFF (XC_SEND_OFF + XFER_MSG_MAX)
 
 struct xc_opts {
 	const char *cmd;
@@ -60,6 +66,9 @@ struct xc_opts {
 	bool have_swap;
 	uint32_t count;
 	uint32_t timeout_s;
+	uint32_t transport;
+	uint32_t transports;	/* the ones the command can use, a mask */
+	const char *needs;	/* what the others lack */
 };
 
 struct xc {
@@ -72,8 +81,12 @@ struct xc {
 	struct xfer_adv adv;	/* host order */
 	struct xfer_buf buf;
 	uint64_t data_len;
-	unsigned int done;	/* XC_*_WRID completions seen */
-	uint32_t recv_len;
+	uint32_t max_msg;	/* bytes one control message may have */
+	unsigned int done;	/* XC_SEND_WRID, XC_RDMA_WRID completions seen */
+	/* receives complete in the order they were posted, slot after slot */
+	uint32_t recv_next;	/* the slot of the oldest unread reply */
+	uint32_t recv_ready;	/* replies received, not read yet */
+	uint32_t recv_len[XC_SLOTS];
 	struct xfer_msg reply;
 };
 
@@ -92,13 +105,15 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		{ "swap", required_argument, NULL, OPT_SWAP },
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "transport", required_argument, NULL, 't' },
 		COMMON_LONG_OPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = o->cmd;
+	uint32_t mask;
 	int c, ret = 0;
 
-	while ((c = getopt_long(argc, argv, ":s:o:f:n:T:hjp", long_opts,
+	while ((c = getopt_long(argc, argv, ":s:o:f:n:T:t:hjp", long_opts,
 				NULL)) != -1) {
 		if (c == 'h') {
 			fputs(o->usage, stdout);
@@ -153,6 +168,11 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 			ret = parse_u32(cmd, "-T/--timeout", optarg, 1, 3600,
 					&o->timeout_s);
 			break;
+		case 't':
+			ret = xfer_parse_transport(cmd, optarg, false, &mask);
+			if (!ret)
+				o->transport = ffs(mask) - 1;
+			break;
 		default:
 			return opt_fail(cmd, c, argv, o->usage);
 		}
@@ -192,7 +212,15 @@ static int xc_fail(struct xc *x, const char *fmt, ...)
 	return -EIO;
 }
 
-/* The server's accept private data, from our ESTABLISHED event. */
+static bool xc_is(const struct xc *x, uint32_t transport)
+{
+	return x->o->transport == transport;
+}
+
+/*
+ * The server's accept private data, from our ESTABLISHED event (UD: the
+ * SIDR reply's).
+ */
 static int xc_get_adv(struct xc *x)
 {
 	struct krdma_event evs[8];
@@ -232,54 +260,6 @@ static int xc_get_adv(struct xc *x)
 	return xc_fail(x, "no ESTABLISHED event for the connection");
 }
 
-static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
-{
-	struct krdma_cm_connect cc = {
-		.size = sizeof(cc),
-		.flags = KRDMA_CONN_NOTIFY,
-		.dst = x->dst,
-		.transport = KRDMA_TRANSPORT_RC,
-		.timeout_ms = x->o->timeout_s * 1000,
-		.caps = { .max_send_wr = 8, .max_recv_wr = 4,
-			  .max_send_sge = 1, .max_recv_sge = 1,
-			  .cq_depth = 16 },
-		.private_data_len = sizeof(struct xfer_hello),
-	};
-	struct xfer_hello hello = {
-		.magic = htobe32(XFER_MAGIC),
-		.version = htobe16(XFER_VERSION),
-		.op = htobe16(op),
-	};
-	int ret;
-
-	memcpy(cc.private_data, &hello, sizeof(hello));
-	ret = krdma_ioctl_quiet(x->fd, KRDMA_CM_CONNECT, &cc);
-	if (ret == -ECONNREFUSED)
-		return xc_fail(x, "connection to %s refused (reject reason "
-			       "%d): is krdmactl serve running there?",
-			       x->peer, cc.reject_reason);
-	if (ret)
-		return xc_fail(x, "cannot connect to %s: %s", x->peer,
-			       strerror(-ret));
-	x->conn = cc.handle;
-	x->dev_index = cc.dev_index;
-	ret = xc_get_adv(x);
-	if (ret)
-		return ret;
-	x->data_len = data_len;
-	ret = xfer_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
-			     XC_DATA_OFF + (data_len ? data_len : 8), &x->buf);
-	if (ret)
-		return ret;
-	if (xfer_post_recv(x->fd, x->conn, XC_RECV_WRID, x->buf.handle, 0,
-			   XFER_MSG_MAX))
-		return -EIO;
-	pr_str("server", x->peer);
-	pr_u64("buffer_size", x->adv.length);
-	pr_str("fill", x->adv.fill == XFER_FILL_ZERO ? "zero" : "pattern");
-	return 0;
-}
-
 static const char *xc_wrid_name(uint64_t wr_id)
 {
 	switch (wr_id) {
@@ -290,20 +270,49 @@ static const char *xc_wrid_name(uint64_t wr_id)
 	return "unknown";
 }
 
-/* Wait until every bit of @want has completed (successfully). */
-static int xc_wait(struct xc *x, unsigned int want)
+static int xc_take_wc(struct xc *x, const struct krdma_wc *wc)
 {
-	int64_t deadline = xfer_now_ms() + x->o->timeout_s * 1000;
+	if (wc->status)
+		return xc_fail(x, "%s completion failed: %s (status %u, "
+			       "vendor_err 0x%x)", xc_wrid_name(wc->wr_id),
+			       wc_status_name(wc->status), wc->status,
+			       wc->vendor_err);
+	if (wc->wr_id != XC_RECV_WRID) {
+		x->done |= wc->wr_id;
+		return 0;
+	}
+	if (x->recv_ready >= XC_SLOTS)
+		return xc_fail(x, "more receives completed than posted");
+	x->recv_len[(x->recv_next + x->recv_ready) % XC_SLOTS] = wc->byte_len;
+	x->recv_ready++;
+	return 0;
+}
+
+static bool xc_have(const struct xc *x, unsigned int want)
+{
+	if ((want & XC_RECV_WRID) && !x->recv_ready)
+		return false;
+	want &= ~XC_RECV_WRID;
+	return (x->done & want) == want;
+}
+
+/*
+ * Wait until every bit of @want has completed (successfully), a receive
+ * meaning one reply not read yet: 0, 1 when @deadline passed first (not
+ * reported), or -errno.
+ */
+static int xc_wait_until(struct xc *x, unsigned int want, int64_t deadline)
+{
 	struct krdma_wc wcs[8];
 	int64_t left;
-	int i, n;
+	int i, n, ret;
 
-	while ((x->done & want) != want) {
+	while (!xc_have(x, want)) {
 		left = deadline - xfer_now_ms();
-		if (left <= 0 || xfer_stop)
-			return xc_fail(x, "%s: no completion from %s in %u s",
-				       xfer_stop ? "interrupted" : "timeout",
-				       x->peer, x->o->timeout_s);
+		if (xfer_stop)
+			return xc_fail(x, "interrupted");
+		if (left <= 0)
+			return 1;
 		n = xfer_poll(x->fd, x->conn, wcs, ARRAY_SIZE(wcs), left);
 		if (n == -EINTR)
 			continue;
@@ -312,20 +321,32 @@ static int xc_wait(struct xc *x, unsigned int want)
 			return n;
 		}
 		for (i = 0; i < n; i++) {
-			if (wcs[i].status)
-				return xc_fail(x, "%s completion failed: %s "
-					       "(status %u, vendor_err 0x%x)",
-					       xc_wrid_name(wcs[i].wr_id),
-					       wc_status_name(wcs[i].status),
-					       wcs[i].status,
-					       wcs[i].vendor_err);
-			x->done |= wcs[i].wr_id;
-			if (wcs[i].wr_id == XC_RECV_WRID)
-				x->recv_len = wcs[i].byte_len;
+			ret = xc_take_wc(x, &wcs[i]);
+			if (ret)
+				return ret;
 		}
 	}
 	x->done &= ~want;
 	return 0;
+}
+
+static int64_t xc_deadline(const struct xc *x)
+{
+	return xfer_now_ms() + x->o->timeout_s * 1000;
+}
+
+static int xc_timed_out(struct xc *x, const char *what)
+{
+	return xc_fail(x, "timeout: no %s from %s in %u s%s", what, x->peer,
+		       x->o->timeout_s, xc_is(x, KRDMA_TRANSPORT_RC) ? "" :
+		       " (UC and UD messages may be lost)");
+}
+
+static int xc_wait(struct xc *x, unsigned int want)
+{
+	int ret = xc_wait_until(x, want, xc_deadline(x));
+
+	return ret > 0 ? xc_timed_out(x, "completion") : ret;
 }
 
 static struct xfer_msg *xc_send_msg(struct xc *x)
@@ -352,30 +373,177 @@ static int xc_send(struct xc *x, uint32_t extra, bool with_imm, uint32_t imm)
 	return xc_wait(x, XC_SEND_WRID);
 }
 
+/* The oldest reply not read yet into x->reply, its slot reposted. */
+static int xc_read_reply(struct xc *x)
+{
+	uint32_t slot = x->recv_next, len;
+	const struct xfer_msg *r;
+	const char *why;
+
+	r = xfer_slot_msg(&x->buf, slot, x->o->transport, x->recv_len[slot],
+			  &len);
+	why = xfer_msg_check(r, len);
+	if (why)
+		return xc_fail(x, "%s", why);
+	x->reply = *r;
+	x->recv_next = (slot + 1) % XC_SLOTS;
+	x->recv_ready--;
+	if (xfer_post_slot(x->fd, x->conn, XC_RECV_WRID, &x->buf, slot,
+			   x->o->transport))
+		return -EIO;
+	return 0;
+}
+
+/*
+ * The reply to the request in the send slot, by @deadline: its type (in
+ * x->reply, host order), 0 when @deadline passed first, or -errno.
+ * Replies to other requests (late answers to an XM_HELLO sent again) are
+ * dropped; any answer to an XM_HELLO will do.
+ */
+static int xc_await(struct xc *x, int64_t deadline)
+{
+	const struct xfer_msg *m = xc_send_msg(x);
+	int ret;
+
+	for (;;) {
+		ret = xc_wait_until(x, XC_RECV_WRID, deadline);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		ret = xc_read_reply(x);
+		if (ret)
+			return ret;
+		if (be64toh(x->reply.arg) == be16toh(m->type) &&
+		    (x->reply.seq == m->seq || m->type == htobe16(XM_HELLO)))
+			return be16toh(x->reply.type);
+	}
+}
+
 /* Send a request, wait for the reply (in x->reply, host-order type). */
 static int xc_request(struct xc *x, uint32_t extra, bool with_imm,
 		      uint32_t imm)
 {
-	const struct xfer_msg *r = (const void *)x->buf.mem;
-	const char *why;
 	int ret;
 
 	ret = xc_send(x, extra, with_imm, imm);
 	if (!ret)
-		ret = xc_wait(x, XC_RECV_WRID);
-	if (ret)
-		return ret;
-	why = xfer_msg_check(r, x->recv_len);
-	if (why)
-		return xc_fail(x, "%s", why);
-	x->reply = *r;
-	if (xfer_post_recv(x->fd, x->conn, XC_RECV_WRID, x->buf.handle, 0,
-			   XFER_MSG_MAX))
-		return -EIO;
-	return be16toh(x->reply.type);
+		ret = xc_await(x, xc_deadline(x));
+	return ret ? ret : xc_timed_out(x, "answer");
 }
 
-/* Tell the server what we did, then disconnect. */
+/*
+ * UC and UD: the server posts its receives once the accept has returned,
+ * and a message that finds none is dropped: say hello until it answers.
+ */
+static int xc_hello(struct xc *x)
+{
+	struct xfer_msg *m = xc_send_msg(x);
+	int64_t deadline = xc_deadline(x), next;
+	uint32_t seq;
+	int ret;
+
+	for (seq = 0; xfer_now_ms() < deadline; seq++) {
+		xfer_msg_init(m, XM_HELLO);
+		m->seq = htobe32(seq);
+		ret = xc_send(x, 0, false, 0);
+		next = xfer_now_ms() + XFER_RETRY_MS;
+		if (!ret)
+			ret = xc_await(x, next < deadline ? next : deadline);
+		if (ret > 0 && ret != XM_OK)
+			return xc_fail(x, "%s answers %s to a hello: %s",
+				       x->peer, xfer_msg_name(ret),
+				       x->reply.text);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	return xc_fail(x, "no answer from %s in %u s: is \"" PROG_NAME
+		       " serve -t %s\" running there?", x->peer,
+		       x->o->timeout_s, xfer_transport_name(x->o->transport));
+}
+
+/* The largest control message: the server's, and over UD the path MTU. */
+static int xc_max_msg(struct xc *x)
+{
+	uint32_t mtu;
+
+	x->max_msg = x->adv.max_msg;
+	if (xc_is(x, KRDMA_TRANSPORT_UD)) {
+		mtu = xfer_port_mtu(x->fd, x->dev_index);
+		if (!mtu)
+			return -ENODEV;
+		if (mtu < x->max_msg)
+			x->max_msg = mtu;
+	}
+	if (x->max_msg < sizeof(struct xfer_msg))
+		return xc_fail(x, "messages of %u bytes cannot carry the "
+			       "%zu-byte header", x->max_msg,
+			       sizeof(struct xfer_msg));
+	return 0;
+}
+
+static int xc_cm_connect(struct xc *x, uint16_t op)
+{
+	struct krdma_cm_connect cc = {
+		.size = sizeof(cc),
+		.flags = KRDMA_CONN_NOTIFY,
+		.dst = x->dst,
+		.transport = x->o->transport,
+		.timeout_ms = x->o->timeout_s * 1000,
+		.caps = { .max_send_wr = 8, .max_recv_wr = XC_SLOTS,
+			  .max_send_sge = 1, .max_recv_sge = 1,
+			  .cq_depth = 16 },
+		.private_data_len = sizeof(struct xfer_hello),
+	};
+	struct xfer_hello hello = {
+		.magic = htobe32(XFER_MAGIC),
+		.version = htobe16(XFER_VERSION),
+		.op = htobe16(op),
+	};
+	const char *t = xfer_transport_name(x->o->transport);
+	int ret;
+
+	memcpy(cc.private_data, &hello, sizeof(hello));
+	ret = krdma_ioctl_quiet(x->fd, KRDMA_CM_CONNECT, &cc);
+	if (ret == -ECONNREFUSED)
+		return xc_fail(x, "connection to %s refused (reject reason "
+			       "%d): is \"" PROG_NAME " serve -t %s\" running "
+			       "there?", x->peer, cc.reject_reason, t);
+	if (ret)
+		return xc_fail(x, "cannot connect to %s over %s: %s", x->peer,
+			       t, strerror(-ret));
+	x->conn = cc.handle;
+	x->dev_index = cc.dev_index;
+	return 0;
+}
+
+static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
+{
+	uint32_t i;
+	int ret;
+
+	ret = xc_cm_connect(x, op);
+	if (!ret)
+		ret = xc_get_adv(x);
+	if (!ret)
+		ret = xc_max_msg(x);
+	if (ret)
+		return ret;
+	x->data_len = data_len;
+	ret = xfer_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			     XC_DATA_OFF + (data_len ? data_len : 8), &x->buf);
+	if (ret)
+		return ret;
+	for (i = 0; i < XC_SLOTS; i++)
+		if (xfer_post_slot(x->fd, x->conn, XC_RECV_WRID, &x->buf, i,
+				   x->o->transport))
+			return -EIO;
+	pr_str("server", x->peer);
+	pr_str("transport", xfer_transport_name(x->o->transport));
+	pr_u64("buffer_size", x->adv.length);
+	pr_str("fill", x->adv.fill == XFER_FILL_ZERO ? "zero" : "pattern");
+	return xc_is(x, KRDMA_TRANSPORT_RC) ? 0 : xc_hello(x);
+}
+
+/* Tell the server what we did, then disconnect (UD: nothing to end). */
 static int xc_bye(struct xc *x, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -391,7 +559,8 @@ static int xc_bye(struct xc *x, const char *fmt, ...)
 	vsnprintf(m->text, sizeof(m->text), fmt, ap);
 	va_end(ap);
 	ret = xc_send(x, 0, false, 0);
-	krdma_ioctl_quiet(x->fd, KRDMA_CM_DISCONNECT, &d);
+	if (!xc_is(x, KRDMA_TRANSPORT_UD))
+		krdma_ioctl_quiet(x->fd, KRDMA_CM_DISCONNECT, &d);
 	return ret;
 }
 
@@ -474,6 +643,28 @@ static int xc_read_file(struct xc *x, const char *path, uint8_t **data,
 	return 0;
 }
 
+/*
+ * Does a message of @len payload bytes fit?  Over UD it must fit one packet
+ * of the path MTU: a usage error (EXIT_USAGE) the server is told about.
+ */
+static int xc_check_msg(struct xc *x, uint64_t len)
+{
+	uint32_t max = x->max_msg - sizeof(struct xfer_msg);
+
+	if (len <= max)
+		return 0;
+	if (!xc_is(x, KRDMA_TRANSPORT_UD))
+		return xc_fail(x, "%" PRIu64 " bytes: the server takes at "
+			       "most %u per message", len, max);
+	err_msg("%s: -t ud: %" PRIu64 " bytes do not fit one UD message: "
+		"the path MTU is %u bytes, %zu of them the header, so at most "
+		"%u", x->o->cmd, len, x->max_msg, sizeof(struct xfer_msg),
+		max);
+	xc_bye(x, "nothing sent: %" PRIu64 " bytes are over the path MTU",
+	       len);
+	return EXIT_USAGE;
+}
+
 static int xc_do_send(struct xc *x)
 {
 	const struct xc_opts *o = x->o;
@@ -491,14 +682,10 @@ static int xc_do_send(struct xc *x)
 			return ret;
 	}
 	ret = xc_connect(x, XFER_OP_SEND, 0);
+	if (!ret)
+		ret = xc_check_msg(x, len);
 	if (ret)
 		goto out;
-	if (len > x->adv.max_msg - sizeof(*m)) {
-		ret = xc_fail(x, "%" PRIu64 " bytes: the server takes at most "
-			      "%zu per message", len,
-			      x->adv.max_msg - sizeof(*m));
-		goto out;
-	}
 	m = xc_send_msg(x);
 	xfer_msg_init(m, XM_SEND);
 	if (o->data)
@@ -783,6 +970,17 @@ out:
 
 /* ---- the commands ---- */
 
+/* What the command does is not there over -t: refused before connecting. */
+static int xc_check_transport(const struct xc_opts *o)
+{
+	if (o->transports & 1U << o->transport)
+		return 0;
+	err_msg("%s: no %s over -t %s: %s only", o->cmd, o->needs,
+		xfer_transport_name(o->transport),
+		o->transports & 1U << KRDMA_TRANSPORT_UC ? "RC and UC" : "RC");
+	return EXIT_USAGE;
+}
+
 static int xc_run(struct xc_opts *o, int argc, char **argv,
 		  const char *allowed, int npos, int (*fn)(struct xc *))
 {
@@ -794,6 +992,9 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 	ret = xc_parse(argc, argv, o, allowed, npos);
 	if (ret)
 		return ret < 0 ? 0 : ret;
+	ret = xc_check_transport(o);
+	if (ret)
+		return ret;
 	if (fn == xc_do_atomic) {
 		if (strcmp(o->op_name, "fadd") && strcmp(o->op_name, "cswap")) {
 			err_msg("%s: \"%s\" is not fadd or cswap", o->cmd,
@@ -856,7 +1057,7 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 	xfer_buf_free(x.fd, &x.buf);
 	/* closing the fd destroys the connection */
 	close(x.fd);
-	return ret ? 1 : 0;
+	return ret == EXIT_USAGE ? EXIT_USAGE : ret ? 1 : 0;
 }
 
 #define XC_COMMON_HELP							\
@@ -866,8 +1067,15 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 	"  -p, --pretty         pretty-printed JSON\n"			\
 	"  -h, --help           this help\n"				\
 	"\n"								\
-	"HOST[:PORT] is where \"" PROG_NAME " serve\" listens (default port " \
-	"18516).\nExit status 0 on success, 1 on any failure, 2 on bad usage.\n"
+	"HOST[:PORT] is where \"" PROG_NAME " serve -t T\" listens (default\n" \
+	"port 18516).  Over uc and ud nothing is acknowledged: the client\n" \
+	"says hello until the server answers, and succeeds only on the\n" \
+	"server's answer.  Exit status 0 on success, 1 on any failure, 2 on\n" \
+	"bad usage (an operation the transport lacks included).\n"
+
+/* -t, with the transports the command can use */
+#define XC_T_HELP(which)						\
+	"  -t, --transport T    rdma_cm transport: " which "\n"
 
 static const char send_usage[] =
 	"Usage: " PROG_NAME " send [OPTIONS] HOST[:PORT]\n"
@@ -878,6 +1086,9 @@ static const char send_usage[] =
 	"                       at most 65536)\n"
 	"      --data STRING    send STRING instead\n"
 	"  -f, --file FILE      send FILE's contents instead (<= 65536 bytes)\n"
+	XC_T_HELP("rc (default), uc or ud; over ud\n"
+		  "                       the payload and a 200-byte header must\n"
+		  "                       fit the path MTU (else exit 2)")
 	XC_COMMON_HELP;
 
 static const char write_usage[] =
@@ -888,6 +1099,7 @@ static const char write_usage[] =
 	"\n"
 	"  -s, --size N         bytes (default 4096)\n"
 	"  -o, --offset N       offset in the server's buffer (default 0)\n"
+	XC_T_HELP("rc (default) or uc")
 	XC_COMMON_HELP;
 
 static const char read_usage[] =
@@ -897,6 +1109,7 @@ static const char read_usage[] =
 	"\n"
 	"  -s, --size N         bytes (default 4096)\n"
 	"  -o, --offset N       offset in the server's buffer (default 0)\n"
+	XC_T_HELP("rc only")
 	XC_COMMON_HELP;
 
 static const char atomic_usage[] =
@@ -910,6 +1123,7 @@ static const char atomic_usage[] =
 	"  -o, --offset N       offset, 8-byte aligned (default 0)\n"
 	"  -n, --count N        repeat N times (default 1); prints the first\n"
 	"                       and last old value\n"
+	XC_T_HELP("rc only")
 	XC_COMMON_HELP;
 
 static const char copy_usage[] =
@@ -919,43 +1133,54 @@ static const char copy_usage[] =
 	"each, then DONE; the server checks the digest of what it saved and\n"
 	"answers GOOD (exit 0) or BAD (exit 1).\n"
 	"\n"
+	XC_T_HELP("rc (default) or uc")
 	XC_COMMON_HELP;
+
+#define XC_RC (1U << KRDMA_TRANSPORT_RC)
+#define XC_UC (1U << KRDMA_TRANSPORT_UC)
+#define XC_UD (1U << KRDMA_TRANSPORT_UD)
 
 /* allowed: option letters; long-only ones as 'A' + (OPT_x - OPT_DATA) */
 int cmd_send(int argc, char **argv)
 {
-	struct xc_opts o = { .cmd = "send", .usage = send_usage };
+	struct xc_opts o = { .cmd = "send", .usage = send_usage,
+			     .transports = XC_RC | XC_UC | XC_UD };
 
-	return xc_run(&o, argc, argv, "sfAT", 1, xc_do_send);
+	return xc_run(&o, argc, argv, "sfATt", 1, xc_do_send);
 }
 
 int cmd_write(int argc, char **argv)
 {
-	struct xc_opts o = { .cmd = "write", .usage = write_usage };
+	struct xc_opts o = { .cmd = "write", .usage = write_usage,
+			     .transports = XC_RC | XC_UC,
+			     .needs = "RDMA WRITE" };
 
-	return xc_run(&o, argc, argv, "soT", 1, xc_do_write);
+	return xc_run(&o, argc, argv, "soTt", 1, xc_do_write);
 }
 
 int cmd_read(int argc, char **argv)
 {
-	struct xc_opts o = { .cmd = "read", .usage = read_usage };
+	struct xc_opts o = { .cmd = "read", .usage = read_usage,
+			     .transports = XC_RC, .needs = "RDMA READ" };
 
-	return xc_run(&o, argc, argv, "soT", 1, xc_do_read);
+	return xc_run(&o, argc, argv, "soTt", 1, xc_do_read);
 }
 
 int cmd_atomic(int argc, char **argv)
 {
 	/* .file "-": marks the first argument as OPERATION, not FILE */
 	struct xc_opts o = { .cmd = "atomic", .usage = atomic_usage,
-			     .file = "-" };
+			     .file = "-", .transports = XC_RC,
+			     .needs = "atomics" };
 
-	return xc_run(&o, argc, argv, "BCDonT", 2, xc_do_atomic);
+	return xc_run(&o, argc, argv, "BCDonTt", 2, xc_do_atomic);
 }
 
 int cmd_copy(int argc, char **argv)
 {
 	struct xc_opts o = { .cmd = "copy", .usage = copy_usage,
-			     .file = "" };
+			     .file = "", .transports = XC_RC | XC_UC,
+			     .needs = "RDMA WRITE" };
 
-	return xc_run(&o, argc, argv, "T", 2, xc_do_copy);
+	return xc_run(&o, argc, argv, "Tt", 2, xc_do_copy);
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdmactl serve: the server of send / write / read / atomic / copy
- * (protocol in xfer.h).  One listener; each client is accepted with the
- * data buffer advertised in the private data, gets a few receives posted
- * for its control messages and is served from one poll(2) loop, so clients
- * may come one after another or at the same time (copies one at a time:
- * they use the data buffer as staging area).
+ * (protocol in xfer.h).  One listener per transport of -t, all on one
+ * port; each client is accepted with the data buffer advertised in the
+ * private data, gets a few receives posted for its control messages and is
+ * served from one poll(2) loop, so clients may come one after another or at
+ * the same time (copies one at a time: they use the data buffer as staging
+ * area).  A UD client is answered through an address handle to its
+ * address and the QP its messages come from.
  */
 #include <endian.h>
 #include <errno.h>
@@ -32,19 +34,28 @@
 #define SV_MAX_CLIENTS 32
 #define SV_SLOTS 4			/* receives posted per client */
 #define SV_SEND_WRID 100
-#define SV_SEND_OFF (SV_SLOTS * XFER_MSG_MAX)
+#define SV_SEND_OFF (SV_SLOTS * XFER_SLOT)
+#define SV_DRAIN_MS 2000		/* after DISCONNECTED: for the flush */
 
 enum { OPT_SIZE = 0x100, OPT_SAVE, OPT_FILL, OPT_PRETTY };
+
+#define SV_RC (1U << KRDMA_TRANSPORT_RC)
+#define SV_UC (1U << KRDMA_TRANSPORT_UC)
 
 static const char serve_usage[] =
 	"Usage: " PROG_NAME " serve [OPTIONS]\n"
 	"Serve " PROG_NAME " send, write, read, atomic and copy clients over\n"
-	"rdma_cm RC connections: the data buffer is advertised in the accept's\n"
-	"private data; one line is printed per operation seen.\n"
+	"rdma_cm connections: the data buffer is advertised in the accept's\n"
+	"private data; one line is printed per operation seen.  RC serves\n"
+	"every command, UC send, write and copy, UD send.\n"
 	"\n"
 	"  -d, --ib-dev DEV     device of the buffer (default: the first)\n"
 	"  -a, --addr ADDR      listen on ADDR (default: any IPv4 address)\n"
 	"  -p, --port N         rdma_cm port (default 18516)\n"
+	"  -t, --transport T    rc (default), uc, ud or a list (rc,ud): one\n"
+	"                       listener each, on the port of -p; rc and uc\n"
+	"                       share the rdma_cm TCP port space, so serve uc\n"
+	"                       and rc on two ports (two serves)\n"
 	"      --size N         data buffer bytes (default 1048576)\n"
 	"      --fill F         pattern (default) or zero: the buffer's\n"
 	"                       initial content\n"
@@ -62,6 +73,7 @@ struct sv_opts {
 	const char *dev_name;
 	const char *addr;
 	uint32_t port;
+	uint32_t transports;	/* a mask of 1 << KRDMA_TRANSPORT_* */
 	uint64_t size;
 	uint32_t fill;
 	const char *save_dir;
@@ -72,10 +84,16 @@ struct sv_opts {
 struct sv_client {
 	bool used;
 	bool bye;
-	bool gone;		/* DISCONNECTED or error event seen */
+	bool gone;		/* over: flushed, an error, a UD client's BYE */
 	bool failed;
+	int64_t disconnected;	/* when the DISCONNECTED event came, or 0 */
 	uint32_t conn;
+	uint32_t transport;
+	uint32_t ah;		/* UD: to the client */
+	uint32_t peer_qpn;	/* UD: the client's QP, from src_qp */
 	uint16_t op;
+	uint16_t req_type;	/* the request being answered */
+	uint32_t req_seq;
 	struct xfer_buf ctrl;
 	char peer[80];
 	int64_t last;
@@ -95,7 +113,8 @@ struct sv {
 	int fd;
 	uint32_t dev_index;
 	char dev_name[KRDMA_NAME_MAX];
-	uint32_t listener;
+	uint32_t listeners[KRDMA_TRANSPORT_UD + 1];	/* by transport */
+	uint32_t ud_mtu;	/* the device's smallest active MTU */
 	struct xfer_buf data;
 	struct sv_client clients[SV_MAX_CLIENTS];
 	struct sv_client *copy_owner;
@@ -111,6 +130,7 @@ static int sv_parse(int argc, char **argv, struct sv_opts *o)
 		{ "ib-dev", required_argument, NULL, 'd' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'p' },
+		{ "transport", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "fill", required_argument, NULL, OPT_FILL },
 		{ "save", required_argument, NULL, OPT_SAVE },
@@ -124,7 +144,7 @@ static int sv_parse(int argc, char **argv, struct sv_opts *o)
 	struct stat st;
 	int c, ret = 0;
 
-	while ((c = getopt_long(argc, argv, ":d:a:p:n:T:jh", long_opts,
+	while ((c = getopt_long(argc, argv, ":d:a:p:t:n:T:jh", long_opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'h':
@@ -139,6 +159,10 @@ static int sv_parse(int argc, char **argv, struct sv_opts *o)
 		case 'p':
 			ret = parse_u32("serve", "-p/--port", optarg, 1, 65535,
 					&o->port);
+			break;
+		case 't':
+			ret = xfer_parse_transport("serve", optarg, true,
+						   &o->transports);
 			break;
 		case OPT_SIZE:
 			ret = parse_u64("serve", "--size", optarg, 8,
@@ -182,6 +206,12 @@ static int sv_parse(int argc, char **argv, struct sv_opts *o)
 		}
 		if (ret)
 			return ret;
+	}
+	if ((o->transports & (SV_RC | SV_UC)) == (SV_RC | SV_UC)) {
+		err_msg("serve: -t/--transport: rc and uc listeners cannot "
+			"share a port (one rdma_cm TCP port space): run a "
+			"second serve -t uc on another port");
+		return EXIT_USAGE;
 	}
 	return opt_extra_args("serve", argc, argv, serve_usage);
 }
@@ -231,17 +261,41 @@ static int sv_pick_device(struct sv *s)
 	return ret;
 }
 
-static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
+static int sv_listen(struct sv *s, struct krdma_sockaddr *addr,
+		     uint32_t transport)
 {
 	struct krdma_cm_listen l = {
 		.size = sizeof(l),
 		.addr = *addr,
-		.transport = KRDMA_TRANSPORT_RC,
+		.transport = transport,
 	};
 	char where[80];
 	int ret;
 
+	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_LISTEN, &l);
+	if (ret) {
+		xfer_format_addr(addr, where, sizeof(where));
+		err_msg("serve: cannot listen on %s for %s: %s", where,
+			xfer_transport_name(transport), strerror(-ret));
+		return ret;
+	}
+	s->listeners[transport] = l.handle;
+	addr->port = l.port;
+	return 0;
+}
+
+static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
+{
+	char where[80];
+	uint32_t t;
+	int ret;
+
 	ret = sv_pick_device(s);
+	if (!ret && (s->o->transports & 1U << KRDMA_TRANSPORT_UD)) {
+		s->ud_mtu = xfer_port_mtu(s->fd, s->dev_index);
+		if (!s->ud_mtu)
+			ret = -ENODEV;
+	}
 	if (!ret)
 		ret = xfer_buf_alloc(s->fd, s->dev_index,
 				     KRDMA_ACCESS_LOCAL_WRITE |
@@ -255,18 +309,16 @@ static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 		memset(s->data.mem, 0, s->o->size);
 	else
 		xfer_pattern_fill(s->data.mem, 0, 0, s->o->size);
-	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_LISTEN, &l);
-	xfer_format_addr(addr, where, sizeof(where));
-	if (ret) {
-		err_msg("serve: cannot listen on %s: %s", where,
-			strerror(-ret));
+	for (t = 0; t < ARRAY_SIZE(s->listeners) && !ret; t++)
+		if (s->o->transports & 1U << t)
+			ret = sv_listen(s, addr, t);
+	if (ret)
 		return ret;
-	}
-	s->listener = l.handle;
-	addr->port = l.port;
 	xfer_format_addr(addr, where, sizeof(where));
 	sv_event("listening", NULL);
 	pr_str("addr", where);
+	pr_bits("transport", s->o->transports, transport_names,
+		nr_transport_names);
 	pr_str("device", s->dev_name);
 	pr_u64("buffer", s->o->size);
 	pr_str("fill", s->o->fill == XFER_FILL_ZERO ? "zero" : "pattern");
@@ -306,13 +358,47 @@ static void sv_reject(struct sv *s, const struct krdma_event *ev,
 	sv_event_end();
 }
 
-static void sv_request(struct sv *s, const struct krdma_event *ev)
+/* Why the request of @ev is refused, or NULL. */
+static const char *sv_check_request(const struct krdma_event *ev)
 {
 	const struct xfer_hello *h = (const void *)ev->private_data;
+
+	if (ev->private_data_len < sizeof(*h) ||
+	    be32toh(h->magic) != XFER_MAGIC)
+		return "not a krdmactl client";
+	if (be16toh(h->version) != XFER_VERSION)
+		return "protocol version mismatch";
+	return NULL;
+}
+
+static struct sv_client *sv_free_client(struct sv *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SV_MAX_CLIENTS; i++)
+		if (!s->clients[i].used)
+			return &s->clients[i];
+	return NULL;
+}
+
+static uint32_t sv_transport_of(const struct sv *s, uint32_t listener)
+{
+	uint32_t t;
+
+	for (t = 0; t < ARRAY_SIZE(s->listeners); t++)
+		if (s->listeners[t] == listener)
+			return t;
+	return KRDMA_TRANSPORT_RC;
+}
+
+/* Accept with the data buffer advertised: 0 or -errno (reported). */
+static int sv_accept(struct sv *s, struct sv_client *c, uint32_t *qpn)
+{
+	bool ud = c->transport == KRDMA_TRANSPORT_UD;
 	struct krdma_cm_accept ac = {
 		.size = sizeof(ac),
 		.flags = KRDMA_CONN_NOTIFY,
-		.handle = ev->handle,
+		.handle = c->conn,
 		.caps = { .max_send_wr = 8, .max_recv_wr = SV_SLOTS,
 			  .max_send_sge = 1, .max_recv_sge = 1,
 			  .cq_depth = 2 * SV_SLOTS + 8 },
@@ -325,44 +411,80 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 		.fill = htobe16(s->o->fill),
 		.addr = htobe64(s->data.addr),
 		.rkey = htobe32(s->data.rkey),
-		.max_msg = htobe32(XFER_MSG_MAX),
+		/* UD: one packet */
+		.max_msg = htobe32(ud && s->ud_mtu < XFER_MSG_MAX ?
+				   s->ud_mtu : XFER_MSG_MAX),
 		.length = htobe64(s->o->size),
 	};
-	struct sv_client *c = NULL;
-	unsigned int i;
 	int ret;
 
-	if (ev->private_data_len < sizeof(*h) ||
-	    be32toh(h->magic) != XFER_MAGIC) {
-		sv_reject(s, ev, "not a krdmactl client");
-		return;
+	memcpy(ac.private_data, &adv, sizeof(adv));
+	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	if (ret)
+		err_msg("serve: accepting %s over %s: %s", c->peer,
+			xfer_transport_name(c->transport), strerror(-ret));
+	*qpn = ac.qp_num;
+	return ret;
+}
+
+/*
+ * UD: the connection knows no peer; answers go through an address handle
+ * to the client's address (on RoCE v2 an IPv4 address is the IPv4-mapped
+ * GID).
+ */
+static int sv_ud_ah(struct sv *s, struct sv_client *c,
+		    const struct krdma_sockaddr *peer)
+{
+	struct krdma_ah_create ah = {
+		.size = sizeof(ah),
+		.conn_handle = c->conn,
+	};
+	int ret;
+
+	if (peer->family == AF_INET) {
+		ah.dest_gid[10] = 0xff;
+		ah.dest_gid[11] = 0xff;
+		memcpy(ah.dest_gid + 12, peer->addr, 4);
+	} else {
+		memcpy(ah.dest_gid, peer->addr, sizeof(ah.dest_gid));
 	}
-	if (be16toh(h->version) != XFER_VERSION) {
-		sv_reject(s, ev, "protocol version mismatch");
-		return;
-	}
-	for (i = 0; i < SV_MAX_CLIENTS && !c; i++)
-		if (!s->clients[i].used)
-			c = &s->clients[i];
-	if (!c) {
-		sv_reject(s, ev, "too many clients");
+	ret = krdma_ioctl(s->fd, KRDMA_AH_CREATE, &ah);
+	if (ret)
+		err_msg("serve: no address handle to %s", c->peer);
+	c->ah = ah.handle;
+	return ret;
+}
+
+static void sv_request(struct sv *s, const struct krdma_event *ev)
+{
+	const struct xfer_hello *h = (const void *)ev->private_data;
+	const char *why = sv_check_request(ev);
+	struct sv_client *c = why ? NULL : sv_free_client(s);
+	uint32_t qpn = 0, i;
+	int ret;
+
+	if (!why && !c)
+		why = "too many clients";
+	if (why) {
+		sv_reject(s, ev, why);
 		return;
 	}
 	memset(c, 0, sizeof(*c));
 	c->file_fd = -1;
 	c->conn = ev->handle;
 	c->op = be16toh(h->op);
+	c->transport = sv_transport_of(s, ev->listener);
 	xfer_format_addr(&ev->peer, c->peer, sizeof(c->peer));
-	memcpy(ac.private_data, &adv, sizeof(adv));
 	ret = xfer_buf_alloc(s->fd, s->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
 			     SV_SEND_OFF + XFER_MSG_MAX, &c->ctrl);
 	if (ret) {
 		sv_reject(s, ev, "out of buffers");
 		return;
 	}
-	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	ret = sv_accept(s, c, &qpn);
+	if (!ret && c->transport == KRDMA_TRANSPORT_UD)
+		ret = sv_ud_ah(s, c, &ev->peer);
 	if (ret) {
-		err_msg("serve: accepting %s: %s", c->peer, strerror(-ret));
 		xfer_destroy(s->fd, c->conn);
 		xfer_buf_free(s->fd, &c->ctrl);
 		s->failures++;
@@ -371,11 +493,12 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 	c->used = true;
 	c->last = xfer_now_ms();
 	for (i = 0; i < SV_SLOTS; i++)
-		if (xfer_post_recv(s->fd, c->conn, i + 1, c->ctrl.handle,
-				   (uint64_t)i * XFER_MSG_MAX, XFER_MSG_MAX))
+		if (xfer_post_slot(s->fd, c->conn, i + 1, &c->ctrl, i,
+				   c->transport))
 			c->failed = c->gone = true;
 	sv_event("connect", c);
-	pr_u64("qpn", ac.qp_num);
+	pr_str("transport", xfer_transport_name(c->transport));
+	pr_u64("qpn", qpn);
 	sv_event_end();
 }
 
@@ -402,6 +525,8 @@ static void sv_finish(struct sv *s, struct sv_client *c, const char *why)
 		pr_str("reason", why);
 	sv_event_end();
 	xfer_destroy(s->fd, c->conn);
+	if (c->ah)
+		xfer_destroy(s->fd, c->ah);
 	xfer_buf_free(s->fd, &c->ctrl);
 	c->used = false;
 	s->served++;
@@ -420,6 +545,8 @@ static int sv_reply(struct sv *s, struct sv_client *c, uint32_t type,
 		.wr_id = SV_SEND_WRID,
 		.opcode = KRDMA_OP_SEND,
 		.flags = KRDMA_WR_SIGNALED,
+		.ah_handle = c->ah,
+		.remote_qpn = c->peer_qpn,
 		.num_sge = 1,
 		.sge[0] = { .buf_handle = c->ctrl.handle,
 			    .offset = SV_SEND_OFF,
@@ -428,6 +555,8 @@ static int sv_reply(struct sv *s, struct sv_client *c, uint32_t type,
 	va_list ap;
 
 	xfer_msg_init(m, type);
+	m->seq = htobe32(c->req_seq);
+	m->arg = htobe64(c->req_type);
 	if (fmt) {
 		va_start(ap, fmt);
 		vsnprintf(m->text, sizeof(m->text), fmt, ap);
@@ -688,13 +817,24 @@ static void sv_on_done(struct sv *s, struct sv_client *c)
 	sv_reply(s, c, XM_GOOD, "saved as %s", c->final);
 }
 
+static void sv_on_bye(struct sv_client *c, const struct xfer_msg *m)
+{
+	c->bye = true;
+	sv_event("done", c);
+	pr_str("note", m->text);
+	sv_event_end();
+	/* a UD client has nothing to disconnect */
+	if (c->transport == KRDMA_TRANSPORT_UD)
+		c->gone = true;
+}
+
 static void sv_on_recv(struct sv *s, struct sv_client *c,
 		       const struct krdma_wc *wc)
 {
-	uint32_t slot = wc->wr_id - 1;
-	const struct xfer_msg *m =
-		(const void *)(c->ctrl.mem + (uint64_t)slot * XFER_MSG_MAX);
-	const char *why = xfer_msg_check(m, wc->byte_len);
+	uint32_t slot = wc->wr_id - 1, len;
+	const struct xfer_msg *m = xfer_slot_msg(&c->ctrl, slot, c->transport,
+						 wc->byte_len, &len);
+	const char *why = xfer_msg_check(m, len);
 	uint32_t type = be16toh(m->type);
 
 	if (why) {
@@ -704,9 +844,16 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 		c->failed = c->gone = true;
 		return;
 	}
+	c->req_type = type;
+	c->req_seq = be32toh(m->seq);
+	if (c->transport == KRDMA_TRANSPORT_UD)
+		c->peer_qpn = wc->src_qp;
 	switch (type) {
+	case XM_HELLO:
+		sv_reply(s, c, XM_OK, "hello");
+		break;
 	case XM_SEND:
-		sv_on_send(s, c, m, wc->byte_len);
+		sv_on_send(s, c, m, len);
 		break;
 	case XM_WRITTEN:
 		sv_on_written(s, c, m, wc);
@@ -721,20 +868,15 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 		sv_on_done(s, c);
 		break;
 	case XM_BYE:
-		c->bye = true;
-		sv_event("done", c);
-		pr_str("note", m->text);
-		sv_event_end();
+		sv_on_bye(c, m);
 		break;
 	default:
 		sv_reply(s, c, XM_ERR, "unknown message type %u", type);
 		break;
 	}
 	/* the message is consumed: the slot takes the next one */
-	if (!c->gone && xfer_post_recv(s->fd, c->conn, wc->wr_id,
-				       c->ctrl.handle,
-				       (uint64_t)slot * XFER_MSG_MAX,
-				       XFER_MSG_MAX))
+	if (!c->gone && xfer_post_slot(s->fd, c->conn, wc->wr_id, &c->ctrl,
+				       slot, c->transport))
 		c->failed = c->gone = true;
 }
 
@@ -771,7 +913,8 @@ static void sv_poll_client(struct sv *s, struct sv_client *c)
 				c->failed = c->gone = true;
 				continue;
 			}
-			if (wc->wr_id != SV_SEND_WRID && !c->gone)
+			/* what came before a disconnect still counts */
+			if (wc->wr_id != SV_SEND_WRID && !c->failed)
 				sv_on_recv(s, c, wc);
 		}
 	}
@@ -798,8 +941,16 @@ static void sv_events(struct sv *s)
 				continue;
 			}
 			c = sv_find(s, ev->handle);
-			if (c && (ev->type == KRDMA_EVENT_DISCONNECTED ||
-				  ev->type == KRDMA_EVENT_CONN_ERROR ||
+			/*
+			 * Receives that completed before a disconnect (the
+			 * client's BYE) may still be in the CQ: the flush of
+			 * the ones still posted comes after them and ends the
+			 * client (SV_DRAIN_MS at most).
+			 */
+			if (c && ev->type == KRDMA_EVENT_DISCONNECTED &&
+			    !c->disconnected)
+				c->disconnected = xfer_now_ms();
+			if (c && (ev->type == KRDMA_EVENT_CONN_ERROR ||
 				  ev->type == KRDMA_EVENT_DEVICE_REMOVAL))
 				c->gone = true;
 		}
@@ -823,6 +974,9 @@ static void sv_loop(struct sv *s)
 			if (!c->used)
 				continue;
 			sv_poll_client(s, c);
+			if (c->disconnected &&
+			    xfer_now_ms() - c->disconnected > SV_DRAIN_MS)
+				c->gone = true;
 			if (c->gone)
 				sv_finish(s, c, c->bye ? NULL :
 					  "gone without BYE");
@@ -838,6 +992,7 @@ int cmd_serve(int argc, char **argv)
 {
 	struct sv_opts o = {
 		.port = XFER_DEFAULT_PORT,
+		.transports = SV_RC,
 		.size = XFER_DEFAULT_SIZE,
 		.timeout_s = XFER_DEFAULT_TIMEOUT,
 	};

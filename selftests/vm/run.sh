@@ -26,6 +26,7 @@
 #   --no-insmod         do not insmod krdma.ko before CMD
 #   --verbose           full kernel log level on the console (default
 #                       loglevel=5: warnings and worse, which is what counts)
+#   --append 'ARGS'     more kernel command line (check-debug.sh: panic_on_warn=1)
 #
 # Host environment: KRDMA_CACHE (default /var/cache/krdma) holds the kernel
 # and userspace debs, extracted, keyed by version, and the static initramfs.
@@ -86,10 +87,11 @@ ACCEL=${KRDMA_VM_ACCEL:-tcg}
 BUILD=1
 INSMOD=1
 LOGLEVEL=5
+EXTRA_APPEND=
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 note() { echo "run.sh: $*" >&2; }
-usage() { sed -n '4,28p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,29p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -104,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD=0; shift ;;
 	--no-insmod) INSMOD=0; shift ;;
 	--verbose) LOGLEVEL=8; shift ;;
+	--append) EXTRA_APPEND=${2?}; shift 2 ;;
 	-h|--help) usage ;;
 	--) shift; break ;;
 	*) echo "run.sh: unknown option $1" >&2; usage ;;
@@ -352,6 +355,8 @@ build_static() {
 		mkdir -p "$t/usr/lib/modules/$REL/$(dirname "$n")"
 		cp -L "$f" "$t/usr/lib/modules/$REL/$n"
 	done
+	# (a kernel with everything built in has no module to copy)
+	mkdir -p "$t/usr/lib/modules/$REL"
 	for f in modules.order modules.builtin modules.builtin.modinfo; do
 		[ -e "$KROOT/lib/modules/$REL/$f" ] && cp -L "$KROOT/lib/modules/$REL/$f" "$t/usr/lib/modules/$REL/"
 	done
@@ -573,7 +578,7 @@ flock -u 9
 exec 9>&-
 note "ready to boot after $((SECONDS - T0))s ($REL, $ACCEL, logs in $RUNDIR)"
 
-APPEND="console=ttyS0,115200 panic=-1 printk.time=1 loglevel=$LOGLEVEL mitigations=off rdinit=/init"
+APPEND="console=ttyS0,115200 panic=-1 printk.time=1 loglevel=$LOGLEVEL mitigations=off rdinit=/init${EXTRA_APPEND:+ $EXTRA_APPEND}"
 qemu_cmd() {	# qemu_cmd N NETARGS...
 	local n=$1; shift
 	local cpu=(-accel tcg -cpu max)
@@ -652,16 +657,19 @@ bad=0
 # full dmesg the guest saved at the end, and the console (which has what a
 # crashed guest could not save)
 KPAT="\[ *[0-9]+\.[0-9]+\] .*($BAD)"
+# what a debug kernel (kmemleak) says at every boot is not a problem, nor
+# is its command line (kmemleak=on)
+KOK='kmemleak: (Kernel memory leak detector initialized|Automatic memory scanning thread (started|ended))|[Cc]ommand line: '
 for pair in "$RUNDIR/dmesg.txt $LOG" "$RUNDIR/peer-dmesg.txt $PLOG"; do
 	shown=0
 	for f in $pair; do
 		[ -e "$f" ] || continue
-		grep -aEq "$KPAT" "$f" || continue
+		grep -aE "$KPAT" "$f" | grep -avE "$KOK" >/dev/null || continue
 		bad=1
 		[ $shown = 1 ] && continue
 		shown=1
 		echo "run.sh: kernel problems in ${f#"$REPO"/}:" >&2
-		grep -aE -A 25 "$KPAT" "$f" | head -n 120 >&2
+		grep -avE "$KOK" "$f" | grep -aE -A 25 "$KPAT" | head -n 120 >&2
 	done
 done
 if [ $bad = 1 ] && [ "$rc" = 0 ]; then rc=1; fi

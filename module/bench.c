@@ -1,0 +1,1171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KRDMA_BENCH: a benchmark loop in the kernel.  One ioctl runs a whole
+ * measurement over connections the session owns: it builds the WR chains
+ * once, posts them as room frees up, polls each connection's CQ directly
+ * with ib_poll_cq() (or sleeps on its notification) and keeps the figures,
+ * with no system call per operation.
+ *
+ * Locking: the run holds a reference on every connection and on the buffer
+ * for its whole length, but takes a connection's hw lock only around one
+ * poll-and-post step, so DESTROY and device removal never wait for a run:
+ * the next step sees the object dead and the run ends with -ENODEV.  The
+ * buffer's memory (used to check payloads and as the source of inline
+ * data) lives as long as the reference; a WR still naming the buffer's keys
+ * after its MR is gone fails instead of touching freed memory.
+ */
+#include <linux/bottom_half.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uaccess.h>
+
+#include "buf.h"
+#include "krdma_priv.h"
+
+#define KRDMA_BENCH_POLL_BATCH 32
+#define KRDMA_BENCH_DEFAULT_DEPTH 128
+#define KRDMA_BENCH_DEFAULT_TIMEOUT_MS 5000
+#define KRDMA_BENCH_PEAK_WINDOW_NS (10 * NSEC_PER_MSEC)
+#define KRDMA_BENCH_DRAIN_NS (2 * NSEC_PER_SEC)
+#define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
+#define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
+
+enum krdma_bench_phase {
+	KRDMA_BENCH_RUN,	/* posting */
+	KRDMA_BENCH_CLOSE,	/* no new operations; reap what is in flight */
+};
+
+/* One WR of any send opcode; the ib_*_wr types all start with ib_send_wr. */
+union krdma_bench_wr {
+	struct ib_send_wr send;
+	struct ib_rdma_wr rdma;
+	struct ib_atomic_wr atomic;
+};
+
+/**
+ * struct krdma_bench_conn - one connection of a run
+ * @conn: the connection, referenced (its hw lock is taken per step)
+ * @posted: send WRs posted
+ * @completed: send WRs known complete (the wr_id of a signaled WR is the
+ *	count of WRs posted up to and including it)
+ * @signaled: @posted when the last signaled WR went
+ * @ops: operations completed (server: messages received)
+ * @bytes: payload bytes of @ops
+ * @recv_posted: receives posted
+ * @rslot: next remote slot
+ * @sq_depth: send WRs in flight at most
+ * @echo: server latency mode: replies still to send, slot << 32 | length
+ *	(a ring)
+ * @echo_head: next entry of @echo to send
+ * @echo_count: entries waiting in @echo
+ * @done: a server saw the end message or its @iters messages
+ * @ready: a server sent its ready message
+ * @waiting: latency mode: the operation being timed has not completed
+ */
+struct krdma_bench_conn {
+	struct krdma_conn *conn;
+	u64 posted;
+	u64 completed;
+	u64 signaled;
+	u64 ops;
+	u64 bytes;
+	u64 recv_posted;
+	u64 rslot;
+	u32 sq_depth;
+	u64 *echo;
+	u32 echo_head;
+	u32 echo_count;
+	bool done;
+	bool ready;
+	bool waiting;
+};
+
+/**
+ * struct krdma_bench_run - one KRDMA_BENCH in progress
+ * @cmd: the caller's request, figures written into it
+ * @session: the caller's session
+ * @bconns: the connections
+ * @num_conns: entries of @bconns
+ * @buf: the local buffer, referenced
+ * @lkey: its local key
+ * @iova: its address for the device
+ * @inline_addr: kernel address of its first byte (inline sources)
+ * @echo_off: a server's reply being built: where its payload is
+ * @nslots: @msg_size slots of the buffer
+ * @remote_nslots: @msg_size slots of the peer's buffer
+ * @ib_opcode: the IB_WR_* posted
+ * @server: %KRDMA_BENCH_SERVER
+ * @latency: %KRDMA_BENCH_LATENCY
+ * @pingpong: latency mode with a SEND answered by the server
+ * @notify: %KRDMA_BENCH_NOTIFY
+ * @validate: %KRDMA_BENCH_VALIDATE
+ * @inline_send: payloads go inline
+ * @depth: tx_depth (a server: receives kept posted)
+ * @signal_every: signal one send WR in this many
+ * @timeout_ns: idle limit
+ * @phase: &enum krdma_bench_phase
+ * @err: why the run stopped early (0: it did not)
+ * @start_ns: first post
+ * @end_ns: @start_ns + duration, or 0
+ * @last_event_ns: last completion
+ * @last_progress_ns: last progress update
+ * @window_ns: start of the current peak window
+ * @window_bytes: bytes done when it started
+ * @ops: operations done by all connections
+ * @bytes: bytes done by all connections
+ * @t0: latency mode: when the operation being timed was posted
+ * @samples: latency samples
+ * @num_samples: entries of @samples used
+ * @max_samples: entries of @samples
+ * @wrs: a chain of send WRs, built once
+ * @sges: their SGEs
+ * @rwrs: a chain of receive WRs
+ * @rsges: their SGEs
+ * @wc: completions being handled
+ */
+struct krdma_bench_run {
+	struct krdma_bench *cmd;
+	struct krdma_session *session;
+	struct krdma_bench_conn *bconns;
+	u32 num_conns;
+	struct krdma_buf *buf;
+	u32 lkey;
+	u64 iova;
+	void *inline_addr;
+	u64 echo_off;
+	u64 nslots;
+	u64 remote_nslots;
+	enum ib_wr_opcode ib_opcode;
+	bool server;
+	bool latency;
+	bool pingpong;
+	bool notify;
+	bool validate;
+	bool inline_send;
+	u32 depth;
+	u32 signal_every;
+	u64 timeout_ns;
+	enum krdma_bench_phase phase;
+	int err;
+	u64 start_ns;
+	u64 end_ns;
+	u64 last_event_ns;
+	u64 last_progress_ns;
+	u64 window_ns;
+	u64 window_bytes;
+	u64 ops;
+	u64 bytes;
+	u64 t0;
+	u64 *samples;
+	u64 num_samples;
+	u64 max_samples;
+	union krdma_bench_wr *wrs;
+	struct ib_sge *sges;
+	struct ib_recv_wr *rwrs;
+	struct ib_sge *rsges;
+	struct ib_wc wc[KRDMA_BENCH_POLL_BATCH];
+};
+
+static const enum ib_wr_opcode krdma_bench_ib_opcode[] = {
+	[KRDMA_OP_SEND] = IB_WR_SEND,
+	[KRDMA_OP_SEND_WITH_IMM] = IB_WR_SEND_WITH_IMM,
+	[KRDMA_OP_RDMA_WRITE] = IB_WR_RDMA_WRITE,
+	[KRDMA_OP_RDMA_WRITE_WITH_IMM] = IB_WR_RDMA_WRITE_WITH_IMM,
+	[KRDMA_OP_RDMA_READ] = IB_WR_RDMA_READ,
+	[KRDMA_OP_ATOMIC_FETCH_ADD] = IB_WR_ATOMIC_FETCH_AND_ADD,
+	[KRDMA_OP_ATOMIC_CMP_SWP] = IB_WR_ATOMIC_CMP_AND_SWP,
+};
+
+static bool krdma_bench_is_send(u32 opcode)
+{
+	return opcode == KRDMA_OP_SEND || opcode == KRDMA_OP_SEND_WITH_IMM;
+}
+
+static bool krdma_bench_is_atomic(u32 opcode)
+{
+	return opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
+	       opcode == KRDMA_OP_ATOMIC_CMP_SWP;
+}
+
+/* Opcodes a transport can run; UD is not benchmarked. */
+static bool krdma_bench_transport_ok(u32 transport, u32 opcode)
+{
+	switch (transport) {
+	case KRDMA_TRANSPORT_RC:
+		return true;
+	case KRDMA_TRANSPORT_UC:
+		return opcode != KRDMA_OP_RDMA_READ &&
+		       !krdma_bench_is_atomic(opcode);
+	default:
+		return false;
+	}
+}
+
+/* The kernel address of byte @offset of the buffer, and bytes left in its
+ * chunk from there.
+ */
+static u8 *krdma_bench_mem(struct krdma_buf *buf, u64 offset, size_t *avail)
+{
+	struct krdma_buf_mem *mem = buf->mem;
+	size_t chunk = krdma_chunk_size(mem);
+	u64 off = offset + mem->first_offset;
+	unsigned int idx = div_u64(off, chunk);
+	size_t in = off - (u64)idx * chunk;
+
+	*avail = chunk - in;
+	return (u8 *)page_address(mem->chunks[idx]) + in;
+}
+
+/* Does the @len-byte message at @offset carry the pattern? */
+static bool krdma_bench_check(struct krdma_buf *buf, u64 offset, u32 len)
+{
+	u64 i = 0;
+
+	while (i < len) {
+		size_t avail, n, j;
+		u8 *p = krdma_bench_mem(buf, offset + i, &avail);
+
+		n = min_t(u64, avail, len - i);
+		for (j = 0; j < n; j++)
+			if (p[j] != krdma_bench_pattern(i + j))
+				return false;
+		i += n;
+	}
+	return true;
+}
+
+static void krdma_bench_validate(struct krdma_bench_run *run, u64 slot,
+				 u32 len)
+{
+	if (!krdma_bench_check(run->buf, slot * run->cmd->msg_size, len))
+		run->cmd->validate_errors++;
+}
+
+static void krdma_bench_progress(struct krdma_bench_run *run, u64 now)
+{
+	struct krdma_bench_progress p = {};
+	struct krdma_bench_progress __user *up;
+
+	if (!run->cmd->progress_uptr || now - run->last_progress_ns <
+	    NSEC_PER_SEC)
+		return;
+	up = u64_to_user_ptr(run->cmd->progress_uptr);
+	run->last_progress_ns = now;
+	if (get_user(p.updates, &up->updates))
+		return;
+	p.ops_done = run->ops;
+	p.bytes_done = run->bytes;
+	p.elapsed_ns = run->start_ns ? now - run->start_ns : 0;
+	p.updates++;
+	/* a caller that unmapped it just sees no progress */
+	if (copy_to_user(up, &p, sizeof(p)))
+		run->cmd->progress_uptr = 0;
+}
+
+/* @n more operations of @bytes bytes in all are done. */
+static void krdma_bench_account(struct krdma_bench_run *run,
+				struct krdma_bench_conn *bc, u64 n, u64 bytes,
+				u64 now)
+{
+	if (!run->start_ns) {	/* a server: from its first message */
+		run->start_ns = now;
+		run->window_ns = now;
+	}
+	bc->ops += n;
+	bc->bytes += bytes;
+	run->ops += n;
+	run->bytes += bytes;
+	run->last_event_ns = now;
+	if (now - run->window_ns >= KRDMA_BENCH_PEAK_WINDOW_NS) {
+		u64 bps = div64_u64((run->bytes - run->window_bytes) *
+				    NSEC_PER_SEC, now - run->window_ns);
+
+		run->cmd->peak_bps = max(run->cmd->peak_bps, bps);
+		run->window_ns = now;
+		run->window_bytes = run->bytes;
+	}
+}
+
+static void krdma_bench_sample(struct krdma_bench_run *run, u64 ns)
+{
+	if (run->num_samples < run->max_samples)
+		run->samples[run->num_samples++] = ns;
+}
+
+/* Bytes of one operation, as the figures count them. */
+static u32 krdma_bench_op_bytes(struct krdma_bench_run *run)
+{
+	return krdma_bench_is_atomic(run->cmd->opcode) ? sizeof(u64) :
+							 run->cmd->msg_size;
+}
+
+static void krdma_bench_fail(struct krdma_bench_run *run,
+			     struct krdma_bench_conn *bc, int err)
+{
+	if (!run->err)
+		run->err = err;
+	run->phase = KRDMA_BENCH_CLOSE;
+	if (err == -EIO && !run->cmd->failed_conn)
+		run->cmd->failed_conn = bc->conn->obj.handle;
+}
+
+/* ---- completions ---- */
+
+static void krdma_bench_send_done(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc,
+				  const struct ib_wc *wc, u64 now)
+{
+	u64 n = wc->wr_id - bc->completed;
+
+	bc->completed = wc->wr_id;
+	/* a server's replies, a ping-pong's pings: the receives count */
+	if (run->server || run->pingpong)
+		return;
+	if (run->validate && run->ib_opcode == IB_WR_RDMA_READ) {
+		u64 k;
+
+		for (k = bc->completed - n; k < bc->completed; k++)
+			krdma_bench_validate(run, k % run->nslots,
+					     run->cmd->msg_size);
+	}
+	krdma_bench_account(run, bc, n, n * krdma_bench_op_bytes(run), now);
+	if (run->latency && !run->pingpong) {
+		krdma_bench_sample(run, now - run->t0);
+		bc->waiting = false;
+	}
+}
+
+static void krdma_bench_recv_done(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc,
+				  const struct ib_wc *wc, u64 now)
+{
+	u64 slot = wc->wr_id & ~KRDMA_BENCH_RECV_WRID;
+	u32 len = wc->byte_len;
+
+	if ((wc->wc_flags & IB_WC_WITH_IMM) &&
+	    be32_to_cpu(wc->ex.imm_data) == KRDMA_BENCH_END_IMM) {
+		bc->done = true;
+		return;
+	}
+	if (run->validate && wc->opcode == IB_WC_RECV)
+		krdma_bench_validate(run, slot, len);
+	if (!run->server) {	/* the ping-pong reply */
+		krdma_bench_sample(run, (now - run->t0) / 2);
+		krdma_bench_account(run, bc, 1, run->cmd->msg_size, now);
+		bc->waiting = false;
+		return;
+	}
+	krdma_bench_account(run, bc, 1, wc->opcode == IB_WC_RECV ? len :
+			    run->cmd->msg_size, now);
+	if (run->cmd->iters && bc->ops >= run->cmd->iters)
+		bc->done = true;
+	if (run->pingpong) {
+		bc->echo[(bc->echo_head + bc->echo_count) % run->depth] =
+			(slot << 32) | len;
+		bc->echo_count++;
+	}
+}
+
+/* Poll @bc's CQ once; returns how many completions it had. */
+static int krdma_bench_poll(struct krdma_bench_run *run,
+			    struct krdma_bench_conn *bc)
+{
+	struct ib_wc *wc = run->wc;
+	int n, i;
+	u64 now;
+
+	n = ib_poll_cq(bc->conn->cq, KRDMA_BENCH_POLL_BATCH, wc);
+	run->cmd->cq_polls++;
+	if (n <= 0) {
+		run->cmd->empty_polls++;
+		return 0;
+	}
+	now = ktime_get_ns();
+	for (i = 0; i < n; i++) {
+		if (wc[i].status != IB_WC_SUCCESS) {
+			if (!run->cmd->wc_status &&
+			    wc[i].status != IB_WC_WR_FLUSH_ERR)
+				run->cmd->wc_status = wc[i].status;
+			WRITE_ONCE(bc->conn->last_wc_status, wc[i].status);
+			krdma_bench_fail(run, bc, -EIO);
+			continue;
+		}
+		if (wc[i].wr_id & KRDMA_BENCH_RECV_WRID)
+			krdma_bench_recv_done(run, bc, &wc[i], now);
+		else
+			krdma_bench_send_done(run, bc, &wc[i], now);
+	}
+	return n;
+}
+
+/* ---- posting ---- */
+
+/* Receives into consecutive slots, as many as @n. */
+static int krdma_bench_post_recvs(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc, u32 n)
+{
+	const struct ib_recv_wr *bad;
+	u32 i;
+	int ret;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		u64 slot = (bc->recv_posted + i) % run->nslots;
+
+		run->rsges[i].addr = run->iova + slot * run->cmd->msg_size;
+		run->rwrs[i].wr_id = KRDMA_BENCH_RECV_WRID | slot;
+		run->rwrs[i].next = i + 1 < n ? &run->rwrs[i + 1] : NULL;
+	}
+	run->cmd->post_calls++;
+	ret = ib_post_recv(bc->conn->qp, run->rwrs, &bad);
+	if (ret)
+		return ret;
+	bc->recv_posted += n;
+	return 0;
+}
+
+/* Fill in WR @i of the chain for @bc's next operation of @len bytes. */
+static void krdma_bench_build(struct krdma_bench_run *run,
+			      struct krdma_bench_conn *bc, u32 i, u32 len,
+			      bool last)
+{
+	union krdma_bench_wr *wr = &run->wrs[i];
+	struct ib_sge *sge = &run->sges[i];
+	u64 count = bc->posted + i + 1;
+	u64 laddr = 0, roff = 0;
+
+	void *kaddr = run->inline_addr;
+	size_t avail = len;
+
+	if (run->ib_opcode == IB_WR_RDMA_READ)
+		laddr = (count - 1) % run->nslots * run->cmd->msg_size;
+	if (run->server) {	/* a reply carries what came in */
+		laddr = run->echo_off;
+		kaddr = krdma_bench_mem(run->buf, laddr, &avail);
+	}
+	if (run->remote_nslots && !run->validate)
+		roff = (bc->rslot++ % run->remote_nslots) * run->cmd->msg_size;
+	wr->send.wr_id = count;
+	wr->send.next = NULL;
+	wr->send.send_flags = 0;
+	if (!(count % run->signal_every) || last)
+		wr->send.send_flags |= IB_SEND_SIGNALED;
+	if (run->inline_send && len <= run->cmd->inline_size &&
+	    len <= avail) {
+		wr->send.send_flags |= IB_SEND_INLINE;
+		sge->addr = (uintptr_t)kaddr;
+		sge->lkey = 0;
+	} else {
+		sge->addr = run->iova + laddr;
+		sge->lkey = run->lkey;
+	}
+	sge->length = len;
+	wr->send.num_sge = len ? 1 : 0;
+	if (i)
+		run->wrs[i - 1].send.next = &wr->send;
+	switch (run->ib_opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		wr->rdma.remote_addr = run->cmd->remote_addr + roff;
+		wr->rdma.rkey = run->cmd->remote_rkey;
+		if (run->ib_opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+			wr->send.ex.imm_data = cpu_to_be32(count & S32_MAX);
+		break;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		wr->atomic.remote_addr = run->cmd->remote_addr;
+		wr->atomic.rkey = run->cmd->remote_rkey;
+		wr->atomic.compare_add = 1;
+		wr->atomic.swap = 0;
+		break;
+	case IB_WR_SEND_WITH_IMM:
+		wr->send.ex.imm_data = cpu_to_be32(count & S32_MAX);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Post @n operations of @len bytes as one chain; @last: the run's last. */
+static int krdma_bench_post_sends(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc, u32 n, u32 len,
+				  bool last)
+{
+	const struct ib_send_wr *bad;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		krdma_bench_build(run, bc, i, len, last && i == n - 1);
+	if (!run->start_ns) {
+		run->start_ns = ktime_get_ns();
+		run->window_ns = run->start_ns;
+		run->last_event_ns = run->start_ns;
+	}
+	run->cmd->post_calls++;
+	ret = ib_post_send(bc->conn->qp, &run->wrs[0].send, &bad);
+	if (ret)
+		return ret;
+	bc->posted += n;
+	if (run->wrs[n - 1].send.send_flags & IB_SEND_SIGNALED)
+		bc->signaled = bc->posted;
+	return 0;
+}
+
+static u32 krdma_bench_room(struct krdma_bench_conn *bc)
+{
+	return bc->sq_depth - (u32)(bc->posted - bc->completed);
+}
+
+/* Bandwidth client: keep the send queue full. */
+static int krdma_bench_fill(struct krdma_bench_run *run,
+			    struct krdma_bench_conn *bc)
+{
+	u32 room = krdma_bench_room(bc), n;
+	u64 iters = run->cmd->iters;
+	bool last = false;
+
+	if (!room)
+		return 0;
+	if (run->phase == KRDMA_BENCH_CLOSE) {
+		/* unsignaled WRs at the tail: one more, signaled, covers them */
+		if (bc->signaled == bc->posted)
+			return 0;
+		return krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
+					      true);
+	}
+	n = room;
+	if (iters) {
+		if (bc->posted >= iters)
+			return 0;
+		if (iters - bc->posted <= n) {
+			n = iters - bc->posted;
+			last = true;
+		}
+	}
+	return krdma_bench_post_sends(run, bc, n, run->cmd->msg_size, last);
+}
+
+/* Latency client: the next operation, once the previous one is back. */
+static int krdma_bench_next(struct krdma_bench_run *run,
+			    struct krdma_bench_conn *bc)
+{
+	u64 iters = run->cmd->iters;
+	bool last;
+	int ret;
+
+	if (bc->waiting || run->phase == KRDMA_BENCH_CLOSE) {
+		if (run->phase == KRDMA_BENCH_CLOSE && !bc->waiting &&
+		    bc->signaled != bc->posted && krdma_bench_room(bc))
+			return krdma_bench_post_sends(run, bc, 1,
+						      run->cmd->msg_size, true);
+		return 0;
+	}
+	if (iters && bc->ops >= iters)
+		return 0;
+	if (!krdma_bench_room(bc))
+		return 0;
+	if (run->pingpong) {
+		ret = krdma_bench_post_recvs(run, bc, 1);
+		if (ret)
+			return ret;
+	}
+	last = iters && bc->ops + 1 == iters;
+	bc->waiting = true;
+	run->t0 = ktime_get_ns();
+	if (!run->start_ns)
+		run->start_ns = run->t0;
+	return krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
+				      last || !run->pingpong);
+}
+
+/* Server: a zero-length SEND_WITH_IMM saying the receives are posted. */
+static int krdma_bench_ready(struct krdma_bench_run *run,
+			     struct krdma_bench_conn *bc)
+{
+	struct ib_send_wr wr = {
+		.wr_id = bc->posted + 1,
+		.opcode = IB_WR_SEND_WITH_IMM,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.imm_data = cpu_to_be32(KRDMA_BENCH_READY_IMM),
+	};
+	const struct ib_send_wr *bad;
+	int ret;
+
+	run->cmd->post_calls++;
+	ret = ib_post_send(bc->conn->qp, &wr, &bad);
+	if (ret)
+		return ret;
+	bc->posted++;
+	bc->signaled = bc->posted;
+	bc->ready = true;
+	return 0;
+}
+
+/* Server: keep receives posted, send the replies latency mode owes. */
+static int krdma_bench_serve(struct krdma_bench_run *run,
+			     struct krdma_bench_conn *bc)
+{
+	u64 want = bc->ops + run->depth;
+	int ret;
+
+	if (run->cmd->iters)
+		want = min(want, run->cmd->iters);
+	if (!bc->done && want > bc->recv_posted) {
+		ret = krdma_bench_post_recvs(run, bc,
+					     min_t(u64, want - bc->recv_posted,
+						   run->depth));
+		if (ret)
+			return ret;
+	}
+	if (!bc->ready) {
+		ret = krdma_bench_ready(run, bc);
+		if (ret)
+			return ret;
+	}
+	while (bc->echo_count && krdma_bench_room(bc)) {
+		u64 e = bc->echo[bc->echo_head];
+		u32 len = lower_32_bits(e);
+
+		run->echo_off = upper_32_bits(e) * run->cmd->msg_size;
+		ret = krdma_bench_post_sends(run, bc, 1, len,
+					     bc->done && bc->echo_count == 1);
+		if (ret)
+			return ret;
+		bc->echo_head = (bc->echo_head + 1) % run->depth;
+		bc->echo_count--;
+	}
+	return 0;
+}
+
+/* ---- the loop ---- */
+
+/* Interrupt-driven mode: re-arm a drained CQ (as krdma_conn_rearm()). */
+static bool krdma_bench_rearm(struct krdma_bench_run *run,
+			      struct krdma_conn *conn)
+{
+	if (test_and_clear_bit(KRDMA_CONN_CQ_READY, &conn->state))
+		atomic_dec(&run->session->ready_conns);
+	if (ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0) {
+		if (!test_and_set_bit(KRDMA_CONN_CQ_READY, &conn->state))
+			atomic_inc(&run->session->ready_conns);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * One step on one connection under its hw lock: reap completions, post
+ * what there is room for.  Returns completions seen, or -errno.
+ */
+static int krdma_bench_step(struct krdma_bench_run *run,
+			    struct krdma_bench_conn *bc, bool *sleep)
+{
+	struct krdma_conn *conn = bc->conn;
+	int n, ret;
+
+	if (krdma_object_lock_hw(&conn->obj))
+		return -ENODEV;
+	if (READ_ONCE(run->buf->obj.hw_dead)) {
+		krdma_object_unlock_hw(&conn->obj);
+		return -ENODEV;
+	}
+	n = krdma_bench_poll(run, bc);
+	if (run->server)
+		ret = krdma_bench_serve(run, bc);
+	else if (run->latency)
+		ret = krdma_bench_next(run, bc);
+	else
+		ret = krdma_bench_fill(run, bc);
+	/* sleep only if every CQ is drained and armed */
+	if (run->notify && (n || ret || krdma_bench_rearm(run, conn)))
+		*sleep = false;
+	krdma_object_unlock_hw(&conn->obj);
+	return ret ?: n;
+}
+
+static bool krdma_bench_conn_idle(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc)
+{
+	if (run->server)
+		return bc->done && !bc->echo_count &&
+		       bc->completed == bc->posted;
+	return bc->completed == bc->posted && bc->signaled == bc->posted &&
+	       !bc->waiting;
+}
+
+/* Has every connection done what it was asked? */
+static bool krdma_bench_finished(struct krdma_bench_run *run)
+{
+	u64 iters = run->cmd->iters;
+	u32 i;
+
+	for (i = 0; i < run->num_conns; i++) {
+		struct krdma_bench_conn *bc = &run->bconns[i];
+
+		if (!krdma_bench_conn_idle(run, bc))
+			return false;
+		if (run->phase == KRDMA_BENCH_RUN && !run->server &&
+		    (!iters || bc->ops < iters))
+			return false;
+	}
+	return true;
+}
+
+static bool krdma_bench_woken(struct krdma_bench_run *run)
+{
+	u32 i;
+
+	if (signal_pending(current))
+		return true;
+	for (i = 0; i < run->num_conns; i++) {
+		struct krdma_conn *conn = run->bconns[i].conn;
+
+		if (test_bit(KRDMA_CONN_CQ_READY, &conn->state) ||
+		    READ_ONCE(conn->obj.hw_dead))
+			return true;
+	}
+	return false;
+}
+
+static int krdma_bench_loop(struct krdma_bench_run *run)
+{
+	u32 i;
+
+	for (;;) {
+		bool sleep = run->notify;
+		int progress = 0;
+		u64 now;
+
+		for (i = 0; i < run->num_conns; i++) {
+			int n = krdma_bench_step(run, &run->bconns[i], &sleep);
+
+			if (n < 0) {
+				krdma_bench_fail(run, &run->bconns[i], n);
+				return n;
+			}
+			progress += n;
+		}
+		if (run->err)
+			return run->err;
+		if (krdma_bench_finished(run))
+			return 0;
+		/*
+		 * Run the softirqs the posts raised (rxe's tasklets) here and
+		 * now, as a user QP's post runs its requester in the caller's
+		 * context, instead of at the next interrupt or in ksoftirqd.
+		 */
+		local_bh_disable();
+		local_bh_enable();
+		now = ktime_get_ns();
+		if (run->phase == KRDMA_BENCH_RUN && run->end_ns &&
+		    now >= run->end_ns)
+			run->phase = KRDMA_BENCH_CLOSE;
+		if (signal_pending(current))
+			return -EINTR;
+		krdma_bench_progress(run, now);
+		if (!progress && now - run->last_event_ns > run->timeout_ns)
+			return -ETIMEDOUT;
+		if (!progress && sleep)
+			wait_event_interruptible_timeout(run->session->wait,
+							 krdma_bench_woken(run),
+							 HZ / 10);
+		else
+			cond_resched();
+	}
+}
+
+/*
+ * After a failure or an interruption, or at the end of a server run: move
+ * every QP to the error state and reap the flushed WRs, so that nothing
+ * the run posted is left behind.
+ */
+static void krdma_bench_flush(struct krdma_bench_run *run)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	u64 start = ktime_get_ns(), quiet = start;
+	u32 i;
+
+	for (i = 0; i < run->num_conns; i++) {
+		struct krdma_conn *conn = run->bconns[i].conn;
+
+		if (krdma_object_lock_hw(&conn->obj))
+			continue;
+		ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+		krdma_object_unlock_hw(&conn->obj);
+	}
+	for (;;) {
+		u64 now = ktime_get_ns();
+		bool any = false;
+
+		for (i = 0; i < run->num_conns; i++) {
+			struct krdma_conn *conn = run->bconns[i].conn;
+
+			if (krdma_object_lock_hw(&conn->obj))
+				continue;
+			while (ib_poll_cq(conn->cq, KRDMA_BENCH_POLL_BATCH,
+					  run->wc) > 0)
+				any = true;
+			krdma_object_unlock_hw(&conn->obj);
+		}
+		if (any)
+			quiet = now;
+		if (now - quiet > KRDMA_BENCH_QUIET_NS ||
+		    now - start > KRDMA_BENCH_DRAIN_NS)
+			break;
+		cond_resched();
+	}
+}
+
+static int krdma_bench_cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static u64 krdma_bench_pct(const u64 *s, u64 n, u32 per_mille)
+{
+	u64 i = div_u64(n * per_mille + 999, 1000);
+
+	return s[i ? i - 1 : 0];
+}
+
+static void krdma_bench_latency_figures(struct krdma_bench_run *run)
+{
+	struct krdma_bench *cmd = run->cmd;
+	u64 n = run->num_samples, *s = run->samples, sum = 0, var = 0, i;
+
+	cmd->lat_samples = n;
+	if (!n)
+		return;
+	sort(s, n, sizeof(*s), krdma_bench_cmp_u64, NULL);
+	for (i = 0; i < n; i++)
+		sum += s[i];
+	cmd->lat_avg_ns = div64_u64(sum, n);
+	for (i = 0; i < n; i++) {
+		u64 d = s[i] > cmd->lat_avg_ns ? s[i] - cmd->lat_avg_ns :
+						 cmd->lat_avg_ns - s[i];
+
+		/* sum of squares, or past 64 bits the sum of squares / n */
+		if (var != U64_MAX && (d > U32_MAX ||
+				       check_add_overflow(var, d * d, &var)))
+			var = U64_MAX;
+	}
+	if (var == U64_MAX) {
+		for (var = 0, i = 0; i < n; i++) {
+			u64 d = s[i] > cmd->lat_avg_ns ?
+				s[i] - cmd->lat_avg_ns : cmd->lat_avg_ns - s[i];
+
+			var += div64_u64(min_t(u64, d, U32_MAX) *
+					 min_t(u64, d, U32_MAX), n);
+		}
+	} else {
+		var = div64_u64(var, n);
+	}
+	cmd->lat_stdev_ns = int_sqrt64(var);
+	cmd->lat_min_ns = s[0];
+	cmd->lat_max_ns = s[n - 1];
+	cmd->lat_typical_ns = s[n / 2];
+	cmd->lat_p99_ns = krdma_bench_pct(s, n, 990);
+	cmd->lat_p999_ns = krdma_bench_pct(s, n, 999);
+}
+
+/* ---- setup ---- */
+
+static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
+{
+	u32 known = KRDMA_BENCH_LATENCY | KRDMA_BENCH_NOTIFY |
+		    KRDMA_BENCH_VALIDATE | KRDMA_BENCH_SERVER;
+
+	if (cmd->flags & ~known)
+		return -EOPNOTSUPP;
+	if (cmd->opcode >= ARRAY_SIZE(krdma_bench_ib_opcode) ||
+	    cmd->opcode == KRDMA_OP_RECV)
+		return -EINVAL;
+	if (!cmd->num_conns || cmd->num_conns > KRDMA_BENCH_MAX_CONNS)
+		return -EINVAL;
+	if (!cmd->msg_size || (!cmd->iters && !cmd->duration_ms &&
+			       !(cmd->flags & KRDMA_BENCH_SERVER)))
+		return -EINVAL;
+	if (krdma_bench_is_atomic(cmd->opcode) &&
+	    (cmd->msg_size != sizeof(u64) || (cmd->remote_addr & 7)))
+		return -EINVAL;
+	/* what a server does: receive SENDs and WRITE_WITH_IMMs */
+	if ((cmd->flags & KRDMA_BENCH_SERVER) &&
+	    !krdma_bench_is_send(cmd->opcode) &&
+	    cmd->opcode != KRDMA_OP_RDMA_WRITE_WITH_IMM)
+		return -EOPNOTSUPP;
+	/* a ping-pong or a timed operation is one connection's business */
+	if ((cmd->flags & KRDMA_BENCH_LATENCY) &&
+	    !(cmd->flags & KRDMA_BENCH_SERVER) && cmd->num_conns != 1)
+		return -EINVAL;
+	/*
+	 * What is validated: what a SEND server receives (a SEND client's
+	 * sources are then at offset 0), the replies of a ping-pong, READ
+	 * targets.
+	 */
+	if ((cmd->flags & KRDMA_BENCH_VALIDATE) &&
+	    !krdma_bench_is_send(cmd->opcode) &&
+	    cmd->opcode != KRDMA_OP_RDMA_READ)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static int krdma_bench_get_buf(struct krdma_bench_run *run)
+{
+	struct krdma_bench *cmd = run->cmd;
+	struct krdma_object *obj;
+	struct krdma_buf *buf;
+	size_t avail;
+	int ret;
+
+	obj = krdma_object_get(run->session, cmd->local_buf, &krdma_buf_ops);
+	if (!obj)
+		return -ENOENT;
+	buf = container_of(obj, struct krdma_buf, obj);
+	run->buf = buf;
+	ret = krdma_object_lock_hw(obj);
+	if (ret)
+		return ret;
+	run->lkey = buf->mr->lkey;
+	run->iova = buf->mr->iova;
+	krdma_object_unlock_hw(obj);
+	if (cmd->msg_size > buf->length)
+		return -EINVAL;
+	run->nslots = div64_u64(buf->length, cmd->msg_size);
+	run->inline_addr = krdma_bench_mem(buf, 0, &avail);
+	if (cmd->inline_size && avail < min(cmd->msg_size, cmd->inline_size))
+		return -EINVAL;
+	/* the device writes it: receives, READ targets, atomic results */
+	if ((run->server || cmd->opcode == KRDMA_OP_RDMA_READ ||
+	     run->pingpong || krdma_bench_is_atomic(cmd->opcode)) &&
+	    !(buf->access & KRDMA_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+/* Is the QP ready to send (RTS)? */
+static int krdma_bench_qp_ready(struct krdma_conn *conn)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+	int ret;
+
+	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE, &init);
+	if (ret)
+		return ret;
+	return attr.qp_state == IB_QPS_RTS ? 0 : -EINVAL;
+}
+
+static int krdma_bench_check_conn(struct krdma_bench_run *run,
+				  struct krdma_conn *conn)
+{
+	struct krdma_bench *cmd = run->cmd;
+	const struct krdma_qp_caps *caps = &conn->caps;
+	u32 queue = run->server ? caps->max_recv_wr : caps->max_send_wr;
+
+	if (conn->obj.kdev != run->buf->obj.kdev)
+		return -EINVAL;
+	if (!krdma_bench_transport_ok(conn->transport, cmd->opcode))
+		return -EOPNOTSUPP;
+	if (run->notify && !conn->notify)
+		return -EINVAL;
+	if (!cmd->tx_depth)	/* the default, as deep as every queue */
+		run->depth = min(run->depth, queue);
+	else if (cmd->tx_depth > queue)
+		return -EINVAL;
+	if (run->inline_send && cmd->inline_size > caps->max_inline_data)
+		return -EINVAL;
+	return krdma_bench_qp_ready(conn);
+}
+
+static int krdma_bench_get_conns(struct krdma_bench_run *run)
+{
+	struct krdma_bench *cmd = run->cmd;
+	u32 __user *uhandles = u64_to_user_ptr(cmd->conns_uptr);
+	u32 i, j, handle;
+	int ret;
+
+	run->bconns = kcalloc(cmd->num_conns, sizeof(*run->bconns),
+			      GFP_KERNEL);
+	if (!run->bconns)
+		return -ENOMEM;
+	for (i = 0; i < cmd->num_conns; i++) {
+		struct krdma_bench_conn *bc = &run->bconns[i];
+
+		if (get_user(handle, &uhandles[i]))
+			return -EFAULT;
+		for (j = 0; j < i; j++)
+			if (run->bconns[j].conn->obj.handle == handle)
+				return -EINVAL;
+		ret = krdma_conn_get(run->session, handle, &bc->conn);
+		if (ret)
+			return ret;
+		run->num_conns++;
+		ret = krdma_bench_check_conn(run, bc->conn);
+		/* hold the reference only: the hw lock is taken per step */
+		krdma_object_unlock_hw(&bc->conn->obj);
+		if (ret)
+			return ret;
+	}
+	if (cmd->signal_every > run->depth)
+		return -EINVAL;
+	/* a slot must not be reused while an operation on it is in flight */
+	if (run->validate && !run->latency && run->nslots < run->depth)
+		return -EINVAL;
+	for (i = 0; i < run->num_conns; i++) {
+		struct krdma_bench_conn *bc = &run->bconns[i];
+
+		bc->sq_depth = run->server ? bc->conn->caps.max_send_wr :
+					     run->depth;
+		if (run->server && run->pingpong) {
+			bc->echo = kcalloc(run->depth, sizeof(*bc->echo),
+					   GFP_KERNEL);
+			if (!bc->echo)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int krdma_bench_alloc(struct krdma_bench_run *run)
+{
+	u32 n = max(run->depth, 1U);
+	u32 i;
+
+	run->wrs = kcalloc(n, sizeof(*run->wrs), GFP_KERNEL);
+	run->sges = kcalloc(n, sizeof(*run->sges), GFP_KERNEL);
+	run->rwrs = kcalloc(n, sizeof(*run->rwrs), GFP_KERNEL);
+	run->rsges = kcalloc(n, sizeof(*run->rsges), GFP_KERNEL);
+	if (!run->wrs || !run->sges || !run->rwrs || !run->rsges)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		run->wrs[i].send.opcode = run->ib_opcode;
+		run->wrs[i].send.sg_list = &run->sges[i];
+		run->rwrs[i].sg_list = &run->rsges[i];
+		run->rwrs[i].num_sge = 1;
+		run->rsges[i].length = run->cmd->msg_size;
+		run->rsges[i].lkey = run->lkey;
+	}
+	if (!run->latency || run->server)
+		return 0;
+	run->max_samples = run->cmd->iters ?
+			   min_t(u64, run->cmd->iters, KRDMA_BENCH_MAX_SAMPLES) :
+			   KRDMA_BENCH_MAX_SAMPLES;
+	run->samples = kvmalloc_array(run->max_samples, sizeof(u64),
+				      GFP_KERNEL);
+	return run->samples ? 0 : -ENOMEM;
+}
+
+static void krdma_bench_free(struct krdma_bench_run *run)
+{
+	u32 i;
+
+	for (i = 0; i < run->num_conns; i++) {
+		kfree(run->bconns[i].echo);
+		krdma_object_put(&run->bconns[i].conn->obj);
+	}
+	kfree(run->bconns);
+	if (run->buf)
+		krdma_object_put(&run->buf->obj);
+	kvfree(run->samples);
+	kfree(run->wrs);
+	kfree(run->sges);
+	kfree(run->rwrs);
+	kfree(run->rsges);
+}
+
+static void krdma_bench_clear_outputs(struct krdma_bench *cmd)
+{
+	memset_startat(cmd, 0, ops_done);
+}
+
+int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_bench *cmd = ucmd->cmd;
+	struct krdma_bench_run *run;
+	u64 end;
+	int ret;
+
+	ret = krdma_bench_check_cmd(cmd);
+	if (ret)
+		return ret;
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	if (!run)
+		return -ENOMEM;
+	krdma_bench_clear_outputs(cmd);
+	run->cmd = cmd;
+	run->session = session;
+	run->ib_opcode = krdma_bench_ib_opcode[cmd->opcode];
+	run->server = cmd->flags & KRDMA_BENCH_SERVER;
+	run->latency = cmd->flags & KRDMA_BENCH_LATENCY;
+	run->pingpong = run->latency && krdma_bench_is_send(cmd->opcode);
+	run->notify = cmd->flags & KRDMA_BENCH_NOTIFY;
+	run->validate = cmd->flags & KRDMA_BENCH_VALIDATE;
+	run->inline_send = cmd->inline_size &&
+			   (cmd->opcode == KRDMA_OP_RDMA_WRITE ||
+			    cmd->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
+			    krdma_bench_is_send(cmd->opcode));
+	run->depth = cmd->tx_depth ?: KRDMA_BENCH_DEFAULT_DEPTH;
+	run->signal_every = cmd->signal_every ?: 1;
+	/* a ping-pong client signals every ping: none may be left unreaped */
+	if (run->pingpong && !run->server)
+		run->signal_every = 1;
+	run->timeout_ns = (u64)(cmd->timeout_ms ?:
+				KRDMA_BENCH_DEFAULT_TIMEOUT_MS) * NSEC_PER_MSEC;
+
+	ret = krdma_bench_get_buf(run);
+	if (ret)
+		goto out;
+	if (cmd->opcode == KRDMA_OP_RDMA_WRITE ||
+	    cmd->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
+	    cmd->opcode == KRDMA_OP_RDMA_READ) {
+		if (!run->server && cmd->remote_length < cmd->msg_size) {
+			ret = -EINVAL;
+			goto out;
+		}
+		run->remote_nslots = max_t(u64, 1,
+					   div64_u64(cmd->remote_length,
+						     cmd->msg_size));
+	}
+	ret = krdma_bench_get_conns(run);
+	if (!ret)
+		ret = krdma_bench_alloc(run);
+	if (ret)
+		goto out;
+
+	if (cmd->duration_ms && !cmd->iters) {
+		end = ktime_get_ns() + (u64)cmd->duration_ms * NSEC_PER_MSEC;
+		run->end_ns = end;
+	}
+	run->last_progress_ns = ktime_get_ns();
+	run->last_event_ns = run->last_progress_ns;
+	ret = krdma_bench_loop(run);
+	if (ret) {
+		krdma_bench_fail(run, &run->bconns[0], ret);
+		krdma_bench_flush(run);
+	} else if (run->server) {
+		krdma_bench_flush(run);
+	}
+	cmd->ops_done = run->ops;
+	cmd->bytes_done = run->bytes;
+	if (run->start_ns && run->last_event_ns > run->start_ns)
+		cmd->elapsed_ns = run->last_event_ns - run->start_ns;
+	if (!cmd->peak_bps && cmd->elapsed_ns)
+		cmd->peak_bps = div64_u64(run->bytes * NSEC_PER_SEC,
+					  cmd->elapsed_ns);
+	krdma_bench_latency_figures(run);
+	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
+		ret = -EFAULT;
+out:
+	krdma_bench_free(run);
+	kfree(run);
+	return ret;
+}

@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench.sh: krdma and perftest side by side on the same rxe device, in one
+# guest (run by "make bench" through selftests/vm/run.sh).  Each pair runs
+# interleaved ROUNDS times with identical parameters; the medians and their
+# ratios (krdma / perftest) go to stdout as a table and to
+# $KRDMA_REPO/build/bench.json.
+#
+#   ROUNDS (3)  ITERS_BW (3000)  ITERS_LAT (2000)  ITERS_ATOMIC (20000)
+#   CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
+set -u
+
+REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
+ADDR=${RXE0_ADDR:-192.0.2.1}
+DEV=${BENCH_DEV:-rxe0}
+ROUNDS=${ROUNDS:-3}
+ITERS_BW=${ITERS_BW:-3000}
+ITERS_LAT=${ITERS_LAT:-2000}
+ITERS_ATOMIC=${ITERS_ATOMIC:-20000}
+CONNS=${CONNS:-1 64 256 1024}
+OUT=${BENCH_JSON:-$REPO/build/bench.json}
+TMP=$(mktemp -d /tmp/bench.XXXXXX)
+PORT=19000
+KRDMACTL=${KRDMACTL:-krdmactl}
+
+# perftest's GID: the IPv4 one (RoCE v2), found by address
+GIDX=$(for f in /sys/class/infiniband/$DEV/ports/1/gids/*; do
+	case $(cat "$f" 2>/dev/null) in
+	*:ffff:c000:0201) basename "$f"; break ;;
+	esac
+done)
+GIDX=${GIDX:-1}
+
+log() { echo "bench: $*" >&2; }
+
+# the data line after a perftest/krdmactl table header: field N
+field() {	# field FILE N
+	awk -v n="$2" '/#bytes/ { hdr = 1; next }
+		hdr && $1 ~ /^[0-9]+$/ { print $n; exit }' "$1"
+}
+
+median() {	# median values...
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "null" }'
+}
+
+ratio() {	# ratio A B
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || b == 0) print "null"; else printf "%.3f\n", a / b }'
+}
+
+next_port() { PORT=$((PORT + 1)); }
+
+# perftest: server in the background, client here; prints the client's output file
+perftest() {	# perftest NAME TOOL ARGS...
+	local name=$1 tool=$2 out=$TMP/$1.$RANDOM
+	shift 2
+	next_port
+	timeout 120 "$tool" -d "$DEV" -x "$GIDX" -p "$PORT" "$@" > "$out.srv" 2>&1 &
+	local spid=$!
+	sleep 1
+	timeout 120 "$tool" -d "$DEV" -x "$GIDX" -p "$PORT" "$@" "$ADDR" > "$out" 2>&1
+	wait "$spid"
+	echo "$out"
+}
+
+krdma() {	# krdma NAME ARGS...
+	local out=$TMP/$1.$RANDOM
+	shift
+	timeout 120 "$KRDMACTL" bench "$@" > "$out" 2>&1
+	echo "$out"
+}
+
+"$KRDMACTL" bench -T 60 > "$TMP/server.log" 2>&1 &
+SERVER=$!
+sleep 1
+
+declare -A V
+add() { V[$1]="${V[$1]:-} $2"; }
+
+# guest memcpy: the ceiling, as rxe copies every byte
+for r in $(seq "$ROUNDS"); do
+	o=$(krdma memcpy memcpy -s 65536)
+	add memcpy "$(awk '/memcpy/ { print $(NF-1) }' "$o")"
+done
+
+for r in $(seq "$ROUNDS"); do
+	log "round $r/$ROUNDS"
+	o=$(perftest write ib_write_bw -s 65536 -n "$ITERS_BW" -t 128 -F)
+	add pt_write "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_write"
+	o=$(krdma write write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128)
+	add k_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write"
+
+	o=$(perftest read ib_read_bw -s 65536 -n "$ITERS_BW" -F)
+	add pt_read "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_read"
+	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
+	o=$(krdma read read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}")
+	add k_read "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read"
+
+	o=$(perftest send_lat ib_send_lat -s 8 -n "$ITERS_LAT" -F)
+	add pt_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_lat"
+	o=$(krdma send_lat send "$ADDR" --lat -s 8 -n "$ITERS_LAT" -I 8)
+	add k_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.k_lat"
+	o=$(krdma via send "$ADDR" --lat -s 8 -n "$ITERS_LAT" -I 8 --via-ioctl)
+	add k_via "$(field "$o" 5)"; cp "$o" "$TMP/last.k_via"
+
+	o=$(perftest atomic ib_atomic_bw -n "$ITERS_ATOMIC" -F)
+	add pt_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_atomic"
+	od=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
+	o=$(krdma atomic fadd "$ADDR" -n "$ITERS_ATOMIC" -t "${od:-16}")
+	add k_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.k_atomic"
+done
+
+# connection setup scale
+CONN_JSON=
+for n in $CONNS; do
+	o=$(krdma conns -j --conns "$n" "$ADDR" -T 60)
+	CONN_JSON="$CONN_JSON${CONN_JSON:+, }$(tr -d '\n' < "$o")"
+	log "conns $n: $(tr -d '\n' < "$o")"
+done
+
+kill "$SERVER" 2>/dev/null
+wait "$SERVER" 2>/dev/null
+
+for k in memcpy pt_write k_write pt_read k_read pt_lat k_lat k_via pt_atomic k_atomic; do
+	eval "med_$k=$(median ${V[$k]:-})"
+done
+r_write=$(ratio "$med_k_write" "$med_pt_write")
+r_read=$(ratio "$med_k_read" "$med_pt_read")
+r_lat=$(ratio "$med_k_lat" "$med_pt_lat")
+r_atomic=$(ratio "$med_k_atomic" "$med_pt_atomic")
+r_via=$(ratio "$med_k_via" "$med_k_lat")
+
+printf '\n%-28s %14s %14s %10s %s\n' "figure (median of $ROUNDS)" krdma perftest ratio target
+printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW [MB/s]" "$med_k_write" "$med_pt_write" "$r_write" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "READ 64K BW [MB/s]" "$med_k_read" "$med_pt_read" "$r_read" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "SEND 8B lat p50 [us]" "$med_k_lat" "$med_pt_lat" "$r_lat" "<= 0.8"
+printf '%-28s %14s %14s %10s %s\n' "atomic rate [Mpps]" "$med_k_atomic" "$med_pt_atomic" "$r_atomic" ">= 1.2"
+printf '%-28s %14s %14s %10s %s\n' "via-ioctl lat p50 [us]" "$med_k_via" "$med_k_lat" "$r_via" "<= 1.2 (vs in-kernel)"
+printf '%-28s %14s\n' "guest memcpy 64K [MB/s]" "$med_memcpy"
+echo "raw: $(for k in "${!V[@]}"; do printf '%s=[%s] ' "$k" "${V[$k]# }"; done)"
+
+arr() { printf '[%s]' "$(echo $1 | sed 's/ /, /g')"; }
+cat > "$OUT.tmp" <<EOF
+{
+  "kernel": "$(uname -r)",
+  "device": "$DEV",
+  "rounds": $ROUNDS,
+  "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
+             "lat_size": 8, "lat_iters": $ITERS_LAT, "atomic_iters": $ITERS_ATOMIC},
+  "ratios": {"write_bw_64k": $r_write, "read_bw_64k": $r_read,
+             "send_lat_8b_p50": $r_lat, "atomic_rate": $r_atomic,
+             "via_ioctl_lat": $r_via},
+  "krdma": {"write_bw_64k_mbps": $med_k_write, "read_bw_64k_mbps": $med_k_read,
+            "send_lat_8b_p50_us": $med_k_lat, "atomic_rate_mpps": $med_k_atomic,
+            "via_ioctl_lat_8b_p50_us": $med_k_via},
+  "perftest": {"write_bw_64k_mbps": $med_pt_write, "read_bw_64k_mbps": $med_pt_read,
+               "send_lat_8b_p50_us": $med_pt_lat, "atomic_rate_mpps": $med_pt_atomic},
+  "memcpy_64k_mbps": $med_memcpy,
+  "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
+              "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
+              "k_lat": $(arr "${V[k_lat]:-}"), "pt_lat": $(arr "${V[pt_lat]:-}"),
+              "k_via": $(arr "${V[k_via]:-}"),
+              "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}")},
+  "conns": [$CONN_JSON]
+}
+EOF
+mv "$OUT.tmp" "$OUT"
+echo "bench: wrote ${OUT#"$REPO"/}"
+for f in "$TMP"/last.*; do echo "=== ${f##*/last.}"; cat "$f"; done > "${OUT%.json}.log"
+rm -rf "$TMP"
+[ "$r_write" != null ] && [ "$r_read" != null ] && [ "$r_lat" != null ] && [ "$r_atomic" != null ]

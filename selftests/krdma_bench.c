@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KRDMA_BENCH, the in-kernel benchmark loop, and krdmactl bench.  These are
+ * not timing tests: every mode must complete with sane figures (non-zero,
+ * the iterations asked for, percentiles in order), a signal or an idle
+ * timeout must stop a run with everything released and the QP cleanly in
+ * the error state, and --validate must catch a corrupted payload.
+ */
+#include <time.h>
+
+#include "krdma_test.h"
+
+#define BENCH_SIZE 4096
+
+/* ------------------------------------------------------------------------
+ * The ioctl, on a loopback pair of manual connections in this process.
+ */
+
+FIXTURE(bench)
+{
+	int fd;
+	struct kt_dev dev;
+	struct kt_conn a, b;
+	struct kt_buf la, lb;
+	uint8_t *ma, *mb;
+};
+
+static void bench_pattern(uint8_t *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = krdma_bench_pattern(i);
+}
+
+FIXTURE_SETUP(bench)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 64, .max_recv_wr = 64,
+				      .max_inline_data = 64 };
+	struct krdma_info info;
+	const char *why = krdma_unavailable();
+
+	self->fd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	self->fd = krdma_open();
+	ASSERT_LE(0, self->fd);
+	ASSERT_OK(krdma_info_get(self->fd, &info));
+	if (!(info.features & KRDMA_FEATURE_BENCH))
+		SKIP(return, "KRDMA_BENCH not implemented");
+	if (kt_dev_pick(self->fd, NULL, &self->dev))
+		SKIP(return, "no RDMA device with an active port");
+	if (kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, &caps,
+			   &self->a) &&
+	    errno == EINVAL) {
+		caps.max_inline_data = 0;
+		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
+					 KRDMA_TRANSPORT_RC, 0, &caps,
+					 &self->a));
+	}
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, &self->b));
+	ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
+	ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       64 * BENCH_SIZE, &self->la));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       64 * BENCH_SIZE, &self->lb));
+	self->ma = kt_buf_mmap(self->fd, &self->la);
+	self->mb = kt_buf_mmap(self->fd, &self->lb);
+	ASSERT_NE(NULL, self->ma);
+	ASSERT_NE(NULL, self->mb);
+	bench_pattern(self->ma, self->la.len);
+	bench_pattern(self->mb, self->lb.len);
+}
+
+FIXTURE_TEARDOWN(bench)
+{
+	if (self->ma)
+		kt_buf_munmap(self->ma, &self->la);
+	if (self->mb)
+		kt_buf_munmap(self->mb, &self->lb);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* A run of @opcode from a to b's buffer, @iters operations. */
+static void bench_init(FIXTURE_DATA(bench) *self, struct krdma_bench *b,
+		       uint32_t *handle, uint32_t opcode, uint64_t iters)
+{
+	memset(b, 0, sizeof(*b));
+	*handle = self->a.handle;
+	b->size = sizeof(*b);
+	b->opcode = opcode;
+	b->num_conns = 1;
+	b->conns_uptr = (uintptr_t)handle;
+	b->local_buf = self->la.handle;
+	b->msg_size = opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
+		      opcode == KRDMA_OP_ATOMIC_CMP_SWP ? 8 : BENCH_SIZE;
+	b->remote_addr = self->lb.addr;
+	b->remote_length = self->lb.len;
+	b->remote_rkey = self->lb.rkey;
+	b->tx_depth = 16;
+	b->iters = iters;
+	b->timeout_ms = 10000;
+}
+
+static uint32_t conn_state(int fd, uint32_t handle)
+{
+	struct krdma_conn_query q;
+
+	if (kt_conn_query(fd, handle, &q))
+		return ~0u;
+	return q.state;
+}
+
+KRDMA_TEST_F(bench, errnos)
+{
+	uint32_t h[2], bad = 0x7fffff00;
+	struct krdma_bench b;
+
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.flags = 1u << 31;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RECV, 10);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_MAX + 3, 10);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.num_conns = 0;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	b.num_conns = KRDMA_BENCH_MAX_CONNS + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 0);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "no length");
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.conns_uptr = (uintptr_t)&bad;
+	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_BENCH, &b));
+	b.conns_uptr = 8;
+	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.local_buf = bad;
+	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.msg_size = self->la.len + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_ATOMIC_FETCH_ADD, 10);
+	b.msg_size = 4;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.flags = KRDMA_BENCH_NOTIFY;	/* a busy-polled connection */
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.tx_depth = self->a.caps.max_send_wr + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	h[1] = h[0];
+	b.num_conns = 2;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "twice");
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.flags = KRDMA_BENCH_SERVER;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b));
+	b.flags = KRDMA_BENCH_VALIDATE;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b));
+	/* nothing above touched the connection */
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[0]));
+}
+
+/* Bandwidth runs of each one-sided opcode: figures as asked, QP usable. */
+KRDMA_TEST_F(bench, bandwidth_modes)
+{
+	static const uint32_t ops[] = { KRDMA_OP_RDMA_WRITE,
+		KRDMA_OP_RDMA_READ, KRDMA_OP_ATOMIC_FETCH_ADD,
+		KRDMA_OP_ATOMIC_CMP_SWP };
+	struct krdma_bench b;
+	unsigned int i;
+	uint32_t h;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		bench_init(self, &b, &h, ops[i], 300);
+		b.signal_every = 4;
+		b.ops_done = 12345;	/* outputs are written whatever */
+		ASSERT_EQ(0, ioctl(self->fd, KRDMA_BENCH, &b)) {
+			TH_LOG("opcode %u: %s", ops[i], strerror(errno));
+		}
+		EXPECT_EQ(300u, b.ops_done);
+		EXPECT_EQ(300ull * b.msg_size, b.bytes_done);
+		EXPECT_LT(0u, b.elapsed_ns);
+		EXPECT_LT(0u, b.peak_bps);
+		EXPECT_LE(1u, b.post_calls);
+		EXPECT_LT(0u, b.cq_polls - b.empty_polls);
+		EXPECT_EQ(0u, b.wc_status);
+		EXPECT_EQ(0u, b.lat_samples);
+		EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
+	}
+	/* duration mode: ends by itself, every WR reaped */
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
+	b.duration_ms = 300;
+	b.signal_every = 5;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_LT(0u, b.ops_done);
+	EXPECT_EQ(b.ops_done * BENCH_SIZE, b.bytes_done);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
+}
+
+/* Latency mode: one operation at a time, percentiles in order. */
+KRDMA_TEST_F(bench, latency_figures)
+{
+	static const uint32_t ops[] = { KRDMA_OP_RDMA_WRITE,
+		KRDMA_OP_RDMA_READ, KRDMA_OP_ATOMIC_FETCH_ADD };
+	struct krdma_bench b;
+	unsigned int i;
+	uint32_t h;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		bench_init(self, &b, &h, ops[i], 200);
+		b.flags = KRDMA_BENCH_LATENCY;
+		b.tx_depth = 0;
+		ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+		EXPECT_EQ(200u, b.ops_done);
+		EXPECT_EQ(200u, b.lat_samples);
+		EXPECT_LT(0u, b.lat_min_ns);
+		EXPECT_LE(b.lat_min_ns, b.lat_typical_ns);
+		EXPECT_LE(b.lat_typical_ns, b.lat_p99_ns);
+		EXPECT_LE(b.lat_p99_ns, b.lat_p999_ns);
+		EXPECT_LE(b.lat_p999_ns, b.lat_max_ns);
+		EXPECT_LE(b.lat_min_ns, b.lat_avg_ns);
+		EXPECT_LE(b.lat_avg_ns, b.lat_max_ns);
+	}
+}
+
+/* A READ run checks what it read; a spoiled source is caught. */
+KRDMA_TEST_F(bench, validate_catches_corruption)
+{
+	struct krdma_bench b;
+	uint32_t h;
+
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_READ, 100);
+	b.flags = KRDMA_BENCH_VALIDATE;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(0u, b.validate_errors);
+	self->mb[BENCH_SIZE / 2] ^= 0x5a;	/* the source of every READ */
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_READ, 100);
+	b.flags = KRDMA_BENCH_VALIDATE;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(100u, b.validate_errors);
+	/* what is not validated says so */
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 100);
+	b.flags = KRDMA_BENCH_VALIDATE;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b));
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal stops a long run: EINTR, figures so far, QP cleanly in ERR. */
+KRDMA_TEST_F_TIMEOUT(bench, signal_stops_run, 90)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct krdma_bench b;
+	struct timespec t0, t1;
+	uint32_t h;
+	int ret, err;
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_OK(sigaction(SIGALRM, &sa, &old));
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
+	b.duration_ms = 60000;
+	b.signal_every = 8;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	alarm(2);
+	ret = ioctl(self->fd, KRDMA_BENCH, &b);
+	err = errno;
+	alarm(0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	sigaction(SIGALRM, &old, NULL);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EINTR, err);
+	EXPECT_LT(t1.tv_sec - t0.tv_sec, 30);
+	EXPECT_LT(0u, b.ops_done);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h));
+	/* everything the run held is released: all of it can go */
+	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
+	EXPECT_OK(kt_destroy(self->fd, self->b.handle));
+	EXPECT_OK(kt_destroy(self->fd, self->la.handle));
+	EXPECT_OK(kt_destroy(self->fd, self->lb.handle));
+}
+
+/* SENDs nobody receives: the run gives up after timeout_ms. */
+KRDMA_TEST_F(bench, idle_timeout)
+{
+	struct krdma_bench b;
+	uint32_t h;
+
+	bench_init(self, &b, &h, KRDMA_OP_SEND, 10);
+	b.timeout_ms = 500;
+	EXPECT_ERRNO(ETIMEDOUT, ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(0u, b.ops_done);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h));
+}
+
+static int post_one(int fd, uint32_t conn, struct krdma_wr *wr)
+{
+	struct krdma_post p = { .size = sizeof(p), .handle = conn,
+				.num_wrs = 1, .wr_entry_size = sizeof(*wr),
+				.wrs_uptr = (uintptr_t)wr };
+
+	return ioctl(fd, KRDMA_POST, &p);
+}
+
+/* A server run: b receives and echoes what a sends, in two processes. */
+KRDMA_TEST_F(bench, server_pingpong)
+{
+	struct krdma_wc wc;
+	struct krdma_poll q = { .size = sizeof(q), .num_wcs = 1,
+				.wc_entry_size = sizeof(wc),
+				.timeout_ms = 10000,
+				.wcs_uptr = (uintptr_t)&wc };
+	struct krdma_wr wr = {};
+	struct krdma_bench b, s;
+	uint32_t ha, hb;
+	pid_t pid;
+	int status;
+
+	bench_init(self, &s, &hb, KRDMA_OP_SEND, 0);
+	hb = self->b.handle;
+	s.flags = KRDMA_BENCH_SERVER | KRDMA_BENCH_LATENCY |
+		  KRDMA_BENCH_VALIDATE;
+	s.local_buf = self->lb.handle;
+	s.msg_size = 256;
+	s.tx_depth = 4;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ret = ioctl(self->fd, KRDMA_BENCH, &s);
+
+		_exit(ret ? 1 : s.ops_done == 100 && !s.validate_errors ?
+		      0 : 2);
+	}
+	/* the READY message */
+	wr.opcode = KRDMA_OP_RECV;
+	ASSERT_OK(post_one(self->fd, self->a.handle, &wr));
+	q.handle = self->a.handle;
+	ASSERT_OK(ioctl(self->fd, KRDMA_POLL, &q));
+	ASSERT_EQ(1u, q.num_wcs);
+	EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
+	bench_init(self, &b, &ha, KRDMA_OP_SEND, 100);
+	b.flags = KRDMA_BENCH_LATENCY | KRDMA_BENCH_VALIDATE;
+	b.msg_size = 256;
+	b.tx_depth = 0;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(100u, b.ops_done);
+	EXPECT_EQ(100u, b.lat_samples);
+	EXPECT_EQ(0u, b.validate_errors);
+	EXPECT_LE(b.lat_typical_ns, b.lat_p99_ns);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = KRDMA_OP_SEND_WITH_IMM;
+	wr.flags = KRDMA_WR_SIGNALED;
+	wr.imm_data = KRDMA_BENCH_END_IMM;
+	ASSERT_OK(post_one(self->fd, self->a.handle, &wr));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* a server run ends with its QP in ERR, its receives flushed */
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, hb));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, ha));
+}
+
+/* ------------------------------------------------------------------------
+ * krdmactl bench against krdmactl bench, over rdma_cm on rxe0.
+ */
+
+FIXTURE(cli)
+{
+	struct kt_proc server;
+	struct kt_proc client;
+	char addr[64];
+	unsigned int port;
+};
+
+FIXTURE_SETUP(cli)
+{
+	const char *why = kt_krdmactl_unavailable("rxe0");
+	struct timespec delay = { 0, 100 * 1000 * 1000 };
+	static unsigned int next;
+	char cmd[256];
+	int i;
+
+	if (why)
+		SKIP(return, "%s", why);
+	snprintf(self->addr, sizeof(self->addr), "%s", kt_rxe0_addr(false));
+	self->port = 19500 + (getpid() % 200) * 4 + next++ % 4;
+	snprintf(cmd, sizeof(cmd), "krdmactl bench -p %u -T 30",
+		 self->port);
+	ASSERT_OK(kt_spawn(&self->server, "krdma_bench", "srv", false, cmd));
+	for (i = 0; i < 100; i++) {
+		char buf[256] = "";
+		int fd = open(self->server.path, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+			buf[n > 0 ? n : 0] = 0;
+			close(fd);
+		}
+		if (strstr(buf, "listening"))
+			return;
+		ASSERT_FALSE(kt_check_exit(&self->server)) {
+			TH_LOG("server: %s", kt_out(&self->server));
+		}
+		nanosleep(&delay, NULL);
+	}
+	ASSERT_TRUE(false) {
+		TH_LOG("the bench server never listened");
+	}
+}
+
+FIXTURE_TEARDOWN(cli)
+{
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
+}
+
+/* The @n-th number after "key": in JSON output, or -1. */
+static double json_num(const char *out, const char *key, int n)
+{
+	char want[64];
+	const char *p = out;
+
+	snprintf(want, sizeof(want), "\"%s\":", key);
+	while ((p = strstr(p, want)) && n--)
+		p += strlen(want);
+	return p ? strtod(p + strlen(want), NULL) : -1;
+}
+
+static int cli_client(FIXTURE_DATA(cli) *self, const char *args)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "krdmactl -j bench %s %s -p %u -T 20",
+		 args, self->addr, self->port);
+	if (kt_spawn(&self->client, "krdma_bench", "cli", true, cmd))
+		return -1;
+	kt_reap(&self->client);
+	return self->client.status;
+}
+
+#define CLI_OK(args, iters)						\
+	do {								\
+		EXPECT_EQ(0, cli_client(self, args)) {			\
+			TH_LOG("%s: %s", args, kt_out(&self->client));	\
+		}							\
+		EXPECT_EQ((double)(iters),				\
+			  json_num(kt_out(&self->client), "iterations", 0)) { \
+			TH_LOG("%s: %s", args, kt_out(&self->client));	\
+		}							\
+	} while (0)
+
+KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
+{
+	static const char *const bw[] = {
+		"write -s 4096 -n 300", "read -s 4096 -n 300 -t 16",
+		"fadd -n 300", "cswap -n 300", "send -s 4096 -n 300 -t 16",
+		"send_imm -s 1024 -n 300 -t 16", "write_imm -s 4096 -n 300 -t 16",
+		"write -s 4096 -n 300 -e",
+		"write -s 4096 -n 300 --via-ioctl -Q 4",
+	};
+	const char *out;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bw) / sizeof(bw[0]); i++) {
+		CLI_OK(bw[i], 300);
+		out = kt_out(&self->client);
+		EXPECT_LT(0, json_num(out, "bw_avg_mbps", 0)) {
+			TH_LOG("%s: %s", bw[i], out);
+		}
+		EXPECT_LT(0, json_num(out, "msg_rate_mpps", 0));
+	}
+	/* -q: the figures are of all QPs */
+	CLI_OK("write -s 4096 -n 100 -q 4 -t 8", 400);
+	CLI_OK("send -s 4096 -n 100 -q 3 -t 8", 300);
+	CLI_OK("send --lat -s 8 -n 200 -I 8", 200);
+	out = kt_out(&self->client);
+	EXPECT_LT(0, json_num(out, "t_min_us", 0));
+	EXPECT_LE(json_num(out, "t_min_us", 0), json_num(out, "t_typical_us", 0));
+	EXPECT_LE(json_num(out, "t_typical_us", 0), json_num(out, "p99_us", 0));
+	EXPECT_LE(json_num(out, "p99_us", 0), json_num(out, "p999_us", 0));
+	EXPECT_LE(json_num(out, "p999_us", 0), json_num(out, "t_max_us", 0));
+	CLI_OK("send --lat -s 8 -n 200 --via-ioctl", 200);
+	CLI_OK("read --lat -s 64 -n 100", 100);
+	CLI_OK("write -a -n 5 -t 4", 5);
+	EXPECT_LT(0, json_num(kt_out(&self->client), "bytes", 22)) {
+		TH_LOG("-a: not every size: %s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, cli_client(self, "--conns 8")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(8, json_num(kt_out(&self->client), "connected", 0));
+}
+
+KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
+{
+	EXPECT_EQ(0, cli_client(self, "send --lat -s 512 -n 50 --validate")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, json_num(kt_out(&self->client), "validate_errors", 0));
+	EXPECT_EQ(0, cli_client(self, "read -s 4096 -n 200 -t 16 --validate")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, json_num(kt_out(&self->client), "validate_errors", 0));
+	EXPECT_EQ(1, cli_client(self, "send --lat -s 512 -n 50 --validate "
+				"--corrupt"));
+	EXPECT_EQ(50, json_num(kt_out(&self->client), "validate_errors", 0)) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+}
+
+/* SIGINT to the children of @pid (timeout(1) may not pass it on). */
+static void sigint_children(pid_t pid)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	char path[300], buf[256];
+
+	while (d && (de = readdir(d))) {
+		int ppid = 0, fd, n;
+		char *p;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == pid)
+			kill(atoi(de->d_name), SIGINT);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Ctrl-C: krdmactl stops within seconds, and the server serves again. */
+KRDMA_TEST_F_TIMEOUT(cli, interrupt, 120)
+{
+	char cmd[256];
+	int i;
+
+	snprintf(cmd, sizeof(cmd), "krdmactl -j bench write %s -p %u -D 60",
+		 self->addr, self->port);
+	ASSERT_OK(kt_spawn(&self->client, "krdma_bench", "int", true, cmd));
+	sleep(3);
+	/* timeout(1) passes it on; busybox's runs the command as itself */
+	kill(self->client.pid, SIGINT);
+	sigint_children(self->client.pid);
+	for (i = 0; i < 200 && !kt_check_exit(&self->client); i++)
+		usleep(100 * 1000);
+	ASSERT_LT(i, 200) {
+		TH_LOG("krdmactl did not stop on SIGINT");
+	}
+	EXPECT_EQ(1, self->client.status);
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "interrupted")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	CLI_OK("send -s 4096 -n 100 -t 16", 100);
+}
+
+TEST_HARNESS_MAIN

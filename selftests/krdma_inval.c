@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Revoking a remote key: LOCAL_INV of one of the session's buffers, and a
+ * peer's SEND_WITH_INV.  Before, the peer's RDMA WRITE lands; after, the
+ * same WRITE ends in a remote access error and the buffer (kernel or
+ * zero-copy user memory) keeps what it held, guard bytes included.  The
+ * buffer's key is dead locally too, and the buffer can still be destroyed.
+ * And another session's rkey is void here: a PD per session.
+ */
+#include "krdma_test.h"
+
+#define POLL_MS 20000
+#define LEN 8192
+#define GUARD 4096		/* the buffer is GUARD + LEN + GUARD */
+
+FIXTURE(inval)
+{
+	int fd;
+	struct kt_dev dev;
+	struct kt_conn a, b;	/* a writes into b's buffer */
+	struct kt_buf src, dst, scratch;
+	uint8_t *user;		/* dst's memory, for the user variant */
+};
+
+FIXTURE_VARIANT(inval)
+{
+	bool user;		/* dst is a zero-copy user buffer */
+};
+
+FIXTURE_VARIANT_ADD(inval, kernel_buffer) { .user = false };
+FIXTURE_VARIANT_ADD(inval, user_buffer) { .user = true };
+
+FIXTURE_SETUP(inval)
+{
+	const char *why = krdma_unavailable();
+	uint32_t len = GUARD + LEN + GUARD;
+
+	self->fd = -1;
+	self->user = NULL;
+	if (why)
+		SKIP(return, "%s", why);
+	self->fd = krdma_open();
+	ASSERT_LE(0, self->fd);
+	if (kt_dev_pick(self->fd, NULL, &self->dev))
+		SKIP(return, "no device with an active port");
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &self->a));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &self->b));
+	ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
+	ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, LEN,
+			       &self->src));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, 4096,
+			       &self->scratch));
+	if (variant->user) {
+		self->user = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, self->user);
+		ASSERT_OK(kt_buf_reg_user(self->fd, self->dev.dev_index,
+					  KT_ACCESS_ALL, self->user, len,
+					  &self->dst));
+	} else {
+		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
+				       KT_ACCESS_ALL, len, &self->dst));
+	}
+	EXPECT_EQ(self->dst.lkey, self->dst.rkey);
+}
+
+FIXTURE_TEARDOWN(inval)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->user && self->user != MAP_FAILED)
+		munmap(self->user, GUARD + LEN + GUARD);
+}
+
+/* dst's bytes, however it is backed. */
+static void dst_read(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(inval) *self, uint8_t *out)
+{
+	if (self->user)
+		memcpy(out, self->user, GUARD + LEN + GUARD);
+	else
+		ASSERT_OK(kt_buf_read(self->fd, self->dst.handle, 0, out,
+				      GUARD + LEN + GUARD));
+}
+
+/* dst: guards of @guard, the middle pattern @seed (0: @guard too). */
+static void dst_expect(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(inval) *self, uint8_t guard, uint32_t seed)
+{
+	static uint8_t got[GUARD + LEN + GUARD];
+
+	dst_read(_metadata, self, got);
+	EXPECT_EQ(-1, kt_check_byte(got, GUARD, guard));
+	if (seed) {
+		EXPECT_EQ(-1, kt_check(got + GUARD, LEN, seed));
+	} else {
+		EXPECT_EQ(-1, kt_check_byte(got + GUARD, LEN, guard));
+	}
+	EXPECT_EQ(-1, kt_check_byte(got + GUARD + LEN, GUARD, guard));
+}
+
+static void dst_fill(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(inval) *self, uint8_t val)
+{
+	static uint8_t buf[GUARD + LEN + GUARD];
+
+	memset(buf, val, sizeof(buf));
+	if (self->user)
+		memcpy(self->user, buf, sizeof(buf));
+	else
+		ASSERT_OK(kt_buf_write(self->fd, self->dst.handle, 0, buf,
+				       sizeof(buf)));
+}
+
+/* a RDMA-WRITEs LEN bytes of @seed into dst's middle; the status. */
+static uint32_t write_dst(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(inval) *self, uint32_t seed)
+{
+	static uint8_t data[LEN];
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	kt_fill(data, LEN, seed);
+	EXPECT_OK(kt_buf_write(self->fd, self->src.handle, 0, data, LEN));
+	kt_wr_init(&wr, seed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, self->src.handle, 0, LEN);
+	wr.remote_addr = self->dst.addr + GUARD;
+	wr.rkey = self->dst.rkey;
+	EXPECT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	memset(&wc, 0, sizeof(wc));
+	EXPECT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(seed, wc.wr_id);
+	return wc.status;
+}
+
+/* b invalidates dst's key; the completion says LOCAL_INV. */
+static void local_inv(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(inval) *self)
+{
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	kt_wr_init(&wr, 0x1111, KRDMA_OP_LOCAL_INV, KRDMA_WR_SIGNALED);
+	wr.imm_data = self->dst.rkey;
+	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0x1111u, wc.wr_id);
+	EXPECT_EQ((uint32_t)KRDMA_OP_LOCAL_INV, wc.opcode);
+}
+
+KRDMA_TEST_F_TIMEOUT(inval, local_inv_revokes_remote_write, 60)
+{
+	dst_fill(_metadata, self, 0x5c);
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 1));
+	dst_expect(_metadata, self, 0x5c, 1);
+	local_inv(_metadata, self);
+	EXPECT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR,
+		  write_dst(_metadata, self, 2));
+	dst_expect(_metadata, self, 0x5c, 1);
+	EXPECT_OK(kt_destroy(self->fd, self->dst.handle));
+}
+
+/* The invalidated key is dead for local use as well. */
+KRDMA_TEST_F_TIMEOUT(inval, local_inv_kills_the_lkey, 60)
+{
+	struct krdma_conn_query q;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	local_inv(_metadata, self);
+	kt_wr_init(&wr, 0x2222, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, self->scratch.handle, 0, 64);
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	kt_wr_init(&wr, 0x3333, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, self->dst.handle, GUARD, 64);
+	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(0x3333u, wc.wr_id);
+	/*
+	 * The IBA says LOC_PROT_ERR; 6.1's rxe says LOC_QP_OP_ERR, 6.12's
+	 * moves the QP to error and flushes the WR.  Never success.
+	 */
+	EXPECT_TRUE(wc.status == KT_WC_LOC_PROT_ERR ||
+		    wc.status == KT_WC_LOC_QP_OP_ERR ||
+		    wc.status == KT_WC_WR_FLUSH_ERR) {
+		TH_LOG("send from an invalidated key: status %u", wc.status);
+	}
+	ASSERT_OK(kt_conn_query(self->fd, self->b.handle, &q));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, q.state);
+	/* nothing reached a: its receive is flushed, if anything */
+	if (kt_poll_n(self->fd, self->a.handle, &wc, 1, 500) == 1)
+		EXPECT_NE((uint32_t)KT_WC_SUCCESS, wc.status);
+}
+
+/* The peer invalidates with its SEND: the receive completion says so. */
+KRDMA_TEST_F_TIMEOUT(inval, send_with_inv_revokes_remote_write, 60)
+{
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	dst_fill(_metadata, self, 0x3a);
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 3));
+	kt_wr_init(&wr, 0x4444, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, self->scratch.handle, 0, 64);
+	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	kt_wr_init(&wr, 0x5555, KRDMA_OP_SEND_WITH_INV, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, self->src.handle, 0, 16);
+	wr.imm_data = self->dst.rkey;
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0x4444u, wc.wr_id);
+	EXPECT_EQ(16u, wc.byte_len);
+	EXPECT_EQ(KT_WC_WITH_INVALIDATE, wc.wc_flags & KT_WC_WITH_INVALIDATE);
+	EXPECT_EQ(self->dst.rkey, wc.imm_data);
+
+	EXPECT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR,
+		  write_dst(_metadata, self, 4));
+	dst_expect(_metadata, self, 0x3a, 3);
+	EXPECT_OK(kt_destroy(self->fd, self->dst.handle));
+}
+
+/* Invalidating one buffer leaves the others' keys working. */
+KRDMA_TEST_F_TIMEOUT(inval, other_buffers_unaffected, 60)
+{
+	struct kt_buf other;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       LEN, &other));
+	local_inv(_metadata, self);
+	kt_wr_init(&wr, 0x6666, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, self->src.handle, 0, LEN);
+	wr.remote_addr = other.addr;
+	wr.rkey = other.rkey;
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+}
+
+/*
+ * Another session's buffer, on the same device, registered for remote
+ * write: its rkey is void on this session's QPs (each session has its own
+ * PD), so a peer of ours cannot reach it.
+ */
+KRDMA_TEST_F_TIMEOUT(inval, other_session_rkey_refused, 60)
+{
+	static uint8_t got[LEN];
+	struct kt_buf other;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	int ofd;
+
+	ofd = krdma_open();
+	ASSERT_LE(0, ofd);
+	ASSERT_OK(kt_buf_alloc(ofd, self->dev.dev_index, KT_ACCESS_ALL, LEN,
+			       &other));
+	kt_wr_init(&wr, 0x7777, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, self->src.handle, 0, LEN);
+	wr.remote_addr = other.addr;
+	wr.rkey = other.rkey;
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
+	ASSERT_OK(kt_buf_read(ofd, other.handle, 0, got, LEN));
+	EXPECT_EQ(-1, kt_check_byte(got, LEN, 0));	/* still zeroed */
+	close(ofd);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,153 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# debug-kernel.sh [--cached]: build (once) the debug kernel of
+# `make check-debug` and print where it is, as shell assignments:
+#
+#   DEBUG_BZIMAGE=/var/cache/krdma/debug-kernel/<key>/bzImage
+#   DEBUG_MODULES=/var/cache/krdma/debug-kernel/<key>/lib/modules/<release>
+#   DEBUG_KDIR=/var/cache/krdma/debug-kernel/<key>/linux   (a built tree: KDIR)
+#
+# for `selftests/vm/run.sh --kernel $DEBUG_BZIMAGE --modules $DEBUG_MODULES
+# --kdir $DEBUG_KDIR`.  The kernel is Debian's linux-source-6.1 (installed
+# if missing) configured as `make allnoconfig` + selftests/vm/debug.config
+# (KCONFIG_ALLCONFIG) + olddefconfig: what the test VM needs, built in, and
+# KASAN, lockdep, kmemleak, DEBUG_OBJECTS, UBSAN, fault injection.  It is
+# cached under $KRDMA_CACHE/debug-kernel/<key> (default /var/cache/krdma),
+# the key a hash of debug.config, the source package version, the compiler
+# and the build recipe; it is rebuilt only when one of those changes.  A new
+# key starts from a copy of the newest older build of the same source, so a
+# small change to debug.config rebuilds only what it touches.  The two
+# newest builds are kept.
+#
+# --cached: print the assignments if the kernel is built, else exit 1
+# without building.  Env: KRDMA_DEBUG_JOBS (make -j, default 2; the build
+# runs under nice -n 19).  A build log is kept in the cache directory.
+set -euo pipefail
+
+VMDIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+FRAG=$VMDIR/debug.config
+CACHE=${KRDMA_CACHE:-/var/cache/krdma}
+BASE=$CACHE/debug-kernel
+JOBS=${KRDMA_DEBUG_JOBS:-2}
+# bump when the steps below change what they produce
+RECIPE=1
+
+note() { echo "debug-kernel.sh: $*" >&2; }
+die() { note "$*"; exit 1; }
+
+CACHED_ONLY=0
+case ${1:-} in
+--cached) CACHED_ONLY=1 ;;
+"") ;;
+*) die "usage: debug-kernel.sh [--cached]" ;;
+esac
+
+SUDO=()
+[ "$(id -u)" = 0 ] || SUDO=(sudo)
+
+PKG=linux-source-6.1
+srcver=$(dpkg-query -W -f='${Version}' "$PKG" 2>/dev/null || true)
+tarball=$(ls /usr/src/$PKG.tar.* 2>/dev/null | head -n 1 || true)
+if [ -z "$tarball" ] || [ -z "$srcver" ]; then
+	[ $CACHED_ONLY = 1 ] && exit 1
+	note "installing $PKG"
+	"${SUDO[@]}" apt-get update -qq >/dev/null 2>&1 || true
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "$PKG" >/dev/null || die "apt-get install $PKG failed"
+	srcver=$(dpkg-query -W -f='${Version}' "$PKG")
+	tarball=$(ls /usr/src/$PKG.tar.* | head -n 1)
+fi
+CC=${CC:-gcc}
+KEY=$( { echo "recipe $RECIPE"; echo "$PKG $srcver"; "$CC" --version | head -n 1
+	grep -E '^(CONFIG_|# CONFIG_)' "$FRAG"; } | sha256sum | cut -c1-16)
+D=$BASE/$KEY
+
+print() {
+	local rel
+	rel=$(cat "$D/release")
+	echo "DEBUG_BZIMAGE=$D/bzImage"
+	echo "DEBUG_MODULES=$D/lib/modules/$rel"
+	echo "DEBUG_KDIR=$D/linux"
+}
+
+[ -e "$D/.done" ] && { print; exit 0; }
+[ $CACHED_ONLY = 1 ] && exit 1
+
+"${SUDO[@]}" mkdir -p "$BASE"
+[ -w "$BASE" ] || "${SUDO[@]}" chown "$(id -u):$(id -g)" "$BASE"
+exec 8>"$BASE/.lock"
+flock 8
+[ -e "$D/.done" ] && { print; exit 0; }
+
+t0=$SECONDS
+rm -rf "$D"
+mkdir -p "$D"
+LOG=$D/build.log
+# the newest finished build of the same source, to start from
+prev=
+for p in $(ls -td "$BASE"/*/ 2>/dev/null); do
+	p=${p%/}
+	[ -e "$p/.done" ] && [ "$(cat "$p/srcver" 2>/dev/null)" = "$srcver" ] && [ -d "$p/linux" ] || continue
+	prev=$p
+	break
+done
+if [ -n "$prev" ]; then
+	note "starting from $prev"
+	cp -a "$prev/linux" "$D/linux"
+else
+	note "unpacking $tarball"
+	top=$(basename "$tarball"); top=${top%.tar.*}
+	tar -xf "$tarball" -C "$D"
+	mv "$D/$top" "$D/linux"
+fi
+echo "$srcver" > "$D/srcver"
+cp "$FRAG" "$D/debug.config"
+
+K=(nice -n 19 make -C "$D/linux" -j"$JOBS")
+note "configuring (allnoconfig + debug.config)"
+"${K[@]}" KCONFIG_ALLCONFIG="$D/debug.config" allnoconfig >"$LOG" 2>&1 ||
+	{ tail -n 30 "$LOG" >&2; die "allnoconfig failed"; }
+"${K[@]}" olddefconfig >>"$LOG" 2>&1 || { tail -n 30 "$LOG" >&2; die "olddefconfig failed"; }
+# every line of the fragment must have stuck (a typo or an unmet dependency
+# would silently drop a debug option)
+bad=0
+while read -r line; do
+	case $line in
+	CONFIG_*=n) sym=${line%%=*}; want=n ;;
+	CONFIG_*=*) sym=${line%%=*}; want=${line#*=} ;;
+	"# CONFIG_"*" is not set") sym=${line#\# }; sym=${sym%% *}; want=n ;;
+	*) continue ;;
+	esac
+	have=$(sed -n "s/^$sym=//p" "$D/linux/.config")
+	[ -n "$have" ] || have=n
+	if [ "$have" != "$want" ]; then
+		note "debug.config: $sym=$want did not stick (got $have)"
+		bad=1
+	fi
+done < <(grep -E '^(CONFIG_|# CONFIG_)' "$FRAG")
+[ $bad = 0 ] || die "fix selftests/vm/debug.config"
+
+note "building $(make -s -C "$D/linux" kernelversion) (make -j$JOBS under nice; log in $LOG)"
+tb=$SECONDS
+"${K[@]}" >>"$LOG" 2>&1 || { grep -E 'error|Error' "$LOG" | head -n 30 >&2; die "kernel build failed (log $LOG)"; }
+rel=$(make -s -C "$D/linux" kernelrelease)
+rm -rf "$D/lib"
+"${K[@]}" INSTALL_MOD_PATH="$D" modules_install >>"$LOG" 2>&1 ||
+	die "modules_install failed (log $LOG)"
+rm -f "$D/lib/modules/$rel/build" "$D/lib/modules/$rel/source"
+[ -e "$D/lib/modules/$rel/modules.builtin" ] || die "no modules.builtin in $D/lib/modules/$rel"
+cp "$D/linux/arch/x86/boot/bzImage" "$D/bzImage"
+echo "$rel" > "$D/release"
+touch "$D/.done"
+note "built $rel in $((SECONDS - tb))s (total $((SECONDS - t0))s)"
+
+# keep the two newest builds
+n=0
+for p in $(ls -td "$BASE"/*/ 2>/dev/null); do
+	p=${p%/}
+	[ -e "$p/.done" ] || { [ "$p" = "$D" ] || rm -rf "$p"; continue; }
+	n=$((n + 1))
+	[ $n -le 2 ] || rm -rf "$p"
+done
+print

@@ -1,0 +1,1490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl bench: perftest-style benchmarks whose measuring loop runs in
+ * the kernel (KRDMA_BENCH), one ioctl per run.
+ *
+ *   krdmactl bench [options]                   serve (two-sided ops run in
+ *                                              the kernel here too)
+ *   krdmactl bench OP HOST[:PORT] [options]    measure OP against it
+ *
+ * Connections are rdma_cm RC connections.  The client's CONNECT private
+ * data is struct bench_hello (what it is about to run, so the server sizes
+ * its queues and buffer); the server's ACCEPT private data is struct
+ * bench_adv (its buffer).  For SEND, SEND_WITH_IMM and WRITE_WITH_IMM the
+ * server runs KRDMA_BENCH with KRDMA_BENCH_SERVER on all the client's
+ * connections at once, which posts its receives, says so with a READY
+ * message, and ends at the client's END message (see uapi/krdma.h).
+ * Integers on the wire are big-endian.
+ *
+ * --via-ioctl runs the same loop in this process instead, one KRDMA_POST
+ * per operation and KRDMA_POLL for completions: the difference is what the
+ * ioctl path costs.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "krdmactl.h"
+#include "names.h"
+#include "print.h"
+#include "xfer.h"
+
+#define BENCH_PORT 18517
+#define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
+#define BENCH_VERSION 1
+#define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
+#define BENCH_MAX_CONNS 4096		/* --conns */
+#define BENCH_MAX_BUF (64ULL << 20)	/* a side's buffer, unless validating */
+#define BENCH_ALL_MAX (8U << 20)	/* -a: 2 B ... 8 MiB */
+#define MIB 1048576.0
+
+enum bench_op {
+	BOP_NONE = 0,		/* --conns: connect only */
+	BOP_SEND,
+	BOP_SEND_IMM,
+	BOP_WRITE,
+	BOP_WRITE_IMM,
+	BOP_READ,
+	BOP_FADD,
+	BOP_CSWAP,
+};
+
+enum {
+	BH_LATENCY = 1 << 0,
+	BH_VALIDATE = 1 << 1,
+	BH_NOTIFY = 1 << 2,
+};
+
+/* CONNECT private data, 32 bytes */
+struct bench_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;		/* enum bench_op */
+	uint32_t flags;		/* BH_* */
+	uint32_t max_size;	/* largest message of the runs */
+	uint32_t tx_depth;
+	uint16_t qps;		/* connections in the group */
+	uint16_t index;		/* this one's index */
+	uint32_t group;		/* random, names the group */
+	uint32_t timeout_s;
+};
+
+/* ACCEPT private data, 32 bytes */
+struct bench_adv {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t __reserved;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t __reserved2;
+};
+
+_Static_assert(sizeof(struct bench_hello) == 32, "bench_hello");
+_Static_assert(sizeof(struct bench_adv) == 32, "bench_adv");
+
+static const struct {
+	const char *name;
+	uint32_t opcode;
+} bench_ops[] = {
+	[BOP_NONE] = { "none", 0 },
+	[BOP_SEND] = { "send", KRDMA_OP_SEND },
+	[BOP_SEND_IMM] = { "send_imm", KRDMA_OP_SEND_WITH_IMM },
+	[BOP_WRITE] = { "write", KRDMA_OP_RDMA_WRITE },
+	[BOP_WRITE_IMM] = { "write_imm", KRDMA_OP_RDMA_WRITE_WITH_IMM },
+	[BOP_READ] = { "read", KRDMA_OP_RDMA_READ },
+	[BOP_FADD] = { "fadd", KRDMA_OP_ATOMIC_FETCH_ADD },
+	[BOP_CSWAP] = { "cswap", KRDMA_OP_ATOMIC_CMP_SWP },
+};
+
+static bool two_sided(int op)
+{
+	return op == BOP_SEND || op == BOP_SEND_IMM || op == BOP_WRITE_IMM;
+}
+
+static bool is_atomic(int op)
+{
+	return op == BOP_FADD || op == BOP_CSWAP;
+}
+
+static const char bench_usage[] =
+	"Usage: " PROG_NAME " bench [OPTIONS]                 serve\n"
+	"       " PROG_NAME " bench OP HOST[:PORT] [OPTIONS]  measure\n"
+	"OP: send | send_imm | write | write_imm | read | fadd | cswap\n"
+	"The measuring loop runs in the kernel (KRDMA_BENCH).\n"
+	"\n"
+	"  -s, --size N         message bytes (default 65536; --lat 2)\n"
+	"  -a, --all            every size 2 B ... 8 MiB\n"
+	"  -n, --iters N        operations per QP (default 5000; --lat 1000)\n"
+	"  -D, --duration S     run for S seconds instead of -n\n"
+	"  -q, --qps N          QPs (connections), 1 ... 256 (bandwidth)\n"
+	"  -t, --tx-depth N     WRs in flight per QP (default 128)\n"
+	"  -Q, --cq-mod N       signal one WR in N (default 1)\n"
+	"  -I, --inline N       payloads up to N bytes inline\n"
+	"  -c, --connection rc  transport (rdma_cm connects RC only)\n"
+	"  -e, --events         sleep on CQ events instead of busy polling\n"
+	"      --bw | --lat     bandwidth (default) or latency\n"
+	"      --validate       check payloads at the receiver\n"
+	"      --via-ioctl      one KRDMA_POST per operation from userspace\n"
+	"      --conns N        connection setup scale: N connections, time and\n"
+	"                       kernel memory per connection\n"
+	"  -p, --port N         port (default 18517)\n"
+	"  -T, --timeout S      give up after S seconds without progress (10)\n"
+	"      --once           (serve) exit after the first client\n"
+	"  -j                   JSON\n";
+
+enum {
+	OPT_BW = 0x100,
+	OPT_LAT,
+	OPT_VALIDATE,
+	OPT_VIA_IOCTL,
+	OPT_CONNS,
+	OPT_ONCE,
+	OPT_CORRUPT,
+};
+
+struct bench_opts {
+	int op;
+	const char *host;
+	uint32_t port;
+	uint32_t size;
+	bool have_size;
+	bool all;
+	uint64_t iters;
+	bool have_iters;
+	uint32_t duration_s;
+	uint32_t qps;
+	uint32_t tx_depth;
+	uint32_t cq_mod;
+	uint32_t inline_size;
+	bool events;
+	bool latency;
+	bool validate;
+	bool via_ioctl;
+	uint32_t conns;
+	uint32_t timeout_s;
+	bool once;
+	bool corrupt;		/* selftests: spoil the source pattern */
+	bool copy_only;	/* the guest's memcpy bandwidth */
+};
+
+static int bench_parse(int argc, char **argv, struct bench_opts *o)
+{
+	static const struct option long_opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "qps", required_argument, NULL, 'q' },
+		{ "tx-depth", required_argument, NULL, 't' },
+		{ "cq-mod", required_argument, NULL, 'Q' },
+		{ "inline", required_argument, NULL, 'I' },
+		{ "connection", required_argument, NULL, 'c' },
+		{ "events", no_argument, NULL, 'e' },
+		{ "port", required_argument, NULL, 'P' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "bw", no_argument, NULL, OPT_BW },
+		{ "lat", no_argument, NULL, OPT_LAT },
+		{ "validate", no_argument, NULL, OPT_VALIDATE },
+		{ "via-ioctl", no_argument, NULL, OPT_VIA_IOCTL },
+		{ "conns", required_argument, NULL, OPT_CONNS },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "corrupt", no_argument, NULL, OPT_CORRUPT },
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = "bench";
+	unsigned int i;
+	int c, ret = 0;
+
+	o->port = BENCH_PORT;
+	o->qps = 1;
+	o->tx_depth = 128;
+	o->cq_mod = 1;
+	o->timeout_s = 10;
+	while ((c = getopt_long(argc, argv, ":s:an:D:q:t:Q:I:c:ep:P:T:hj",
+				long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(bench_usage, stdout);
+			return -1;
+		case 'j':
+			opt_common(c);
+			break;
+		case 's':
+			o->have_size = true;
+			ret = parse_u32(cmd, "-s/--size", optarg, 1, 1U << 30,
+					&o->size);
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'n':
+			o->have_iters = true;
+			ret = parse_u64(cmd, "-n/--iters", optarg, 1,
+					1ULL << 40, &o->iters);
+			break;
+		case 'D':
+			ret = parse_u32(cmd, "-D/--duration", optarg, 1, 86400,
+					&o->duration_s);
+			break;
+		case 'q':
+			ret = parse_u32(cmd, "-q/--qps", optarg, 1,
+					BENCH_MAX_QPS, &o->qps);
+			break;
+		case 't':
+			ret = parse_u32(cmd, "-t/--tx-depth", optarg, 1, 8192,
+					&o->tx_depth);
+			break;
+		case 'Q':
+			ret = parse_u32(cmd, "-Q/--cq-mod", optarg, 1, 8192,
+					&o->cq_mod);
+			break;
+		case 'I':
+			ret = parse_u32(cmd, "-I/--inline", optarg, 0, 65536,
+					&o->inline_size);
+			break;
+		case 'c':
+			if (strcmp(optarg, "rc")) {
+				err_msg("bench: -c %s: rdma_cm connects RC "
+					"only", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'e':
+			o->events = true;
+			break;
+		case 'p':
+		case 'P':
+			ret = parse_u32(cmd, "-p/--port", optarg, 1, 65535,
+					&o->port);
+			break;
+		case 'T':
+			ret = parse_u32(cmd, "-T/--timeout", optarg, 1, 3600,
+					&o->timeout_s);
+			break;
+		case OPT_BW:
+			o->latency = false;
+			break;
+		case OPT_LAT:
+			o->latency = true;
+			break;
+		case OPT_VALIDATE:
+			o->validate = true;
+			break;
+		case OPT_VIA_IOCTL:
+			o->via_ioctl = true;
+			break;
+		case OPT_CONNS:
+			ret = parse_u32(cmd, "--conns", optarg, 1,
+					BENCH_MAX_CONNS, &o->conns);
+			break;
+		case OPT_ONCE:
+			o->once = true;
+			break;
+		case OPT_CORRUPT:
+			o->corrupt = true;
+			break;
+		default:
+			return opt_fail(cmd, c, argv, bench_usage);
+		}
+		if (ret)
+			return ret;
+	}
+	if (optind < argc && o->conns) {
+		o->op = BOP_NONE;
+		o->host = argv[optind++];
+	} else if (optind < argc && !strcmp(argv[optind], "memcpy")) {
+		o->copy_only = true;
+		optind++;
+	} else if (optind < argc) {
+		for (i = 1; i < ARRAY_SIZE(bench_ops); i++)
+			if (!strcmp(argv[optind], bench_ops[i].name))
+				o->op = i;
+		if (!o->op) {
+			err_msg("bench: unknown operation \"%s\"",
+				argv[optind]);
+			fputs(bench_usage, stderr);
+			return EXIT_USAGE;
+		}
+		optind++;
+		if (optind >= argc) {
+			err_msg("bench: missing HOST");
+			fputs(bench_usage, stderr);
+			return EXIT_USAGE;
+		}
+		o->host = argv[optind++];
+	}
+	ret = opt_extra_args(cmd, argc, argv, bench_usage);
+	if (ret)
+		return ret;
+	if (is_atomic(o->op))
+		o->size = 8;
+	else if (!o->have_size)
+		o->size = o->latency ? 2 : 65536;
+	if (!o->have_iters)
+		o->iters = o->latency ? 1000 : 5000;
+	if (o->duration_s)
+		o->iters = 0;
+	if (o->latency && o->qps > 1) {
+		err_msg("bench: --lat measures one QP");
+		return EXIT_USAGE;
+	}
+	if (o->cq_mod > o->tx_depth) {
+		err_msg("bench: -Q must not exceed -t");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void fill_pattern(uint8_t *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = krdma_bench_pattern(i);
+}
+
+/* Bytes of the buffer a side needs for messages of @size. */
+static uint64_t buf_len(uint32_t size, uint32_t depth, bool validate)
+{
+	uint64_t len = (uint64_t)size * depth;
+
+	if (!validate && len > BENCH_MAX_BUF)
+		len = BENCH_MAX_BUF;
+	return len < size ? size : len;
+}
+
+/* ---- results ---- */
+
+struct bench_result {
+	uint32_t size;
+	struct krdma_bench b;
+	int err;
+};
+
+static const char bw_line[] =
+	"---------------------------------------------------------------------------------------\n";
+
+static void print_header(const struct bench_opts *o, const char *dev,
+			 bool latency)
+{
+	if (pr_is_json())
+		return;
+	printf("%s", bw_line);
+	printf("                    %s %s (krdma, %s loop)\n",
+	       bench_ops[o->op].name, latency ? "Latency Test" : "BW Test",
+	       o->via_ioctl ? "ioctl-per-op" : "in-kernel");
+	printf(" Device         : %s\n", dev);
+	printf(" Number of qps  : %u\t\tTransport type : IB\n", o->qps);
+	printf(" Connection type: RC\t\tUsing SRQ      : OFF\n");
+	printf(" TX depth       : %u\n", latency ? 1 : o->tx_depth);
+	printf(" CQ Moderation  : %u\n", o->cq_mod);
+	printf(" Mtu            : from the path\n");
+	printf(" Completions    : %s\n", o->events ? "events" : "polling");
+	printf(" Max inline data: %u[B]\n", o->inline_size);
+	printf(" rdma_cm QPs    : ON\n");
+	printf("%s", bw_line);
+	if (latency)
+		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  "
+		       "t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+		       "99%% percentile[usec]   99.9%% percentile[usec] \n");
+	else
+		printf(" #bytes     #iterations    BW peak[MB/sec]    "
+		       "BW average[MB/sec]   MsgRate[Mpps]\n");
+}
+
+static double bw_avg(const struct krdma_bench *b)
+{
+	return b->elapsed_ns ? b->bytes_done / MIB * 1e9 / b->elapsed_ns : 0;
+}
+
+static double msg_rate(const struct krdma_bench *b)
+{
+	return b->elapsed_ns ? b->ops_done * 1e3 / b->elapsed_ns : 0;
+}
+
+static void print_row(const struct bench_result *r, bool latency)
+{
+	const struct krdma_bench *b = &r->b;
+
+	if (pr_is_json()) {
+		pr_obj_begin(NULL);
+		pr_u64("bytes", r->size);
+		pr_u64("iterations", b->ops_done);
+		pr_fmt_double("elapsed_s", "%f", b->elapsed_ns / 1e9);
+		if (latency) {
+			pr_fmt_double("t_min_us", "%f", b->lat_min_ns / 1e3);
+			pr_fmt_double("t_max_us", "%f", b->lat_max_ns / 1e3);
+			pr_fmt_double("t_typical_us", "%f",
+				      b->lat_typical_ns / 1e3);
+			pr_fmt_double("t_avg_us", "%f", b->lat_avg_ns / 1e3);
+			pr_fmt_double("t_stdev_us", "%f",
+				      b->lat_stdev_ns / 1e3);
+			pr_fmt_double("p99_us", "%f", b->lat_p99_ns / 1e3);
+			pr_fmt_double("p999_us", "%f", b->lat_p999_ns / 1e3);
+			pr_u64("samples", b->lat_samples);
+		} else {
+			pr_fmt_double("bw_peak_mbps", "%f",
+				      b->peak_bps / MIB);
+			pr_fmt_double("bw_avg_mbps", "%f", bw_avg(b));
+			pr_fmt_double("msg_rate_mpps", "%f", msg_rate(b));
+		}
+		pr_u64("cq_polls", b->cq_polls);
+		pr_u64("empty_polls", b->empty_polls);
+		pr_u64("post_calls", b->post_calls);
+		pr_u64("validate_errors", b->validate_errors);
+		if (r->err)
+			pr_str("error", strerror(-r->err));
+		pr_obj_end();
+		return;
+	}
+	if (latency)
+		printf(" %-7u %-10" PRIu64 "   %-7.2f        %-7.2f      "
+		       "%-7.2f            %-7.2f        %-7.2f          "
+		       "%-7.2f                %-7.2f\n",
+		       r->size, (uint64_t)b->ops_done, b->lat_min_ns / 1e3,
+		       b->lat_max_ns / 1e3, b->lat_typical_ns / 1e3,
+		       b->lat_avg_ns / 1e3, b->lat_stdev_ns / 1e3,
+		       b->lat_p99_ns / 1e3, b->lat_p999_ns / 1e3);
+	else
+		printf(" %-10u %-10" PRIu64 "       %-9.2f          %-9.2f"
+		       "            %.6f\n", r->size, (uint64_t)b->ops_done,
+		       b->peak_bps / MIB, bw_avg(b), msg_rate(b));
+	if (b->validate_errors)
+		printf(" validation: %" PRIu64 " message(s) did not carry the "
+		       "pattern\n", (uint64_t)b->validate_errors);
+	fflush(stdout);
+}
+
+/* ---- progress ---- */
+
+static struct krdma_bench_progress progress;
+static volatile int progress_stop;
+static uint32_t progress_size;
+
+static void *progress_thread(void *arg)
+{
+	uint32_t seen = 0;
+
+	(void)arg;
+	while (!progress_stop) {
+		struct timespec ts = { 0, 100000000 };
+		uint32_t u = __atomic_load_n(&progress.updates,
+					     __ATOMIC_ACQUIRE);
+
+		nanosleep(&ts, NULL);
+		if (u == seen || !progress.elapsed_ns)
+			continue;
+		seen = u;
+		fprintf(stderr, "bench: %u B: %.1f s, %" PRIu64 " ops, "
+			"%.2f MB/sec\n", progress_size,
+			progress.elapsed_ns / 1e9, (uint64_t)progress.ops_done,
+			progress.bytes_done / MIB * 1e9 / progress.elapsed_ns);
+	}
+	return NULL;
+}
+
+/* ---- connections ---- */
+
+struct bench_conn {
+	uint32_t handle;
+	uint32_t dev_index;
+	struct bench_adv adv;
+};
+
+static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
+{
+	struct krdma_event evs[8];
+	int64_t deadline = xfer_now_ms() + 2000;
+	const struct bench_adv *a;
+	int i, n;
+
+	do {
+		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 100);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (evs[i].type != KRDMA_EVENT_ESTABLISHED ||
+			    evs[i].handle != conn)
+				continue;
+			a = (const void *)evs[i].private_data;
+			if (evs[i].private_data_len < sizeof(*a) ||
+			    be32toh(a->magic) != BENCH_MAGIC)
+				return -EPROTO;
+			adv->addr = be64toh(a->addr);
+			adv->length = be64toh(a->length);
+			adv->rkey = be32toh(a->rkey);
+			return 0;
+		}
+	} while (xfer_now_ms() < deadline);
+	return -ETIMEDOUT;
+}
+
+static int bench_connect(int fd, const struct bench_opts *o,
+			 const struct krdma_sockaddr *dst, uint32_t group,
+			 uint32_t index, uint32_t qps, struct bench_conn *c,
+			 bool want_adv)
+{
+	uint32_t depth = o->latency ? 4 : o->tx_depth;
+	struct krdma_cm_connect cc = {
+		.size = sizeof(cc),
+		.flags = o->events ? KRDMA_CONN_NOTIFY : 0,
+		.dst = *dst,
+		.transport = KRDMA_TRANSPORT_RC,
+		.timeout_ms = o->timeout_s * 1000,
+		.caps = { .max_send_wr = o->op ? depth + 2 : 4,
+			  .max_recv_wr = o->op ? 8 : 4,
+			  .max_send_sge = 1, .max_recv_sge = 1,
+			  .max_inline_data = o->inline_size },
+		.private_data_len = sizeof(struct bench_hello),
+	};
+	struct bench_hello h = {
+		.magic = htobe32(BENCH_MAGIC),
+		.version = htobe16(BENCH_VERSION),
+		.op = htobe16(o->op),
+		.flags = htobe32((o->latency ? BH_LATENCY : 0) |
+				 (o->validate ? BH_VALIDATE : 0) |
+				 (o->events ? BH_NOTIFY : 0)),
+		.max_size = htobe32(o->all ? BENCH_ALL_MAX : o->size),
+		.tx_depth = htobe32(o->latency ? 1 : o->tx_depth),
+		.qps = htobe16(qps),
+		.index = htobe16(index),
+		.group = htobe32(group),
+		.timeout_s = htobe32(o->timeout_s),
+	};
+	int ret;
+
+	memcpy(cc.private_data, &h, sizeof(h));
+	ret = krdma_ioctl_quiet(fd, KRDMA_CM_CONNECT, &cc);
+	if (ret == -ECONNREFUSED) {
+		err_msg("bench: connection refused (reject reason %d): is "
+			PROG_NAME " bench running there?", cc.reject_reason);
+		return ret;
+	}
+	if (ret) {
+		err_msg("bench: connect: %s", strerror(-ret));
+		return ret;
+	}
+	c->handle = cc.handle;
+	c->dev_index = cc.dev_index;
+	/* the server's READY message needs a receive as soon as can be */
+	if (two_sided(o->op)) {
+		struct krdma_wr wr = { .wr_id = 1, .opcode = KRDMA_OP_RECV };
+
+		ret = xfer_post_one(fd, c->handle, &wr);
+		if (ret)
+			return ret;
+	}
+	if (!want_adv)
+		return 0;
+	ret = get_adv(fd, c->handle, &c->adv);
+	if (ret)
+		err_msg("bench: no buffer advertised by the server: %s",
+			strerror(-ret));
+	return ret;
+}
+
+/* Wait for a completion of @want (a KRDMA_OP_*, or RECV with @imm). */
+static int wait_wc(int fd, uint32_t conn, uint32_t want, uint32_t timeout_s)
+{
+	int64_t deadline = xfer_now_ms() + timeout_s * 1000LL;
+	struct krdma_wc wc[4];
+	int i, n;
+
+	while (xfer_now_ms() < deadline) {
+		n = xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 100);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (wc[i].status) {
+				err_msg("bench: completion failed: %s",
+					wc_status_name(wc[i].status));
+				return -EIO;
+			}
+			if (wc[i].opcode == want)
+				return 0;
+		}
+		if (xfer_stop)
+			return -EINTR;
+	}
+	return -ETIMEDOUT;
+}
+
+static int send_end(int fd, uint32_t conn, uint32_t timeout_s)
+{
+	struct krdma_wr wr = {
+		.wr_id = 2,
+		.opcode = KRDMA_OP_SEND_WITH_IMM,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = KRDMA_BENCH_END_IMM,
+	};
+	int ret;
+
+	ret = xfer_post_one(fd, conn, &wr);
+	return ret ? ret : wait_wc(fd, conn, KRDMA_OP_SEND, timeout_s);
+}
+
+static void disconnect(int fd, uint32_t conn)
+{
+	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = conn };
+
+	krdma_ioctl_quiet(fd, KRDMA_CM_DISCONNECT, &d);
+	xfer_destroy(fd, conn);
+}
+
+/* ---- via-ioctl: the same loop in userspace ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void lat_figures(struct krdma_bench *b, uint64_t *s, uint64_t n)
+{
+	double sum = 0, var = 0;
+	uint64_t i, k;
+
+	b->lat_samples = n;
+	if (!n)
+		return;
+	qsort(s, n, sizeof(*s), cmp_u64);
+	for (i = 0; i < n; i++)
+		sum += s[i];
+	b->lat_avg_ns = sum / n;
+	for (i = 0; i < n; i++)
+		var += ((double)s[i] - b->lat_avg_ns) *
+		       ((double)s[i] - b->lat_avg_ns);
+	b->lat_stdev_ns = sqrt(var / n);
+	b->lat_min_ns = s[0];
+	b->lat_max_ns = s[n - 1];
+	b->lat_typical_ns = s[n / 2];
+	k = (n * 990 + 999) / 1000;
+	b->lat_p99_ns = s[k ? k - 1 : 0];
+	k = (n * 999 + 999) / 1000;
+	b->lat_p999_ns = s[k ? k - 1 : 0];
+}
+
+struct via {
+	int fd;
+	uint32_t conn;
+	const struct bench_opts *o;
+	const struct xfer_buf *buf;
+	const struct bench_conn *bc;
+	struct krdma_bench *b;
+};
+
+static int via_post(struct via *v, uint32_t opcode, uint64_t wr_id,
+		    uint32_t size, bool signaled, uint64_t roff)
+{
+	struct krdma_wr wr = {
+		.wr_id = wr_id,
+		.opcode = opcode,
+		.flags = (signaled ? KRDMA_WR_SIGNALED : 0) |
+			 (opcode != KRDMA_OP_RECV && size <= v->o->inline_size &&
+			  opcode != KRDMA_OP_RDMA_READ &&
+			  opcode != KRDMA_OP_ATOMIC_FETCH_ADD &&
+			  opcode != KRDMA_OP_ATOMIC_CMP_SWP ?
+			  KRDMA_WR_INLINE : 0),
+		.num_sge = 1,
+		.remote_addr = v->bc->adv.addr + roff,
+		.rkey = v->bc->adv.rkey,
+		.compare_add = 1,
+		.sge[0] = { .buf_handle = v->buf->handle, .length = size },
+	};
+	struct krdma_post post = {
+		.size = sizeof(post),
+		.handle = v->conn,
+		.num_wrs = 1,
+		.wr_entry_size = sizeof(wr),
+		.wrs_uptr = (uintptr_t)&wr,
+	};
+	int ret;
+
+	ret = ioctl(v->fd, KRDMA_POST, &post) ? -errno : 0;
+	v->b->post_calls++;
+	return ret;
+}
+
+/* Busy-poll one batch; returns completions or -errno. */
+static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
+{
+	struct krdma_poll p = {
+		.size = sizeof(p),
+		.handle = v->conn,
+		.num_wcs = max,
+		.wc_entry_size = sizeof(*wc),
+		.timeout_ms = v->o->events ? 100 : 0,
+		.wcs_uptr = (uintptr_t)wc,
+	};
+	uint32_t i;
+
+	if (ioctl(v->fd, KRDMA_POLL, &p))
+		return errno == ETIMEDOUT ? 0 : -errno;
+	v->b->cq_polls++;
+	if (!p.num_wcs)
+		v->b->empty_polls++;
+	for (i = 0; i < p.num_wcs; i++) {
+		if (wc[i].status) {
+			v->b->wc_status = wc[i].status;
+			v->b->failed_conn = v->conn;
+			return -EIO;
+		}
+	}
+	return p.num_wcs;
+}
+
+static int via_run(struct via *v, uint32_t size)
+{
+	const struct bench_opts *o = v->o;
+	uint32_t opcode = bench_ops[o->op].opcode;
+	uint64_t iters = o->iters, posted = 0, completed = 0, *samples = NULL;
+	uint64_t n_samples = 0, max_samples, deadline = 0, start, last = 0;
+	uint64_t remote_slots = v->bc->adv.length / size;
+	struct krdma_wc wc[32];
+	bool pingpong = o->latency && two_sided(o->op);
+	int ret = 0, n, i;
+
+	if (!remote_slots)
+		remote_slots = 1;
+	max_samples = iters ? iters : KRDMA_BENCH_MAX_SAMPLES;
+	if (o->latency) {
+		samples = calloc(max_samples, sizeof(*samples));
+		if (!samples)
+			return -ENOMEM;
+	}
+	start = now_ns();
+	if (!iters)
+		deadline = start + o->duration_s * 1000000000ULL;
+	while (!ret) {
+		uint64_t t0, now;
+
+		if (xfer_stop) {
+			ret = -EINTR;
+			break;
+		}
+		if (iters ? posted >= iters : now_ns() >= deadline)
+			break;
+		if (o->latency) {
+			if (pingpong)
+				ret = via_post(v, KRDMA_OP_RECV, 1 << 20, size,
+					       false, 0);
+			t0 = now_ns();
+			if (!ret)
+				ret = via_post(v, opcode, ++posted, size, true,
+					       0);
+			/* the reply (ping-pong) or the completion */
+			while (!ret) {
+				n = via_poll(v, wc, ARRAY_SIZE(wc));
+				if (n < 0) {
+					ret = n;
+					break;
+				}
+				for (i = 0; i < n; i++)
+					if (pingpong ?
+					    wc[i].opcode == KRDMA_OP_RECV :
+					    wc[i].wr_id == posted)
+						break;
+				if (i < n)
+					break;
+				if (xfer_stop)
+					ret = -EINTR;
+			}
+			if (ret)
+				break;
+			now = now_ns();
+			if (n_samples < max_samples)
+				samples[n_samples++] = pingpong ?
+					(now - t0) / 2 : now - t0;
+			completed++;
+			last = now;
+			continue;
+		}
+		/* bandwidth: one WR per KRDMA_POST while there is room */
+		while (posted - completed < o->tx_depth &&
+		       (iters ? posted < iters : now_ns() < deadline)) {
+			bool sig = !((posted + 1) % o->cq_mod) ||
+				   posted + 1 == iters;
+
+			ret = via_post(v, opcode, posted + 1,
+				       is_atomic(o->op) ? 8 : size, sig,
+				       is_atomic(o->op) ? 0 :
+				       posted % remote_slots * size);
+			if (ret)
+				break;
+			posted++;
+		}
+		n = ret ? 0 : via_poll(v, wc, ARRAY_SIZE(wc));
+		if (n < 0)
+			ret = n;
+		for (i = 0; i < n; i++)
+			completed = wc[i].wr_id;
+		if (n)
+			last = now_ns();
+	}
+	/* what is still in flight: a duration run leaves its tail unsignaled */
+	while (!ret && completed < posted && !o->latency) {
+		if (posted % o->cq_mod) {
+			ret = via_post(v, opcode, posted + 1,
+				       is_atomic(o->op) ? 8 : size, true, 0);
+			posted++;
+		}
+		n = ret ? 0 : via_poll(v, wc, ARRAY_SIZE(wc));
+		if (n < 0)
+			ret = n;
+		for (i = 0; i < n; i++)
+			completed = wc[i].wr_id;
+		if (n)
+			last = now_ns();
+	}
+	v->b->ops_done = completed;
+	v->b->bytes_done = completed * (is_atomic(o->op) ? 8 : size);
+	v->b->elapsed_ns = last > start ? last - start : 0;
+	if (v->b->elapsed_ns)
+		v->b->peak_bps = v->b->bytes_done * 1e9 / v->b->elapsed_ns;
+	if (samples)
+		lat_figures(v->b, samples, n_samples);
+	free(samples);
+	return ret;
+}
+
+/* ---- client ---- */
+
+static int bench_run_one(int fd, const struct bench_opts *o,
+			 struct bench_conn *conns, const struct xfer_buf *buf,
+			 uint32_t size, struct bench_result *r)
+{
+	uint32_t handles[BENCH_MAX_QPS];
+	struct krdma_bench *b = &r->b;
+	pthread_t tid;
+	bool thread = false;
+	uint32_t i;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	for (i = 0; i < o->qps; i++)
+		handles[i] = conns[i].handle;
+	if (o->via_ioctl) {
+		struct via v = { .fd = fd, .conn = conns[0].handle, .o = o,
+				 .buf = buf, .bc = &conns[0], .b = b };
+
+		r->err = via_run(&v, size);
+		return r->err;
+	}
+	b->size = sizeof(*b);
+	b->flags = (o->latency ? KRDMA_BENCH_LATENCY : 0) |
+		   (o->events ? KRDMA_BENCH_NOTIFY : 0) |
+		   (o->validate ? KRDMA_BENCH_VALIDATE : 0);
+	b->opcode = bench_ops[o->op].opcode;
+	b->num_conns = o->qps;
+	b->conns_uptr = (uintptr_t)handles;
+	b->local_buf = buf->handle;
+	b->msg_size = size;
+	b->remote_addr = conns[0].adv.addr;
+	b->remote_length = conns[0].adv.length;
+	b->remote_rkey = conns[0].adv.rkey;
+	b->tx_depth = o->latency ? 0 : o->tx_depth;
+	b->iters = o->iters;
+	b->duration_ms = o->duration_s * 1000;
+	b->signal_every = o->cq_mod;
+	b->inline_size = o->inline_size;
+	b->timeout_ms = o->timeout_s * 1000;
+	memset(&progress, 0, sizeof(progress));
+	b->progress_uptr = (uintptr_t)&progress;
+	progress_size = size;
+	progress_stop = 0;
+	if (o->duration_s > 1 || o->iters > 100000)
+		thread = !pthread_create(&tid, NULL, progress_thread, NULL);
+	ret = ioctl(fd, KRDMA_BENCH, b) ? -errno : 0;
+	if (thread) {
+		progress_stop = 1;
+		pthread_join(tid, NULL);
+	}
+	r->err = ret;
+	return ret;
+}
+
+static const char *errno_hint(int err)
+{
+	switch (err) {
+	case -EINTR:
+		return "interrupted";
+	case -ETIMEDOUT:
+		return "nothing completed within the timeout";
+	case -EIO:
+		return "a completion failed";
+	default:
+		return strerror(-err);
+	}
+}
+
+static int bench_client(int fd, const struct bench_opts *o)
+{
+	struct bench_conn *conns;
+	struct krdma_sockaddr dst;
+	struct xfer_buf buf = {};
+	struct bench_result r;
+	uint32_t group, i, size, max_size;
+	char dev[KRDMA_NAME_MAX] = "?";
+	struct dev_snapshot snap;
+	int ret, status = 0;
+
+	ret = xfer_parse_addr("bench", "HOST", o->host, o->port, &dst);
+	if (ret)
+		return ret;
+	conns = calloc(o->qps, sizeof(*conns));
+	if (!conns)
+		return 1;
+	srand(getpid() ^ time(NULL));
+	group = rand();
+	for (i = 0; i < o->qps; i++) {
+		ret = bench_connect(fd, o, &dst, group, i, o->qps, &conns[i],
+				    true);
+		if (ret)
+			goto out;
+	}
+	if (!query_devices(fd, true, conns[0].dev_index, &snap)) {
+		if (snap.num_devs)
+			snprintf(dev, sizeof(dev), "%s", snap.devs[0].name);
+		free_snapshot(&snap);
+	}
+	max_size = o->all ? BENCH_ALL_MAX : o->size;
+	ret = xfer_buf_alloc(fd, conns[0].dev_index,
+			     KRDMA_ACCESS_LOCAL_WRITE,
+			     buf_len(max_size, o->latency ? 1 : o->tx_depth,
+				     o->validate), &buf);
+	if (ret)
+		goto out;
+	fill_pattern(buf.mem, buf.length);
+	if (o->corrupt)
+		buf.mem[0] ^= 0xff;
+	if (two_sided(o->op)) {
+		for (i = 0; i < o->qps; i++) {
+			ret = wait_wc(fd, conns[i].handle, KRDMA_OP_RECV,
+				      o->timeout_s);
+			if (ret) {
+				err_msg("bench: the server never said it was "
+					"ready: %s", errno_hint(ret));
+				goto out;
+			}
+		}
+	}
+	print_header(o, dev, o->latency);
+	if (pr_is_json()) {
+		pr_str("op", bench_ops[o->op].name);
+		pr_str("mode", o->latency ? "lat" : "bw");
+		pr_str("loop", o->via_ioctl ? "ioctl" : "kernel");
+		pr_str("device", dev);
+		pr_u64("qps", o->qps);
+		pr_u64("tx_depth", o->latency ? 1 : o->tx_depth);
+		pr_u64("cq_mod", o->cq_mod);
+		pr_u64("inline", o->inline_size);
+		pr_str("completions", o->events ? "events" : "polling");
+		pr_arr_begin("results");
+	}
+	for (size = o->all ? 2 : o->size; size <= max_size; size *= 2) {
+		ret = bench_run_one(fd, o, conns, &buf, size, &r);
+		if (ret != -EINTR || r.b.ops_done)
+			print_row(&r, o->latency);
+		if (ret) {
+			err_msg("bench: %u B: %s%s%s", size, errno_hint(ret),
+				r.b.wc_status ? ": " : "",
+				r.b.wc_status ? wc_status_name(r.b.wc_status) :
+				"");
+			break;
+		}
+		if (r.b.validate_errors)
+			status = 1;
+		if (!o->all)
+			break;
+	}
+	if (pr_is_json())
+		pr_arr_end();
+	if (!pr_is_json())
+		printf("%s", bw_line);
+	if (!ret && two_sided(o->op))
+		for (i = 0; i < o->qps && !ret; i++)
+			ret = send_end(fd, conns[i].handle, o->timeout_s);
+	if (status && !ret) {
+		err_msg("bench: --validate: payloads did not carry the "
+			"pattern");
+		ret = -EIO;
+	}
+out:
+	for (i = 0; i < o->qps; i++)
+		if (conns[i].handle)
+			disconnect(fd, conns[i].handle);
+	xfer_buf_free(fd, &buf);
+	free(conns);
+	return ret ? 1 : 0;
+}
+
+/* /proc/meminfo: the kernel memory in use, in kB (MemTotal - MemAvailable) */
+static long mem_used_kb(long *slab)
+{
+	char line[128];
+	long total = 0, avail = 0, v;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	*slab = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemTotal: %ld", &v) == 1)
+			total = v;
+		else if (sscanf(line, "MemAvailable: %ld", &v) == 1)
+			avail = v;
+		else if (sscanf(line, "Slab: %ld", &v) == 1)
+			*slab = v;
+	}
+	fclose(f);
+	return total - avail;
+}
+
+/* --conns N: set N connections up, then take them down. */
+static int bench_conns(int fd, const struct bench_opts *o)
+{
+	struct bench_conn *conns;
+	struct krdma_sockaddr dst;
+	long used0, used1, slab0, slab1;
+	uint32_t i, done = 0;
+	double t0, t1;
+	int ret = 0;
+
+	ret = xfer_parse_addr("bench", "HOST", o->host, o->port, &dst);
+	if (ret)
+		return ret;
+	conns = calloc(o->conns, sizeof(*conns));
+	if (!conns)
+		return 1;
+	used0 = mem_used_kb(&slab0);
+	t0 = now_s();
+	for (i = 0; i < o->conns && !xfer_stop; i++) {
+		ret = bench_connect(fd, o, &dst, 0, i, o->conns, &conns[i],
+				    false);
+		if (ret)
+			break;
+		done++;
+	}
+	t1 = now_s();
+	used1 = mem_used_kb(&slab1);
+	pr_u64("conns", o->conns);
+	pr_u64("connected", done);
+	pr_fmt_double("setup_s", "setup %.3f s", t1 - t0);
+	pr_fmt_double("per_conn_ms", "(%.3f ms per connection)",
+		      done ? (t1 - t0) * 1e3 / done : 0);
+	pr_fmt_double("mem_per_conn_kb", "memory %.1f kB per connection",
+		      done ? (double)(used1 - used0) / done : 0);
+	pr_fmt_double("slab_per_conn_kb", "(slab %.1f kB)",
+		      done ? (double)(slab1 - slab0) / done : 0);
+	pr_nl();
+	t0 = now_s();
+	for (i = 0; i < done; i++)
+		disconnect(fd, conns[i].handle);
+	pr_fmt_double("teardown_s", "teardown %.3f s", now_s() - t0);
+	free(conns);
+	return done == o->conns ? 0 : 1;
+}
+
+/* ---- server ---- */
+
+struct srv_group {
+	bool used;
+	uint32_t id;
+	int op;
+	uint32_t flags;
+	uint32_t max_size;
+	uint32_t tx_depth;
+	uint32_t qps;
+	uint32_t joined;
+	uint32_t live;
+	uint32_t timeout_s;
+	uint32_t *handles;
+	struct xfer_buf buf;
+	bool ran;
+};
+
+#define SRV_MAX_GROUPS 16
+
+struct srv {
+	int fd;
+	const struct bench_opts *o;
+	uint32_t dev_index;
+	uint32_t listener;
+	struct srv_group groups[SRV_MAX_GROUPS];
+	uint32_t *conn_group;	/* handle -> group index + 1 (small table) */
+	uint32_t conn_group_len;
+	bool finished;
+};
+
+static void srv_reject(struct srv *s, uint32_t handle)
+{
+	struct krdma_cm_accept rj = { .size = sizeof(rj), .handle = handle };
+
+	krdma_ioctl_quiet(s->fd, KRDMA_CM_REJECT, &rj);
+}
+
+static struct srv_group *srv_group(struct srv *s, uint32_t id,
+				   const struct bench_hello *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < SRV_MAX_GROUPS; i++)
+		if (s->groups[i].used && s->groups[i].id == id && id)
+			return &s->groups[i];
+	for (i = 0; i < SRV_MAX_GROUPS; i++) {
+		struct srv_group *g = &s->groups[i];
+
+		if (g->used)
+			continue;
+		memset(g, 0, sizeof(*g));
+		g->used = true;
+		g->id = id;
+		g->op = be16toh(h->op);
+		g->flags = be32toh(h->flags);
+		g->max_size = be32toh(h->max_size);
+		g->tx_depth = be32toh(h->tx_depth);
+		g->qps = be16toh(h->qps);
+		g->timeout_s = be32toh(h->timeout_s);
+		g->handles = calloc(g->qps, sizeof(*g->handles));
+		if (!g->handles || g->op >= (int)ARRAY_SIZE(bench_ops) ||
+		    !g->tx_depth || !g->max_size) {
+			free(g->handles);
+			g->used = false;
+			return NULL;
+		}
+		return g;
+	}
+	return NULL;
+}
+
+static void srv_group_free(struct srv *s, struct srv_group *g)
+{
+	xfer_buf_free(s->fd, &g->buf);
+	free(g->handles);
+	g->used = false;
+}
+
+static void srv_map(struct srv *s, uint32_t handle, uint32_t gi)
+{
+	if (handle >= s->conn_group_len) {
+		uint32_t n = handle * 2 + 16;
+		uint32_t *t = realloc(s->conn_group, n * sizeof(*t));
+
+		if (!t)
+			return;
+		memset(t + s->conn_group_len, 0,
+		       (n - s->conn_group_len) * sizeof(*t));
+		s->conn_group = t;
+		s->conn_group_len = n;
+	}
+	s->conn_group[handle] = gi;
+}
+
+static void srv_run(struct srv *s, struct srv_group *g)
+{
+	struct bench_result r = { .size = g->max_size };
+	struct krdma_bench *b = &r.b;
+	bool lat = g->flags & BH_LATENCY;
+	int ret;
+
+	b->size = sizeof(*b);
+	b->flags = KRDMA_BENCH_SERVER | (lat ? KRDMA_BENCH_LATENCY : 0) |
+		   (g->flags & BH_VALIDATE ? KRDMA_BENCH_VALIDATE : 0) |
+		   (g->flags & BH_NOTIFY ? KRDMA_BENCH_NOTIFY : 0);
+	b->opcode = bench_ops[g->op].opcode;
+	b->num_conns = g->qps;
+	b->conns_uptr = (uintptr_t)g->handles;
+	b->local_buf = g->buf.handle;
+	b->msg_size = g->max_size;
+	b->tx_depth = lat ? 4 : 2 * g->tx_depth;
+	b->timeout_ms = g->timeout_s * 1000;
+	ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
+	g->ran = true;
+	if (pr_is_json()) {
+		pr_obj_begin(NULL);
+		pr_str("event", "served");
+		pr_str("op", bench_ops[g->op].name);
+		pr_u64("qps", g->qps);
+		pr_u64("messages", b->ops_done);
+		pr_u64("bytes", b->bytes_done);
+		pr_u64("validate_errors", b->validate_errors);
+		if (ret)
+			pr_str("error", errno_hint(ret));
+		pr_obj_end();
+	} else {
+		printf("served %s: %u QP(s), %" PRIu64 " messages, %" PRIu64
+		       " bytes, %" PRIu64 " failed validation%s%s\n",
+		       bench_ops[g->op].name, g->qps, (uint64_t)b->ops_done,
+		       (uint64_t)b->bytes_done, (uint64_t)b->validate_errors,
+		       ret ? ": " : "", ret ? errno_hint(ret) : "");
+	}
+	fflush(stdout);
+}
+
+static void srv_request(struct srv *s, const struct krdma_event *ev)
+{
+	const struct bench_hello *h = (const void *)ev->private_data;
+	struct krdma_cm_accept ac = {
+		.size = sizeof(ac),
+		.handle = ev->handle,
+		.private_data_len = sizeof(struct bench_adv),
+		.timeout_ms = s->o->timeout_s * 1000,
+	};
+	struct bench_adv adv = {
+		.magic = htobe32(BENCH_MAGIC),
+		.version = htobe16(BENCH_VERSION),
+	};
+	struct srv_group *g;
+	uint32_t depth, index;
+	bool lat;
+	int ret;
+
+	if (ev->private_data_len < sizeof(*h) ||
+	    be32toh(h->magic) != BENCH_MAGIC ||
+	    be16toh(h->version) != BENCH_VERSION) {
+		srv_reject(s, ev->handle);
+		return;
+	}
+	if (!h->op) {	/* --conns: a connection, nothing more */
+		ac.caps = (struct krdma_qp_caps){ .max_send_wr = 4,
+			.max_recv_wr = 4, .max_send_sge = 1,
+			.max_recv_sge = 1 };
+		ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+		if (ret) {
+			err_msg("bench: accept: %s", strerror(-ret));
+			xfer_destroy(s->fd, ev->handle);
+		}
+		return;
+	}
+	g = srv_group(s, be32toh(h->group), h);
+	index = be16toh(h->index);
+	if (!g || index >= g->qps || g->joined >= g->qps) {
+		srv_reject(s, ev->handle);
+		return;
+	}
+	lat = g->flags & BH_LATENCY;
+	depth = lat ? 4 : 2 * g->tx_depth;
+	if (g->op && !g->buf.handle) {
+		ret = xfer_buf_alloc(s->fd, s->dev_index,
+				     KRDMA_ACCESS_LOCAL_WRITE |
+				     KRDMA_ACCESS_REMOTE_WRITE |
+				     KRDMA_ACCESS_REMOTE_READ |
+				     KRDMA_ACCESS_REMOTE_ATOMIC,
+				     buf_len(g->max_size, depth,
+					     g->flags & BH_VALIDATE), &g->buf);
+		if (ret) {
+			srv_reject(s, ev->handle);
+			srv_group_free(s, g);
+			return;
+		}
+		fill_pattern(g->buf.mem, g->buf.length);
+	}
+	adv.addr = htobe64(g->buf.addr);
+	adv.length = htobe64(g->buf.length);
+	adv.rkey = htobe32(g->buf.rkey);
+	memcpy(ac.private_data, &adv, sizeof(adv));
+	ac.flags = g->flags & BH_NOTIFY ? KRDMA_CONN_NOTIFY : 0;
+	ac.caps.max_send_wr = g->op ? (lat ? 8 : g->tx_depth + 2) : 4;
+	ac.caps.max_recv_wr = g->op && two_sided(g->op) ? depth + 2 : 4;
+	ac.caps.max_send_sge = 1;
+	ac.caps.max_recv_sge = 1;
+	ac.caps.max_inline_data = lat ? 64 : 0;
+	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	if (ret == -EINVAL && ac.caps.max_inline_data) {
+		ac.caps.max_inline_data = 0;
+		ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	}
+	if (ret) {
+		err_msg("bench: accept: %s", strerror(-ret));
+		xfer_destroy(s->fd, ev->handle);
+		if (!g->joined)
+			srv_group_free(s, g);
+		return;
+	}
+	g->handles[g->joined++] = ev->handle;
+	g->live++;
+	srv_map(s, ev->handle, g - s->groups + 1);
+	if (g->joined == g->qps && g->op && two_sided(g->op))
+		srv_run(s, g);
+}
+
+static void srv_disconnected(struct srv *s, uint32_t handle)
+{
+	struct srv_group *g;
+	uint32_t gi;
+
+	xfer_destroy(s->fd, handle);
+	if (handle >= s->conn_group_len || !s->conn_group[handle])
+		return;
+	gi = s->conn_group[handle] - 1;
+	s->conn_group[handle] = 0;
+	g = &s->groups[gi];
+	if (--g->live)
+		return;
+	if (g->op)
+		s->finished = true;
+	srv_group_free(s, g);
+}
+
+static int bench_serve(int fd, const struct bench_opts *o)
+{
+	struct krdma_cm_listen l = {
+		.size = sizeof(l),
+		.addr = { .family = AF_INET, .port = o->port },
+		.backlog = 1024,
+		.transport = KRDMA_TRANSPORT_RC,
+	};
+	struct srv s = { .fd = fd, .o = o };
+	struct krdma_event evs[16];
+	struct dev_snapshot snap;
+	int ret, n, i;
+
+	ret = query_devices(fd, false, 0, &snap);
+	if (ret)
+		return 1;
+	if (!snap.num_devs) {
+		err_msg("bench: no RDMA device");
+		free_snapshot(&snap);
+		return 1;
+	}
+	s.dev_index = snap.devs[0].dev_index;
+	free_snapshot(&snap);
+	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
+	if (ret) {
+		err_msg("bench: cannot listen on port %u: %s", o->port,
+			strerror(-ret));
+		return 1;
+	}
+	s.listener = l.handle;
+	if (!pr_is_json())
+		printf("bench: listening on port %u\n", l.port);
+	fflush(stdout);
+	while (!xfer_stop && !(o->once && s.finished)) {
+		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 200);
+		if (n == -EINTR)
+			break;
+		if (n < 0) {
+			err_msg("bench: events: %s", strerror(-n));
+			ret = n;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			switch (evs[i].type) {
+			case KRDMA_EVENT_CONNECT_REQUEST:
+				srv_request(&s, &evs[i]);
+				break;
+			case KRDMA_EVENT_DISCONNECTED:
+			case KRDMA_EVENT_CONN_ERROR:
+				srv_disconnected(&s, evs[i].handle);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	for (i = 0; i < SRV_MAX_GROUPS; i++)
+		if (s.groups[i].used)
+			srv_group_free(&s, &s.groups[i]);
+	free(s.conn_group);
+	xfer_destroy(fd, s.listener);
+	return ret ? 1 : 0;
+}
+
+/* memcpy of -s bytes between two 64 MiB areas: the copy ceiling. */
+static int bench_memcpy(const struct bench_opts *o)
+{
+	size_t area = 64 << 20, n = area / o->size, i;
+	uint8_t *src = malloc(area), *dst = malloc(area);
+	uint64_t iters = o->have_iters ? o->iters : 20000, k;
+	double t0, t;
+
+	if (!src || !dst || !n) {
+		free(src);
+		free(dst);
+		return 1;
+	}
+	memset(src, 1, area);
+	memset(dst, 2, area);
+	t0 = now_s();
+	for (k = 0; k < iters; k++) {
+		i = k % n;
+		memcpy(dst + i * o->size, src + (n - 1 - i) * o->size,
+		       o->size);
+	}
+	t = now_s() - t0;
+	pr_u64("bytes", o->size);
+	pr_u64("iterations", iters);
+	pr_fmt_double("memcpy_mbps", "memcpy %.2f MB/sec",
+		      iters * (double)o->size / MIB / t);
+	pr_nl();
+	free(src);
+	free(dst);
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_opts o = {};
+	int fd, ret;
+
+	ret = bench_parse(argc, argv, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (o.copy_only) {
+		if (pr_is_json())
+			pr_obj_begin(NULL);
+		ret = bench_memcpy(&o);
+		if (pr_is_json())
+			pr_obj_end();
+		return ret;
+	}
+	fd = krdma_open();
+	if (fd < 0) {
+		krdma_report_open(fd);
+		return 1;
+	}
+	xfer_catch_signals();
+	if (pr_is_json())
+		pr_obj_begin(NULL);
+	if (!o.host)
+		ret = bench_serve(fd, &o);
+	else if (o.conns)
+		ret = bench_conns(fd, &o);
+	else
+		ret = bench_client(fd, &o);
+	if (pr_is_json())
+		pr_obj_end();
+	close(fd);
+	return ret;
+}
