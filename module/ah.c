@@ -129,13 +129,15 @@ int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 		 struct krdma_object **ref)
 {
 	struct krdma_object *obj;
+	int ret;
 
 	obj = krdma_object_get(session, handle, &krdma_ah_ops);
 	if (!obj)
 		return -ENOENT;
-	if (krdma_object_lock_hw_nested(obj)) {
+	ret = krdma_object_lock_hw_nested(obj);
+	if (ret) {
 		krdma_object_put(obj);
-		return -ENODEV;
+		return ret;
 	}
 	*ah = container_of(obj, struct krdma_ah, obj)->ah;
 	krdma_object_unlock_hw(obj);

@@ -467,6 +467,7 @@ int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
 	struct krdma_object *obj;
 	struct krdma_buf *buf;
 	u64 end;
+	int ret;
 
 	if (usge->__reserved || usge->__reserved2)
 		return -EINVAL;
@@ -479,9 +480,10 @@ int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
 		krdma_object_put(obj);
 		return -EINVAL;
 	}
-	if (krdma_object_lock_hw_nested(obj)) {
+	ret = krdma_object_lock_hw_nested(obj);
+	if (ret) {
 		krdma_object_put(obj);
-		return -ENODEV;
+		return ret;
 	}
 	sge->addr = buf->mr->iova + usge->offset;
 	sge->length = usge->length;

@@ -115,9 +115,11 @@ struct krdma_object_ops {
 /**
  * struct krdma_object - what every handle names
  * @kref: the session table's reference plus one per lookup in flight
- * @hw_rwsem: protects @hw_dead and the verbs objects of the containing
- *	object: read to use them, write to destroy them
+ * @hw_rwsem: protects @hw_dead, @destroyed and the verbs objects of the
+ *	containing object: read to use them, write to destroy them
  * @hw_dead: the verbs objects are gone (destroyed, or the device removed)
+ * @destroyed: DESTROY or close() took the handle (so a caller that still
+ *	holds a lookup reference learns -ENOENT, not -ENODEV)
  * @published: in the session's table (else being built)
  * @handle: the object's handle in its session
  * @session: the session owning the object
@@ -130,6 +132,7 @@ struct krdma_object {
 	struct kref kref;
 	struct rw_semaphore hw_rwsem;
 	bool hw_dead;
+	bool destroyed;
 	bool published;
 	u32 handle;
 	struct krdma_session *session;

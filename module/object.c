@@ -126,15 +126,25 @@ struct krdma_object *krdma_object_get(struct krdma_session *session,
 }
 
 /*
- * Take an object's verbs state for use: -ENODEV once its device is gone.
- * Pairs with krdma_object_unlock_hw().
+ * Why a dead object's verbs state is gone: a DESTROY that won while the
+ * caller held its lookup reference (the handle no longer exists), or its
+ * device's removal.
+ */
+static int krdma_object_dead_errno(const struct krdma_object *obj)
+{
+	return obj->destroyed ? -ENOENT : -ENODEV;
+}
+
+/*
+ * Take an object's verbs state for use: -ENODEV once its device is gone,
+ * -ENOENT once it was destroyed.  Pairs with krdma_object_unlock_hw().
  */
 int krdma_object_lock_hw(struct krdma_object *obj)
 {
 	down_read(&obj->hw_rwsem);
 	if (obj->hw_dead) {
 		up_read(&obj->hw_rwsem);
-		return -ENODEV;
+		return krdma_object_dead_errno(obj);
 	}
 	return 0;
 }
@@ -150,7 +160,7 @@ int krdma_object_lock_hw_nested(struct krdma_object *obj)
 	down_read_nested(&obj->hw_rwsem, SINGLE_DEPTH_NESTING);
 	if (obj->hw_dead) {
 		up_read(&obj->hw_rwsem);
-		return -ENODEV;
+		return krdma_object_dead_errno(obj);
 	}
 	return 0;
 }
@@ -176,6 +186,9 @@ static void krdma_object_destroy(struct krdma_object *obj)
 {
 	struct krdma_device *kdev = obj->kdev;
 
+	down_write(&obj->hw_rwsem);
+	obj->destroyed = true;
+	up_write(&obj->hw_rwsem);
 	if (kdev)
 		mutex_lock(&kdev->lock);
 	krdma_object_kill_hw(obj);

@@ -574,9 +574,8 @@ static int krdma_poll_wait(struct krdma_conn *conn, unsigned long deadline)
 		cond_resched();
 	if (left < 0)
 		ret = -EINTR;
-	if (krdma_object_lock_hw(obj))
-		ret = -ENODEV;
-	return ret;
+	/* dead (-ENODEV, or -ENOENT if destroyed): the lock is not held */
+	return krdma_object_lock_hw(obj) ?: ret;
 }
 
 int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -603,7 +602,7 @@ int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		if (done || !cmd->timeout_ms)
 			break;
 		ret = krdma_poll_wait(conn, deadline);
-		if (ret == -ENODEV) {
+		if (ret == -ENODEV || ret == -ENOENT) {
 			/* the lock is not held: put the object alone */
 			krdma_object_put(&conn->obj);
 			return ret;

@@ -415,7 +415,8 @@ struct krdma_query_devices {
  * @size: sizeof(struct krdma_destroy)
  * @flags: must be 0
  * @handle: any handle (buffer, connection, listener, AH, SRQ); exactly one
- *	of two racing destroyers succeeds, the other gets %ENOENT.  An SRQ a
+ *	of two racing destroyers succeeds, the other gets %ENOENT, as does
+ *	any call on the handle that the winner overtakes.  An SRQ a
  *	connection still receives from is %EBUSY (destroy the connection
  *	first).  Destroying
  *	a buffer deregisters its MR first: WRs still posted with its keys end
