@@ -199,32 +199,28 @@ static bool fz_errno_documented(unsigned int nr, int err)
 	switch (err) {
 	case ENOTTY: case EFAULT: case EINVAL: case E2BIG: case EOPNOTSUPP:
 	case ENOENT: case ENODEV: case EPERM: case EMSGSIZE: case ENOMEM:
-	case EBUSY:
+	case EBUSY: case ENETDOWN:
 		return true;
+	case EINTR:	/* "a signal ended a call that waits" */
+		return nr == KRDMA_CMD_POLL || nr == KRDMA_CMD_GET_EVENTS ||
+		       nr == KRDMA_CMD_CM_CONNECT || nr == KRDMA_CMD_CM_ACCEPT ||
+		       nr == KRDMA_CMD_BENCH;
+	case ETIMEDOUT: case ENETUNREACH: case EHOSTUNREACH:
+		/* neighbour resolution of a RoCE peer */
+		if (nr == KRDMA_CMD_CONN_MODIFY || nr == KRDMA_CMD_AH_CREATE ||
+		    nr == KRDMA_CMD_CM_CONNECT)
+			return true;
+		break;
 	}
 	switch (nr) {
-	case KRDMA_CMD_BUF_ALLOC:
-	case KRDMA_CMD_BUF_REG_USER:
-		return err == ENETDOWN;
-	case KRDMA_CMD_CONN_MODIFY:
-	case KRDMA_CMD_AH_CREATE:	/* the RoCE peer's MAC */
-		return err == ETIMEDOUT || err == ENETUNREACH ||
-		       err == EHOSTUNREACH;
 	case KRDMA_CMD_CM_LISTEN:
-		return err == EADDRNOTAVAIL || err == EADDRINUSE ||
-		       err == EAFNOSUPPORT;
+		return err == EADDRNOTAVAIL || err == EADDRINUSE;
 	case KRDMA_CMD_CM_CONNECT:
-		return err == ETIMEDOUT || err == EHOSTUNREACH ||
-		       err == ENETUNREACH || err == EADDRNOTAVAIL ||
-		       err == ECONNREFUSED || err == EINTR ||
-		       err == ECONNABORTED || err == EAFNOSUPPORT;
+		return err == EADDRNOTAVAIL || err == ECONNREFUSED;
 	case KRDMA_CMD_CM_ACCEPT:	/* "waits this long for ESTABLISHED" */
-		return err == ETIMEDOUT || err == EINTR;
-	case KRDMA_CMD_GET_EVENTS:
-	case KRDMA_CMD_POLL:
-		return err == EINTR;
+		return err == ETIMEDOUT;
 	case KRDMA_CMD_BENCH:
-		return err == EINTR || err == ETIMEDOUT || err == EIO;
+		return err == ETIMEDOUT || err == EIO;
 	}
 	return false;
 }
