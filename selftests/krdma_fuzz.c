@@ -214,11 +214,16 @@ static bool fz_errno_documented(unsigned int nr, int err)
 	}
 	switch (nr) {
 	case KRDMA_CMD_CM_LISTEN:
-		return err == EADDRNOTAVAIL || err == EADDRINUSE;
+		return err == EADDRNOTAVAIL || err == EADDRINUSE ||
+		       err == EAFNOSUPPORT;
 	case KRDMA_CMD_CM_CONNECT:
-		return err == EADDRNOTAVAIL || err == ECONNREFUSED;
-	case KRDMA_CMD_CM_ACCEPT:	/* "waits this long for ESTABLISHED" */
-		return err == ETIMEDOUT;
+		return err == EADDRNOTAVAIL || err == ECONNREFUSED ||
+		       err == ECONNABORTED || err == EAFNOSUPPORT ||
+		       err == ECONNRESET;
+	case KRDMA_CMD_CM_ACCEPT:	/* the handshake's outcomes */
+		return err == ETIMEDOUT || err == ECONNREFUSED ||
+		       err == ECONNRESET || err == EHOSTUNREACH ||
+		       err == ECONNABORTED;
 	case KRDMA_CMD_BENCH:
 		return err == ETIMEDOUT || err == EIO;
 	}

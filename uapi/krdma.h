@@ -797,8 +797,9 @@ struct krdma_cm_listen {
  * resolution at once), %ECONNREFUSED (rejected; no listener gives reason 8,
  * invalid service id), %EINTR (a signal; nothing is left behind),
  * %ECONNABORTED (the connection was destroyed meanwhile: a DESTROY that
- * guessed its handle, or its device removed), %EAFNOSUPPORT (a family
- * other than AF_INET/AF_INET6).
+ * guessed its handle, or its device removed), %ECONNRESET (the peer
+ * disconnected before the step ended), %EAFNOSUPPORT (a family other than
+ * AF_INET/AF_INET6).
  * Each CM event along the way is also queued for %KRDMA_GET_EVENTS.
  */
 struct krdma_cm_connect {
@@ -837,7 +838,10 @@ struct krdma_cm_connect {
  *
  * Accept returns once the connection is established (UD: once the SIDR
  * reply is sent, as no ESTABLISHED follows on the passive side; the
- * connection learns no peer, so its sends name an address handle and QP).
+ * connection learns no peer, so its sends name an address handle and QP),
+ * or fails with the handshake's outcome: %ETIMEDOUT, %ECONNREFUSED (the
+ * peer rejected), %ECONNRESET (it disconnected first), %EHOSTUNREACH,
+ * %ECONNABORTED (the connection was destroyed meanwhile), %EINTR.
  * Reject answers the request and destroys the handle; a UD peer sees
  * %ECONNREFUSED with reject reason 2 (IB_SIDR_REJECT).
  */
