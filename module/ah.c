@@ -121,7 +121,7 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return ret;
 	}
 	krdma_device_exit(kdev);
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(&kah->obj, ucmd, sizeof(*cmd));
 }
 
 /* The verbs AH behind a handle, for a UD send; takes a reference. */

@@ -66,7 +66,7 @@ static void krdma_buf_mem_release(struct kref *kref)
 	if (mem->user) {
 		unpin_user_pages_dirty_lock(mem->chunks, mem->num_pinned,
 					    mem->writable);
-	} else {
+	} else if (mem->chunks) {	/* NULL: its allocation failed */
 		for (i = 0; i < mem->num_chunks; i++)
 			if (mem->chunks[i])
 				__free_pages(mem->chunks[i], mem->chunk_order);
@@ -233,6 +233,21 @@ static int krdma_buf_sg(struct krdma_buf *buf)
 }
 
 /*
+ * Page slots to allocate an MR with for @pages pages.  rxe before 6.4 keeps
+ * them in maps of 256 (RXE_BUF_PER_MAP) and rxe_mr_copy() steps to the next
+ * map's pointer after a copy ends on the last slot of a map: with a last
+ * map that is full, that reads past the map array (KASAN: slab-out-of-
+ * bounds).  A spare slot keeps one more map allocated there; later rxe
+ * (an xarray of pages) neither needs nor minds it.
+ */
+static u32 krdma_mr_pages(struct krdma_device *kdev, u32 pages)
+{
+	if (kdev->ibdev->ops.driver_id == RDMA_DRIVER_RXE && pages % 256 == 0)
+		return pages + 1;
+	return pages;
+}
+
+/*
  * DMA-map and fast-register the buffer in the session's PD (the caller is
  * inside krdma_device_enter()).  The MR's iova keeps only the
  * offset into the first chunk: peers address the buffer from there, and
@@ -260,7 +275,7 @@ int krdma_buf_map(struct krdma_buf *buf)
 		return PTR_ERR(kpd);
 	buf->obj.kpd = kpd;
 	buf->mr = ib_alloc_mr(kpd->pd, IB_MR_TYPE_MEM_REG,
-			      buf->mem->num_chunks);
+			      krdma_mr_pages(kdev, buf->mem->num_chunks));
 	if (IS_ERR(buf->mr)) {
 		ret = PTR_ERR(buf->mr);
 		buf->mr = NULL;
@@ -354,6 +369,7 @@ int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 	ret = krdma_object_publish(&buf->obj, &keys->handle);
 	if (ret)
 		goto err;
+	keys->obj = &buf->obj;
 	krdma_device_exit(kdev);
 	return 0;
 
@@ -390,8 +406,7 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	cmd->rkey = keys.rkey;
 	cmd->addr = keys.addr;
 	cmd->mmap_offset = (u64)keys.handle << PAGE_SHIFT;
-	/* The handle is live: a failed copy-out leaves it for DESTROY. */
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(keys.obj, ucmd, sizeof(*cmd));
 }
 
 /* Copy between the buffer and user memory, a chunk at a time. */

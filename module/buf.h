@@ -71,6 +71,7 @@ int krdma_buf_map(struct krdma_buf *buf);
  * @addr: the address peers use with @rkey
  */
 struct krdma_buf_keys {
+	struct krdma_object *obj;	/* referenced: krdma_object_respond() */
 	u32 handle;
 	u32 lkey;
 	u32 rkey;

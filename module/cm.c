@@ -212,6 +212,19 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	}
 }
 
+/* What a connect asks for, or the defaults of a manual connection. */
+static void krdma_cm_timers(struct krdma_conn *conn,
+			    const struct krdma_cm_connect *cmd)
+{
+	bool given = cmd && (cmd->flags & KRDMA_CONN_CM_TIMERS);
+
+	conn->cm_ack_timeout = given ? cmd->ack_timeout : KRDMA_DEFAULT_TIMEOUT;
+	conn->cm_retry_cnt = given ? cmd->retry_cnt : KRDMA_DEFAULT_RETRY;
+	conn->cm_rnr_retry = given ? cmd->rnr_retry : KRDMA_DEFAULT_RETRY;
+	conn->cm_min_rnr_timer = given ? cmd->min_rnr_timer :
+					 KRDMA_DEFAULT_RNR_TIMER;
+}
+
 /* Build the connection of an incoming request; a non-zero return rejects. */
 static int krdma_listener_request(struct krdma_listener *l,
 				  struct rdma_cm_id *id,
@@ -228,6 +241,7 @@ static int krdma_listener_request(struct krdma_listener *l,
 	conn = krdma_conn_alloc_cm(l->obj.session, id);
 	if (IS_ERR(conn))
 		return PTR_ERR(conn);
+	krdma_cm_timers(conn, NULL);
 	if (l->transport != KRDMA_TRANSPORT_UD) {
 		conn->peer_initiator_depth = ev->param.conn.initiator_depth;
 		conn->peer_responder_resources =
@@ -244,12 +258,14 @@ static int krdma_listener_request(struct krdma_listener *l,
 	if (ret)
 		goto err_unpublish;
 	id->context = &conn->obj;
+	krdma_object_put(&conn->obj);
 	return 0;
 
 err_unpublish:
 	/* The CM destroys the id when we return non-zero: not us. */
 	conn->cm_id = NULL;
 	krdma_object_erase(&conn->obj);
+	krdma_object_put(&conn->obj);
 	return ret;
 err:
 	conn->cm_id = NULL;
@@ -327,7 +343,7 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_object_publish(&l->obj, &cmd->handle);
 	if (ret)
 		goto err_free;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(&l->obj, ucmd, sizeof(*cmd));
 
 err_free:
 	krdma_object_discard(&l->obj);
@@ -349,14 +365,31 @@ static int krdma_cm_wait(struct krdma_conn *conn, u32 timeout_ms)
 	return READ_ONCE(conn->cm_status);
 }
 
+/* The RC timers of a connect: each in range, or all 0 without the flag. */
+static int krdma_cm_timers_check(const struct krdma_cm_connect *cmd)
+{
+	if (!(cmd->flags & KRDMA_CONN_CM_TIMERS))
+		return cmd->ack_timeout || cmd->retry_cnt || cmd->rnr_retry ||
+		       cmd->min_rnr_timer ? -EINVAL : 0;
+	if (cmd->transport != KRDMA_TRANSPORT_RC)
+		return -EINVAL;
+	if (!cmd->ack_timeout || cmd->ack_timeout > 31 || cmd->retry_cnt > 7 ||
+	    cmd->rnr_retry > 7 || cmd->min_rnr_timer > 31)
+		return -EINVAL;
+	return 0;
+}
+
 static int krdma_cm_connect_check(const struct krdma_cm_connect *cmd)
 {
-	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ))
+	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ |
+			   KRDMA_CONN_CM_TIMERS))
 		return -EOPNOTSUPP;
 	if (cmd->handle || cmd->dev_index || cmd->qp_num ||
-	    cmd->reject_reason)
+	    cmd->reject_reason || cmd->__reserved)
 		return -EINVAL;
 	if (cmd->transport > KRDMA_TRANSPORT_UD)
+		return -EINVAL;
+	if (krdma_cm_timers_check(cmd))
 		return -EINVAL;
 	if (cmd->private_data_len > sizeof(cmd->private_data))
 		return -EINVAL;
@@ -407,8 +440,8 @@ static void krdma_cm_conn_param(struct krdma_conn *conn,
 		param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom,
 					       255);
 	}
-	param->retry_count = 7;
-	param->rnr_retry_count = 7;
+	param->retry_count = conn->cm_retry_cnt;
+	param->rnr_retry_count = conn->cm_rnr_retry;
 }
 
 /*
@@ -422,10 +455,10 @@ static int krdma_cm_set_timers(struct krdma_conn *conn)
 
 	if (conn->transport != KRDMA_TRANSPORT_RC)
 		return 0;
-	ret = rdma_set_ack_timeout(conn->cm_id, KRDMA_DEFAULT_TIMEOUT);
+	ret = rdma_set_ack_timeout(conn->cm_id, conn->cm_ack_timeout);
 	if (!ret)
 		ret = rdma_set_min_rnr_timer(conn->cm_id,
-					     KRDMA_DEFAULT_RNR_TIMER);
+					     conn->cm_min_rnr_timer);
 	return ret;
 }
 
@@ -475,6 +508,7 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		conn->cm_id = NULL;
 		goto err_put;
 	}
+	krdma_cm_timers(conn, cmd);
 	ret = krdma_cm_resolve(conn, cmd, timeout);
 	if (!ret)
 		ret = krdma_cm_setup(session, conn, cmd);
@@ -482,7 +516,6 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		goto err_put;
 
 	/* Published: from here on a DESTROY or removal may end it. */
-	krdma_object_get_ref(&conn->obj);
 	ret = krdma_object_lock_hw(&conn->obj);
 	if (!ret) {
 		krdma_cm_conn_param(conn, &param, cmd->private_data,
@@ -508,8 +541,7 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 			return -EFAULT;
 		return ret;
 	}
-	krdma_object_put(&conn->obj);
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(&conn->obj, ucmd, sizeof(*cmd));
 
 err_put:
 	krdma_object_discard(&conn->obj);

@@ -13,7 +13,6 @@
 
 #define KRDMA_DEFAULT_QUEUE_DEPTH 128
 #define KRDMA_DEFAULT_QKEY 0x11111111
-#define KRDMA_DEFAULT_RETRY 7
 
 void krdma_conn_destroy_hw(struct krdma_object *obj)
 {
@@ -364,7 +363,7 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (ret)
 		goto err;
 	krdma_device_exit(kdev);
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(&conn->obj, ucmd, sizeof(*cmd));
 
 err:
 	krdma_conn_destroy_hw(&conn->obj);

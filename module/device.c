@@ -3,6 +3,7 @@
  * Per-device contexts: the ib_client that follows RDMA devices as they come
  * and go, and the kernel PD and CQ krdma keeps on each.
  */
+#include <linux/rcupdate.h>
 #include <linux/rwsem.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -118,7 +119,8 @@ static void krdma_device_free(struct kref *kref)
 {
 	struct krdma_device *kdev = container_of(kref, struct krdma_device, kref);
 
-	kfree(kdev);
+	/* krdma_device_enter_ib() may still look at it under RCU */
+	kfree_rcu(kdev, rcu);
 	atomic_dec(&krdma_contexts);
 }
 
@@ -150,24 +152,37 @@ int krdma_device_enter(u32 id, struct krdma_device **kdevp)
 	return 0;
 }
 
-/* The same, by the ib_device an rdma_cm id resolved to. */
+/*
+ * The same, by the ib_device an rdma_cm id resolved to.  rdma_cm handlers
+ * call this, and removal destroys rdma_cm ids (waiting for their handlers)
+ * with the usage lock held for write: so it only tries the lock, and a
+ * device on its way out answers -ENODEV instead of being waited for.  The
+ * client data lookup takes no lock either; the context is freed after an
+ * RCU grace period, and a zero kref means removal is done with it.
+ */
 int krdma_device_enter_ib(struct ib_device *ibdev,
 			  struct krdma_device **kdevp)
 {
 	struct krdma_device *kdev;
-	unsigned long index;
 
-	krdma_devices_lock();
-	xa_for_each(&krdma_devices, index, kdev) {
-		if (kdev->ibdev == ibdev) {
-			kref_get(&kdev->kref);
-			down_read(&kdev->usage);
-			krdma_devices_unlock();
-			*kdevp = kdev;
-			return 0;
-		}
+	rcu_read_lock();
+	kdev = ib_get_client_data(ibdev, &krdma_client);
+	if (kdev && !kref_get_unless_zero(&kdev->kref))
+		kdev = NULL;
+	rcu_read_unlock();
+	if (!kdev)
+		return -ENODEV;
+	if (!down_read_trylock(&kdev->usage))
+		goto err_put;
+	if (kdev->dead) {
+		up_read(&kdev->usage);
+		goto err_put;
 	}
-	krdma_devices_unlock();
+	*kdevp = kdev;
+	return 0;
+
+err_put:
+	krdma_device_put(kdev);
 	return -ENODEV;
 }
 
@@ -225,24 +240,52 @@ err_free:
 }
 
 /*
+ * Kill the verbs state of the device's objects of one destroy pass.  The
+ * device lock is dropped around each kill: destroying an rdma_cm id waits
+ * for its handlers, and a handler may publish an object (taking the lock).
+ * A DESTROY racing with us unlinks the object only after its own kill, so
+ * an object of this pass that is being destroyed is still found here, and
+ * krdma_object_kill_hw() waits for it: the passes keep their order.
+ */
+static void krdma_device_kill_pass(struct krdma_device *kdev, int pass)
+{
+	struct krdma_object *obj, *next;
+	LIST_HEAD(doomed);
+
+	mutex_lock(&kdev->lock);
+	list_for_each_entry_safe(obj, next, &kdev->objects, dev_entry)
+		if (obj->ops->destroy_pass == pass)
+			list_move_tail(&obj->dev_entry, &doomed);
+	while (!list_empty(&doomed)) {
+		obj = list_first_entry(&doomed, struct krdma_object, dev_entry);
+		list_del_init(&obj->dev_entry);
+		/* a linked object still has its destroyer's reference */
+		krdma_object_get_ref(obj);
+		mutex_unlock(&kdev->lock);
+		krdma_object_kill_hw(obj);
+		krdma_object_put(obj);
+		mutex_lock(&kdev->lock);
+	}
+	mutex_unlock(&kdev->lock);
+}
+
+/*
  * Destroy the verbs state of every object on the device, users first, then
- * the sessions' PDs they lived in.
+ * the sessions' PDs they lived in.  Holding the usage lock for write keeps
+ * new objects out (krdma_device_enter_ib() gives up on it).
  */
 static void krdma_device_kill_objects(struct krdma_device *kdev)
 {
-	struct krdma_object *obj;
 	struct krdma_pd *kpd;
 	int pass;
 
 	down_write(&kdev->usage);
 	mutex_lock(&kdev->lock);
 	kdev->dead = true;
+	mutex_unlock(&kdev->lock);
 	for (pass = 0; pass < KRDMA_OBJECT_PASSES; pass++)
-		list_for_each_entry(obj, &kdev->objects, dev_entry)
-			if (obj->ops->destroy_pass == pass) {
-				krdma_object_kill_hw(obj);
-				wake_up_all(&obj->session->wait);
-			}
+		krdma_device_kill_pass(kdev, pass);
+	mutex_lock(&kdev->lock);
 	list_for_each_entry(kpd, &kdev->pds, dev_entry)
 		krdma_pd_kill(kpd);
 	mutex_unlock(&kdev->lock);

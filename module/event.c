@@ -62,13 +62,16 @@ static struct krdma_queued_event *krdma_event_dequeue(struct krdma_session *s)
 	return qe;
 }
 
-/* Put an event back at the head, when it could not be copied out. */
-static void krdma_event_requeue(struct krdma_session *s,
-				struct krdma_queued_event *qe)
+/*
+ * Put events back at the head, in their order, when the caller never got
+ * them (a copy-out that faulted).
+ */
+static void krdma_events_requeue(struct krdma_session *s,
+				 struct list_head *taken, u32 n)
 {
 	spin_lock(&s->event_lock);
-	list_add(&qe->entry, &s->events);
-	s->num_events++;
+	list_splice(taken, &s->events);
+	s->num_events += n;
 	spin_unlock(&s->event_lock);
 }
 
@@ -83,9 +86,12 @@ void krdma_events_flush(struct krdma_session *session)
 int krdma_get_events(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_get_events *cmd = ucmd->cmd;
-	struct krdma_queued_event *qe;
+	struct krdma_queued_event *qe = NULL, *next;
+	LIST_HEAD(taken);
+	LIST_HEAD(unsent);
 	u32 done = 0;
 	long left;
+	int ret;
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
@@ -108,14 +114,25 @@ int krdma_get_events(struct krdma_session *session, struct krdma_ucmd *ucmd)
 				       (u64)done * cmd->event_entry_size,
 				       cmd->event_entry_size, &qe->event,
 				       sizeof(qe->event), 1)) {
-			krdma_event_requeue(session, qe);
-			if (!done)
-				return -EFAULT;
+			/* not delivered: back at the head */
+			list_add(&qe->entry, &unsent);
+			krdma_events_requeue(session, &unsent, 1);
 			break;
 		}
-		kfree(qe);
+		list_add_tail(&qe->entry, &taken);
 		done++;
 	}
 	cmd->num_events = done;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	ret = done ? krdma_ucmd_respond(ucmd, sizeof(*cmd)) : -EFAULT;
+	if (ret) {
+		/* the caller learns of none of them: keep them, in order */
+		krdma_events_requeue(session, &taken, done);
+		/* no event at all, or none wanted: an empty answer */
+		if (!done && !qe)
+			return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+		return ret;
+	}
+	list_for_each_entry_safe(qe, next, &taken, entry)
+		kfree(qe);
+	return 0;
 }

@@ -31,6 +31,7 @@
  * @dead: remove() has run; nothing new may be created
  * @objects: every session object with verbs state on the device
  * @pds: every session's PD on the device
+ * @rcu: frees the context after lockless lookups are done with it
  */
 struct krdma_device {
 	struct kref kref;
@@ -44,6 +45,7 @@ struct krdma_device {
 	bool dead;
 	struct list_head objects;
 	struct list_head pds;
+	struct rcu_head rcu;
 };
 
 /**
@@ -215,6 +217,7 @@ struct krdma_qp_path {
 /* RC timers of every connection unless the caller says otherwise */
 #define KRDMA_DEFAULT_TIMEOUT 14	/* local ACK timeout: 67 ms */
 #define KRDMA_DEFAULT_RNR_TIMER 12	/* RNR NAK timer: 0.64 ms */
+#define KRDMA_DEFAULT_RETRY 7		/* transport and RNR retries */
 
 int krdma_qp_connect(struct ib_qp *qp, const struct krdma_qp_path *path);
 int krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
@@ -259,6 +262,10 @@ enum {
  * @reject_reason: the peer's reject reason, after REJECTED
  * @peer_initiator_depth: from the CONNECT_REQUEST
  * @peer_responder_resources: from the CONNECT_REQUEST
+ * @cm_ack_timeout: RC over rdma_cm: local ACK timeout exponent
+ * @cm_retry_cnt: RC over rdma_cm: transport retries (in the REQ)
+ * @cm_rnr_retry: RC over rdma_cm: RNR retries
+ * @cm_min_rnr_timer: RC over rdma_cm: the RNR NAK timer code
  */
 struct krdma_conn {
 	struct krdma_object obj;
@@ -287,6 +294,10 @@ struct krdma_conn {
 	int reject_reason;
 	u8 peer_initiator_depth;
 	u8 peer_responder_resources;
+	u8 cm_ack_timeout;
+	u8 cm_retry_cnt;
+	u8 cm_rnr_retry;
+	u8 cm_min_rnr_timer;
 };
 
 extern struct ib_client krdma_client;
@@ -320,7 +331,10 @@ void krdma_session_destroy(struct krdma_session *session);
 void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 		       const struct krdma_object_ops *ops);
 int krdma_object_reserve(struct krdma_object *obj);
+struct krdma_ucmd;
 int krdma_object_publish(struct krdma_object *obj, u32 *handle);
+int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,
+			 size_t len);
 void krdma_object_discard(struct krdma_object *obj);
 void krdma_object_erase(struct krdma_object *obj);
 void krdma_object_get_ref(struct krdma_object *obj);

@@ -76,16 +76,18 @@ int krdma_object_reserve(struct krdma_object *obj)
  * finds it, and in the session's table, so the caller gets a handle.  The
  * caller still holds the device's usage lock (krdma_device_enter()), so the
  * device cannot be half-way through removal.  The creator's reference
- * becomes the table's.  Once this returns the object may already be
- * destroyed by a DESTROY that guessed the handle: the caller must have
- * filled in its answer and touches only *handle afterwards.
+ * becomes the table's, and on success the caller gets one of its own,
+ * dropped by krdma_object_respond() or krdma_object_put(): once this
+ * returns, a DESTROY that guessed the handle may already have destroyed
+ * the object, but not freed it under the caller.
  */
 int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 {
 	struct krdma_device *kdev = obj->kdev;
+	bool reserved_here = !obj->handle;
 	int ret;
 
-	if (!obj->handle) {
+	if (reserved_here) {
 		ret = krdma_object_reserve(obj);
 		if (ret)
 			return ret;
@@ -97,8 +99,41 @@ int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 		mutex_unlock(&kdev->lock);
 	}
 	obj->published = true;
-	xa_store(&obj->session->objects, obj->handle, obj, GFP_KERNEL);
-	return 0;
+	kref_get(&obj->kref);
+	ret = xa_err(xa_store(&obj->session->objects, obj->handle, obj,
+			      GFP_KERNEL));
+	if (!ret)
+		return 0;
+	kref_put(&obj->kref, krdma_object_release);	/* not the last */
+	/* not reachable by anyone yet: undo, the caller frees it */
+	obj->published = false;
+	if (kdev) {
+		mutex_lock(&kdev->lock);
+		list_del_init(&obj->dev_entry);
+		mutex_unlock(&kdev->lock);
+	}
+	if (reserved_here) {
+		xa_release(&obj->session->objects, obj->handle);
+		obj->handle = 0;
+	}
+	return ret;
+}
+
+/*
+ * Answer a create command with the handle of the object it published, and
+ * drop the caller's reference.  A caller the answer cannot reach never
+ * learns the handle: as uverbs and ucma do, the object goes again (unless
+ * a DESTROY that guessed the handle got there first).
+ */
+int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,
+			 size_t len)
+{
+	int ret = krdma_ucmd_respond(ucmd, len);
+
+	if (ret)
+		krdma_object_erase(obj);
+	krdma_object_put(obj);
+	return ret;
 }
 
 /* Undo the creation of an object never published. */
@@ -170,13 +205,18 @@ void krdma_object_unlock_hw(struct krdma_object *obj)
 	up_read(&obj->hw_rwsem);
 }
 
-/* Destroy the verbs objects once; the caller holds the device's lock. */
+/*
+ * Destroy the verbs objects once, and wake the session's waiters (a poll(2)
+ * on a connection that just died).  The session outlives this: its
+ * teardown destroys the object, which needs the hw lock we hold.
+ */
 void krdma_object_kill_hw(struct krdma_object *obj)
 {
 	down_write(&obj->hw_rwsem);
 	if (!obj->hw_dead) {
 		obj->hw_dead = true;
 		obj->ops->destroy_hw(obj);
+		wake_up_all(&obj->session->wait);
 	}
 	up_write(&obj->hw_rwsem);
 }
@@ -189,12 +229,18 @@ static void krdma_object_destroy(struct krdma_object *obj)
 	down_write(&obj->hw_rwsem);
 	obj->destroyed = true;
 	up_write(&obj->hw_rwsem);
-	if (kdev)
-		mutex_lock(&kdev->lock);
+	/*
+	 * Killed before it leaves the device's list, so removal either finds
+	 * it and waits for the kill, or finds it dead.  Not under the device
+	 * lock: killing an rdma_cm id waits for its handlers, which may take
+	 * that lock.
+	 */
 	krdma_object_kill_hw(obj);
-	list_del_init(&obj->dev_entry);
-	if (kdev)
+	if (kdev) {
+		mutex_lock(&kdev->lock);
+		list_del_init(&obj->dev_entry);
 		mutex_unlock(&kdev->lock);
+	}
 	krdma_object_put(obj);
 }
 

@@ -125,7 +125,7 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (ret)
 		goto err_put;
 	krdma_device_exit(kdev);
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(&srq->obj, ucmd, sizeof(*cmd));
 
 err_put:
 	krdma_srq_destroy_hw(&srq->obj);

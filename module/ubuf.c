@@ -135,5 +135,5 @@ int krdma_buf_reg_user(struct krdma_session *session,
 	cmd->lkey = keys.lkey;
 	cmd->rkey = keys.rkey;
 	cmd->addr = keys.addr;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return krdma_object_respond(keys.obj, ucmd, sizeof(*cmd));
 }

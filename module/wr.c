@@ -453,10 +453,15 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!ret)
 		bad_index = cmd->num_wrs;
 report:
-	/* num_wrs says how many went; the rest were not posted. */
-	cmd->num_wrs = bad_index;
-	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
-		ret = -EFAULT;
+	/*
+	 * On an error num_wrs says how many went; the rest were not posted.
+	 * When all went the struct is unchanged, and a write-back that
+	 * faults must not report posted work as failed.
+	 */
+	if (ret) {
+		cmd->num_wrs = bad_index;
+		krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	}
 out:
 	krdma_post_target_put(&ctx);
 	krdma_post_ctx_free(&ctx);

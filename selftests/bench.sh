@@ -7,22 +7,28 @@
 # ratios (krdma / perftest) go to stdout as a table and to
 # $KRDMA_REPO/build/bench.json.
 #
-#   ROUNDS (3)  ITERS_BW (3000)  ITERS_LAT (2000)  ITERS_ATOMIC (20000)
+#   ROUNDS (5)  ITERS_BW (3000)  ITERS_LAT (2000)  ITERS_ATOMIC (20000)
 #   CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
 set -u
 
 REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 ADDR=${RXE0_ADDR:-192.0.2.1}
 DEV=${BENCH_DEV:-rxe0}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 ITERS_BW=${ITERS_BW:-3000}
 ITERS_LAT=${ITERS_LAT:-2000}
 ITERS_ATOMIC=${ITERS_ATOMIC:-20000}
+LAT_CQ_MOD=100		# perftest's default CQ moderation (DEF_CQ_MOD)
 CONNS=${CONNS:-1 64 256 1024}
 OUT=${BENCH_JSON:-$REPO/build/bench.json}
 TMP=$(mktemp -d /tmp/bench.XXXXXX)
 PORT=19000
 KRDMACTL=${KRDMACTL:-krdmactl}
+# a private copy: a krdmactl rebuilt on the host while this runs (the repo
+# is shared over 9p) must not change, or break, the program measured
+if cp "$(command -v "$KRDMACTL")" "$TMP/krdmactl" 2>/dev/null; then
+	KRDMACTL=$TMP/krdmactl
+fi
 
 # perftest's GID: the IPv4 one (RoCE v2), found by address
 GIDX=$(for f in /sys/class/infiniband/$DEV/ports/1/gids/*; do
@@ -50,6 +56,12 @@ ratio() {	# ratio A B
 }
 
 next_port() { PORT=$((PORT + 1)); }
+
+# the CQ moderation perftest chose (it prints it): krdma gets the same
+cqmod() {	# cqmod FILE
+	awk '/CQ Moderation/ { print $NF; exit }' "$1" | grep -E '^[0-9]+$' ||
+		echo 1
+}
 
 # perftest: server in the background, client here; prints the client's output file
 perftest() {	# perftest NAME TOOL ARGS...
@@ -88,26 +100,35 @@ for r in $(seq "$ROUNDS"); do
 	log "round $r/$ROUNDS"
 	o=$(perftest write ib_write_bw -s 65536 -n "$ITERS_BW" -t 128 -F)
 	add pt_write "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_write"
-	o=$(krdma write write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128)
+	o=$(krdma write write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128 \
+		-Q "$(cqmod "$o")")
 	add k_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write"
 
 	o=$(perftest read ib_read_bw -s 65536 -n "$ITERS_BW" -F)
 	add pt_read "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_read"
 	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
-	o=$(krdma read read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}")
+	o=$(krdma read read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}" \
+		-Q "$(cqmod "$o")")
 	add k_read "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read"
 
 	o=$(perftest send_lat ib_send_lat -s 8 -n "$ITERS_LAT" -F)
 	add pt_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_lat"
-	o=$(krdma send_lat send "$ADDR" --lat -s 8 -n "$ITERS_LAT" -I 8)
+	# what perftest used: its inline size (0 on rxe, which it does not
+	# trust with inline data), and its CQ moderation, 100 by default,
+	# which ib_send_lat does not print: it signals one ping in 100
+	inl=$(awk -F: '/Max inline data/ { gsub(/[^0-9]/, "", $2); print $2; exit }' "$o")
+	o=$(krdma send_lat send "$ADDR" --lat -s 8 -n "$ITERS_LAT" \
+		-I "${inl:-0}" -Q "$LAT_CQ_MOD")
 	add k_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.k_lat"
-	o=$(krdma via send "$ADDR" --lat -s 8 -n "$ITERS_LAT" -I 8 --via-ioctl)
+	o=$(krdma via send "$ADDR" --lat -s 8 -n "$ITERS_LAT" \
+		-I "${inl:-0}" -Q "$LAT_CQ_MOD" --via-ioctl)
 	add k_via "$(field "$o" 5)"; cp "$o" "$TMP/last.k_via"
 
 	o=$(perftest atomic ib_atomic_bw -n "$ITERS_ATOMIC" -F)
 	add pt_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_atomic"
 	od=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
-	o=$(krdma atomic fadd "$ADDR" -n "$ITERS_ATOMIC" -t "${od:-16}")
+	o=$(krdma atomic fadd "$ADDR" -n "$ITERS_ATOMIC" -t "${od:-16}" \
+		-Q "$(cqmod "$o")")
 	add k_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.k_atomic"
 done
 
@@ -147,7 +168,8 @@ cat > "$OUT.tmp" <<EOF
   "device": "$DEV",
   "rounds": $ROUNDS,
   "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
-             "lat_size": 8, "lat_iters": $ITERS_LAT, "atomic_iters": $ITERS_ATOMIC},
+             "lat_size": 8, "lat_iters": $ITERS_LAT, "lat_cq_mod": $LAT_CQ_MOD,
+             "atomic_iters": $ITERS_ATOMIC},
   "ratios": {"write_bw_64k": $r_write, "read_bw_64k": $r_read,
              "send_lat_8b_p50": $r_lat, "atomic_rate": $r_atomic,
              "via_ioctl_lat": $r_via},

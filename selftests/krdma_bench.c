@@ -322,7 +322,7 @@ KRDMA_TEST_F(bench, server_pingpong)
 	struct krdma_bench b, s;
 	uint32_t ha, hb;
 	pid_t pid;
-	int status;
+	int status, i;
 
 	bench_init(self, &s, &hb, KRDMA_OP_SEND, 0);
 	hb = self->b.handle;
@@ -355,11 +355,28 @@ KRDMA_TEST_F(bench, server_pingpong)
 	EXPECT_EQ(100u, b.lat_samples);
 	EXPECT_EQ(0u, b.validate_errors);
 	EXPECT_LE(b.lat_typical_ns, b.lat_p99_ns);
+	/* a validating server answers END with its count of bad payloads */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.opcode = KRDMA_OP_RECV;
+	ASSERT_OK(post_one(self->fd, self->a.handle, &wr));
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = KRDMA_OP_SEND_WITH_IMM;
 	wr.flags = KRDMA_WR_SIGNALED;
 	wr.imm_data = KRDMA_BENCH_END_IMM;
 	ASSERT_OK(post_one(self->fd, self->a.handle, &wr));
+	for (i = 0; i < 2; i++) {
+		q.num_wcs = 1;
+		ASSERT_OK(ioctl(self->fd, KRDMA_POLL, &q));
+		ASSERT_EQ(1u, q.num_wcs);
+		ASSERT_EQ(0u, wc.status);
+		if (wc.opcode == KRDMA_OP_RECV)
+			break;
+	}
+	ASSERT_GT(2, i);
+	EXPECT_EQ(7u, wc.wr_id);
+	EXPECT_EQ(2u, wc.wc_flags & 2);	/* IB_WC_WITH_IMM */
+	EXPECT_EQ(0u, wc.imm_data);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -489,6 +506,16 @@ KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
 	EXPECT_LE(json_num(out, "p99_us", 0), json_num(out, "p999_us", 0));
 	EXPECT_LE(json_num(out, "p999_us", 0), json_num(out, "t_max_us", 0));
 	CLI_OK("send --lat -s 8 -n 200 --via-ioctl", 200);
+	/* pings signaled one in -Q, as ib_send_lat's CQ moderation */
+	CLI_OK("send --lat -s 8 -n 200 -Q 16", 200);
+	CLI_OK("send --lat -s 8 -n 200 -Q 16 --via-ioctl", 200);
+	/* a timed ping-pong ends on a signaled ping, its tail reaped */
+	EXPECT_EQ(0, cli_client(self, "send --lat -s 8 -D 1 -Q 16")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_LT(0, json_num(kt_out(&self->client), "iterations", 0)) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
 	CLI_OK("read --lat -s 64 -n 100", 100);
 	CLI_OK("write -a -n 5 -t 4", 5);
 	EXPECT_LT(0, json_num(kt_out(&self->client), "bytes", 22)) {
@@ -513,6 +540,24 @@ KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
 	EXPECT_EQ(1, cli_client(self, "send --lat -s 512 -n 50 --validate "
 				"--corrupt"));
 	EXPECT_EQ(50, json_num(kt_out(&self->client), "validate_errors", 0)) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	/* the server's own check, reported back to the client */
+	EXPECT_EQ(50, json_num(kt_out(&self->client),
+			       "server_validate_errors", 0)) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, cli_client(self, "send -s 1024 -n 200 -t 16 --validate")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, json_num(kt_out(&self->client),
+			      "server_validate_errors", 0)) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(1, cli_client(self, "send -s 1024 -n 200 -t 16 --validate "
+				"--corrupt"));
+	EXPECT_EQ(200, json_num(kt_out(&self->client),
+				"server_validate_errors", 0)) {
 		TH_LOG("%s", kt_out(&self->client));
 	}
 }

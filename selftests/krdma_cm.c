@@ -384,6 +384,97 @@ KRDMA_TEST_F(cm, connect_bad_arguments)
 	}
 }
 
+/* KRDMA_CONN_CM_TIMERS: each field in range, RC only, all 0 without it. */
+KRDMA_TEST_F(cm, connect_timer_arguments)
+{
+	static const struct {
+		const char *what;
+		uint32_t flags, transport;
+		uint8_t ack, retry, rnr, min_rnr;
+		uint32_t reserved;
+	} bad[] = {
+		{ "retry_cnt without the flag", 0, KRDMA_TRANSPORT_RC, 0, 3, 0, 0, 0 },
+		{ "ack_timeout without the flag", 0, KRDMA_TRANSPORT_RC, 14, 0, 0, 0, 0 },
+		{ "the flag on UC", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_UC, 14, 3, 7, 12, 0 },
+		{ "the flag on UD", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_UD, 14, 3, 7, 12, 0 },
+		{ "ack_timeout 0", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_RC, 0, 3, 7, 12, 0 },
+		{ "ack_timeout 32", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_RC, 32, 3, 7, 12, 0 },
+		{ "retry_cnt 8", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_RC, 14, 8, 7, 12, 0 },
+		{ "rnr_retry 8", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_RC, 14, 3, 8, 12, 0 },
+		{ "min_rnr_timer 32", KRDMA_CONN_CM_TIMERS, KRDMA_TRANSPORT_RC, 14, 3, 7, 32, 0 },
+		{ "__reserved", 0, KRDMA_TRANSPORT_RC, 0, 0, 0, 0, 1 },
+	};
+	struct kc_connect c;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+		c.cmd.flags = bad[i].flags;
+		c.cmd.transport = bad[i].transport;
+		c.cmd.ack_timeout = bad[i].ack;
+		c.cmd.retry_cnt = bad[i].retry;
+		c.cmd.rnr_retry = bad[i].rnr;
+		c.cmd.min_rnr_timer = bad[i].min_rnr;
+		c.cmd.__reserved = bad[i].reserved;
+		EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd),
+			     "%s", bad[i].what);
+	}
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+	{
+		struct krdma_event ev;
+
+		EXPECT_EQ(0, kc_events(self->sfd, &ev, 1, 200));
+	}
+}
+
+/* Connect @c (prepared by the caller), accept, and send both ways. */
+static void kc_connect_send(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(cm) *self, struct kc_connect *c)
+{
+	uint32_t rxe0 = self->dev.dev_index;
+	struct krdma_cm_accept a;
+	struct krdma_event req;
+
+	ASSERT_EQ(0, kc_connect_start(c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &req));
+	ASSERT_OK(kc_accept(self->sfd, req.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(c, CM_MS));
+	ASSERT_EQ(0, c->ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c->err));
+	}
+	kc_send_check(_metadata, self->cfd, c->cmd.handle, rxe0, self->sfd,
+		      req.handle, rxe0, 4096, kt_seed(3, 4096, 0));
+	kc_send_check(_metadata, self->sfd, req.handle, rxe0, self->cfd,
+		      c->cmd.handle, rxe0, 4096, kt_seed(4, 4096, 0));
+	EXPECT_OK(kt_destroy(self->cfd, c->cmd.handle));
+	EXPECT_OK(kt_destroy(self->sfd, req.handle));
+}
+
+/*
+ * Timers given with the flag connect and carry data; a caller built
+ * against the header before the timer fields (a shorter size) gets the
+ * defaults, whatever lies past its struct.
+ */
+KRDMA_TEST_F_TIMEOUT(cm, connect_timers_given_and_old_size, 90)
+{
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.flags = KRDMA_CONN_CM_TIMERS;
+	c.cmd.ack_timeout = 16;
+	c.cmd.retry_cnt = 3;
+	c.cmd.rnr_retry = 5;
+	c.cmd.min_rnr_timer = 14;
+	kc_connect_send(_metadata, self, &c);
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.size = offsetof(struct krdma_cm_connect, ack_timeout);
+	c.cmd.retry_cnt = 9;	/* beyond the old size: not read */
+	c.cmd.__reserved = 1;
+	kc_connect_send(_metadata, self, &c);
+}
+
 /* ------------------------------------------------------------------------
  * Handshake, events and data
  */

@@ -199,7 +199,7 @@ static bool fz_errno_documented(unsigned int nr, int err)
 	switch (err) {
 	case ENOTTY: case EFAULT: case EINVAL: case E2BIG: case EOPNOTSUPP:
 	case ENOENT: case ENODEV: case EPERM: case EMSGSIZE: case ENOMEM:
-	case EBUSY: case ENETDOWN:
+	case EBUSY: case ENETDOWN: case ENOBUFS: case ENFILE:
 		return true;
 	case EINTR:	/* "a signal ended a call that waits" */
 		return nr == KRDMA_CMD_POLL || nr == KRDMA_CMD_GET_EVENTS ||
@@ -1008,8 +1008,9 @@ static void fz_on_signal(int sig, siginfo_t *si, void *uc)
 	if (sig == SIGBUS || sig == SIGSEGV) {
 		void *bt[32];
 		char msg[96];
-		int n = snprintf(msg, sizeof(msg), "# fuzz: signal %d at %p, worker %d\n",
-				 sig, si->si_addr, t ? t->index : -1);
+		int n = snprintf(msg, sizeof(msg),
+				 "# fuzz: signal %d (code %d) at %p, worker %d\n",
+				 sig, si->si_code, si->si_addr, t ? t->index : -1);
 
 		write(2, msg, n);
 		n = backtrace(bt, 32);
@@ -1417,6 +1418,12 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 	       "KRDMA_FUZZ_THREADS, KRDMA_FUZZ_DURATION, KRDMA_FUZZ_HOTPLUG)",
 	       (unsigned long long)fz.seed, fz.nthreads, duration, hot ? "on" : "off");
 
+	{
+		/* backtrace() loads libgcc on first use: not in the handler */
+		void *bt[1];
+
+		backtrace(bt, 1);
+	}
 	sigaction(SIGUSR1, &sa, NULL);	/* no SA_RESTART: EINTR */
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigaction(SIGBUS, &sa, NULL);

@@ -82,8 +82,26 @@ xvm() {
 }
 XVM_TIMEOUT=${XVM_TIMEOUT:-420}
 
+# faults: run a selftest program that needs the peer (krdma_faults), one
+# TAP line per program as for krdma_xvm but simpler
+prog() {
+	name=$1
+	shift
+	exe=$KRDMA_REPO/build/selftests/$name
+	if [ ! -x "$exe" ]; then
+		n=$((n + 1))
+		echo "not ok $n $name # not built (make selftests)"
+		fail=$((fail + 1))
+		return
+	fi
+	check "$name" timeout -k 10 300 "$exe" "$@"
+}
+
+FAULTS_SOURCED=1
+. "$KRDMA_REPO/selftests/faults.sh"
+
 echo "TAP version 13"
-echo "1..9"
+echo "1..18"
 check ping ping -c 2 -W 5 "$PEER_ADDR"
 
 # The server's buffer starts filled with its pattern: read it before the
@@ -101,6 +119,22 @@ check pingpong_ud krdmactl pingpong -t ud -p 18611 -s 1024 -n 200 -T 60 \
 check pingpong_rc_ibv_server krdmactl pingpong -p 18612 -n 200 -c -T 60 \
 	"$PEER_ADDR"
 xvm
+
+# Faults on the wire (issue 5, cases 18-22; selftests/faults.sh): netem on
+# the RoCE traffic only, both ways.  Each case removes its qdiscs.
+head -c 1048576 /dev/urandom > /tmp/krdma-fault.bin
+check rc_netem_loss f_rc_under loss 3%
+check rc_netem_delay_reorder f_rc_under delay 10ms reorder 25% 50%
+check rc_netem_duplicate f_rc_under duplicate 5%
+check rc_netem_corrupt f_rc_under corrupt 3%
+check rc_netem_mixed f_rc_under loss 1% duplicate 1% corrupt 1% delay 2ms 1ms
+prog krdma_faults
+check rc_total_loss_retry_exc f_total_loss
+# SEND_ONLY_WITH_IMMEDIATE: 0x65 on UD, 0x25 on UC
+check ud_stream_exact_loss f_stream_loss ud 0x65 "$F_RC"
+check uc_stream_exact_loss f_stream_loss uc 0x25 "$F_UC"
+check copy_link_flap_resume f_flap
+fault_clear
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The servers the second VM runs for two_vm.sh (run.sh --vms 2 --peer-cmd):
-# krdmactl serve, krdmactl pingpong (rc, ud), ibv_rc_pingpong and the
-# krdma_xvm control server (the transfer matrix), each on its own port.
+# krdmactl serve, krdmactl pingpong (rc, ud), ibv_rc_pingpong, the
+# krdma_xvm control server (the transfer matrix) and the servers of the
+# fault cases (faults.sh, krdma_faults), each on its own port.
 # The VM is stopped when the first VM's tests end.
 
 KRDMA_REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -18,4 +19,11 @@ krdmactl pingpong -p 18610 -n 200 -c -T 600 &
 krdmactl pingpong -t ud -p 18611 -s 1024 -n 200 -T 600 &
 ibv_rc_pingpong -d rxe0 -g "${gidx:-1}" -p 18612 -n 200 -c &
 "$KRDMA_REPO/build/selftests/krdma_xvm" --serve --port 18620 --timeout 900 &
+# faults (selftests/faults.sh): copies and UD streams, UC streams, reads
+# of a buffer nobody writes, and the RNR/retry server of krdma_faults
+mkdir -p /tmp/krdma-fsave
+krdmactl serve -t rc,ud -p 18602 --size 262144 --save /tmp/krdma-fsave -T 600 &
+krdmactl serve -t uc -p 18603 --size 65536 -T 600 &
+krdmactl serve -p 18604 --size 262144 -T 600 &
+"$KRDMA_REPO/build/selftests/krdma_faults" --serve --port 18630 &
 wait

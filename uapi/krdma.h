@@ -22,7 +22,11 @@
  * Errno contract common to all commands:
  *  %ENOTTY      unknown command (or a command this build does not implement;
  *               see struct krdma_info.features)
- *  %EFAULT      an address the kernel had to read or write was not mapped
+ *  %EFAULT      an address the kernel had to read or write was not mapped;
+ *               a create command whose answer cannot be written back
+ *               leaves no object behind, GET_EVENTS keeps the events it
+ *               could not deliver, and a POST that posted every WR
+ *               succeeds (it has nothing to write back)
  *  %EINVAL      @size too small, reserved field non-zero, bad field value
  *  %E2BIG       non-zero bytes past the struct this kernel knows
  *  %EOPNOTSUPP  unknown flag, or an operation the transport/device lacks
@@ -32,6 +36,10 @@
  *  %EMSGSIZE    output array too small (count written back), or a message
  *               larger than the transport allows
  *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded for pinned memory
+ *  %ENOBUFS, %ENFILE  the RDMA core or the network stack under it ran out
+ *               of buffers (route or neighbour entries) or of files (rxe
+ *               creates a kernel socket per QP): as %ENOMEM, passed on
+ *               unchanged so that it says which
  *  %EBUSY       DESTROY of an object another one still uses (an SRQ)
  *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
  *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH); nothing is left
@@ -588,10 +596,14 @@ struct krdma_qp_caps {
  *	session, on the connection's device, else %EINVAL; %ENOENT if no such
  *	SRQ); the connection then has no receive queue of its own, so a RECV
  *	posted to it is %EINVAL, and its CQ has room for the whole SRQ
+ * @KRDMA_CONN_CM_TIMERS: %KRDMA_CM_CONNECT on RC only (else %EINVAL): take
+ *	@ack_timeout, @retry_cnt, @rnr_retry and @min_rnr_timer as given
+ *	instead of the defaults (with the flag clear they must be 0)
  */
 enum krdma_conn_flags {
 	KRDMA_CONN_NOTIFY = 1 << 0,
 	KRDMA_CONN_SRQ = 1 << 1,
+	KRDMA_CONN_CM_TIMERS = 1 << 2,
 };
 
 /**
@@ -790,6 +802,20 @@ struct krdma_cm_listen {
  * @reject_reason: out, with %ECONNREFUSED: the peer's reject reason
  *	(IB_CM_REJ_*; 28 is a consumer reject, with its private data in
  *	the REJECTED event)
+ * @ack_timeout: with %KRDMA_CONN_CM_TIMERS, the local ACK timeout exponent
+ *	(4.096 us * 2^n), 1 ... 31; default 14 (67 ms)
+ * @retry_cnt: with %KRDMA_CONN_CM_TIMERS, transport retries, 0 ... 7, sent
+ *	in the REQ so both QPs use it; default 7.  rxe (6.1, 6.12) retries
+ *	forever at 7, so only a smaller count ends in %IB_WC_RETRY_EXC_ERR
+ *	there, after (@retry_cnt + 1) ACK timeouts
+ * @rnr_retry: with %KRDMA_CONN_CM_TIMERS, RNR retries, 0 ... 7 (7 =
+ *	forever); default 7
+ * @min_rnr_timer: with %KRDMA_CONN_CM_TIMERS, IB_RNR_TIMER_* code the
+ *	local QP answers RNR NAKs with, 0 ... 31; default 12 (0.64 ms)
+ * @__reserved: must be 0
+ *
+ * The fields from @ack_timeout on came with ABI version 1's second
+ * revision: a caller passing the older, shorter size gets the defaults.
  *
  * The call returns once the connection is established (0), or fails:
  * %ETIMEDOUT, %EHOSTUNREACH (address, route, or peer unreachable),
@@ -817,6 +843,11 @@ struct krdma_cm_connect {
 	__u32 dev_index;
 	__u32 qp_num;
 	__s32 reject_reason;
+	__u8 ack_timeout;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 min_rnr_timer;
+	__u32 __reserved;
 };
 
 #define KRDMA_CM_CONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CM_CONNECT)
@@ -1166,7 +1197,11 @@ struct krdma_srq_create {
  *	its receives are posted it sends a zero-length SEND_WITH_IMM of
  *	%KRDMA_BENCH_READY_IMM on each connection: a client that waits for
  *	it never meets an empty receive queue (an RNR NAK, which rdma_cm
- *	connections answer with a 655 ms back-off)
+ *	connections answer with a 655 ms back-off).  With
+ *	%KRDMA_BENCH_VALIDATE it answers the end message with a zero-length
+ *	SEND_WITH_IMM whose immediate data is how many of that connection's
+ *	payloads failed the check (at most %KRDMA_BENCH_REPORT_MAX): the
+ *	client posts a receive for it before it sends the end message
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
@@ -1180,6 +1215,8 @@ enum krdma_bench_flags {
 #define KRDMA_BENCH_END_IMM 0xffffffffU
 /* Immediate data of the message a server sends once it is ready. */
 #define KRDMA_BENCH_READY_IMM 0xfffffffeU
+/* The largest count a validating server's report carries. */
+#define KRDMA_BENCH_REPORT_MAX 0xfffffff0U
 /* Latency samples kept per run; the figures come from the first ones. */
 #define KRDMA_BENCH_MAX_SAMPLES 1048576
 

@@ -129,7 +129,8 @@ static const char bench_usage[] =
 	"  -D, --duration S     run for S seconds instead of -n\n"
 	"  -q, --qps N          QPs (connections), 1 ... 256 (bandwidth)\n"
 	"  -t, --tx-depth N     WRs in flight per QP (default 128)\n"
-	"  -Q, --cq-mod N       signal one WR in N (default 1)\n"
+	"  -Q, --cq-mod N       signal one WR in N (default 1; --lat: one\n"
+	"                       SEND ping in N, as ib_send_lat's 100)\n"
 	"  -I, --inline N       payloads up to N bytes inline\n"
 	"  -c, --connection rc  transport (rdma_cm connects RC only)\n"
 	"  -e, --events         sleep on CQ events instead of busy polling\n"
@@ -553,7 +554,9 @@ static int bench_connect(int fd, const struct bench_opts *o,
 			 uint32_t index, uint32_t qps, struct bench_conn *c,
 			 bool want_adv)
 {
-	uint32_t depth = o->latency ? 4 : o->tx_depth;
+	/* latency: room for the unsignaled pings -Q allows */
+	uint32_t depth = o->latency ? (o->cq_mod > 4 ? o->cq_mod : 4) :
+				      o->tx_depth;
 	struct krdma_cm_connect cc = {
 		.size = sizeof(cc),
 		.flags = o->events ? KRDMA_CONN_NOTIFY : 0,
@@ -652,6 +655,52 @@ static int send_end(int fd, uint32_t conn, uint32_t timeout_s)
 	return ret ? ret : wait_wc(fd, conn, KRDMA_OP_SEND, timeout_s);
 }
 
+/*
+ * --validate, two-sided: the server answers the END message with the count
+ * of payloads that failed its check (uapi/krdma.h, KRDMA_BENCH_SERVER);
+ * the receive for that answer goes before the END.
+ */
+static int send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
+			   uint32_t *bad)
+{
+	int64_t deadline = xfer_now_ms() + timeout_s * 1000LL;
+	struct krdma_wr rwr = { .wr_id = 3, .opcode = KRDMA_OP_RECV };
+	struct krdma_wr wr = {
+		.wr_id = 2,
+		.opcode = KRDMA_OP_SEND_WITH_IMM,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = KRDMA_BENCH_END_IMM,
+	};
+	struct krdma_wc wc[4];
+	int i, n, ret;
+
+	/* the END's completion and the report may come in one batch */
+	ret = xfer_post_one(fd, conn, &rwr);
+	if (!ret)
+		ret = xfer_post_one(fd, conn, &wr);
+	while (!ret && xfer_now_ms() < deadline) {
+		n = xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 100);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (wc[i].status) {
+				err_msg("bench: completion failed: %s",
+					wc_status_name(wc[i].status));
+				return -EIO;
+			}
+			/* IB_WC_WITH_IMM */
+			if (wc[i].opcode == KRDMA_OP_RECV &&
+			    (wc[i].wc_flags & 2)) {
+				*bad = wc[i].imm_data;
+				return 0;
+			}
+		}
+		if (xfer_stop)
+			return -EINTR;
+	}
+	return ret ? ret : -ETIMEDOUT;
+}
+
 static void disconnect(int fd, uint32_t conn)
 {
 	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = conn };
@@ -735,7 +784,12 @@ static int via_post(struct via *v, uint32_t opcode, uint64_t wr_id,
 	return ret;
 }
 
-/* Busy-poll one batch; returns completions or -errno. */
+/*
+ * One batch, as soon as there is one; returns completions (0 after 100 ms
+ * with none) or -errno.  KRDMA_POLL waits in the kernel, busy-polling the
+ * CQ (or, with -e, asleep on its notification): one ioctl per batch rather
+ * than one per empty look at the CQ.
+ */
 static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 {
 	struct krdma_poll p = {
@@ -743,7 +797,7 @@ static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 		.handle = v->conn,
 		.num_wcs = max,
 		.wc_entry_size = sizeof(*wc),
-		.timeout_ms = v->o->events ? 100 : 0,
+		.timeout_ms = 100,
 		.wcs_uptr = (uintptr_t)wc,
 	};
 	uint32_t i;
@@ -799,9 +853,13 @@ static int via_run(struct via *v, uint32_t size)
 				ret = via_post(v, KRDMA_OP_RECV, 1 << 20, size,
 					       false, 0);
 			t0 = now_ns();
+			/* pings are signaled one in -Q, as in the kernel */
+			posted++;
 			if (!ret)
-				ret = via_post(v, opcode, ++posted, size, true,
-					       0);
+				ret = via_post(v, opcode, posted, size,
+					       !pingpong ||
+					       !(posted % o->cq_mod) ||
+					       posted == iters, 0);
 			/* the reply (ping-pong) or the completion */
 			while (!ret) {
 				n = via_poll(v, wc, ARRAY_SIZE(wc));
@@ -957,6 +1015,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 	uint32_t group, i, size, max_size;
 	char dev[KRDMA_NAME_MAX] = "?";
 	struct dev_snapshot snap;
+	uint64_t server_bad = 0;
 	int ret, status = 0;
 
 	ret = xfer_parse_addr("bench", "HOST", o->host, o->port, &dst);
@@ -1030,11 +1089,36 @@ static int bench_client(int fd, const struct bench_opts *o)
 	}
 	if (pr_is_json())
 		pr_arr_end();
+	for (i = 0; i < o->qps && !ret && two_sided(o->op); i++) {
+		uint32_t bad = 0;
+
+		if (!o->validate) {
+			ret = send_end(fd, conns[i].handle, o->timeout_s);
+			continue;
+		}
+		ret = send_end_report(fd, conns[i].handle, o->timeout_s,
+				      &bad);
+		if (ret) {
+			err_msg("bench: --validate: no report from the "
+				"server: %s", errno_hint(ret));
+			break;
+		}
+		server_bad += bad;
+	}
+	if (o->validate && two_sided(o->op) && !ret) {
+		if (pr_is_json()) {
+			pr_u64("server_validate_errors", server_bad);
+		} else {
+			printf(" validation at the server: %" PRIu64
+			       " message(s) did not carry the pattern\n",
+			       server_bad);
+			fflush(stdout);
+		}
+		if (server_bad)
+			status = 1;
+	}
 	if (!pr_is_json())
 		printf("%s", bw_line);
-	if (!ret && two_sided(o->op))
-		for (i = 0; i < o->qps && !ret; i++)
-			ret = send_end(fd, conns[i].handle, o->timeout_s);
 	if (status && !ret) {
 		err_msg("bench: --validate: payloads did not carry the "
 			"pattern");

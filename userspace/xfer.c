@@ -54,6 +54,9 @@ const char *xfer_msg_name(uint32_t type)
 	case XM_CHUNK: return "CHUNK";
 	case XM_DONE: return "DONE";
 	case XM_BYE: return "BYE";
+	case XM_HELLO: return "HELLO";
+	case XM_SYNC: return "SYNC";
+	case XM_TALLY: return "TALLY";
 	case XM_OK: return "OK";
 	case XM_BAD: return "BAD";
 	case XM_NEXT: return "NEXT";

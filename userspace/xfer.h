@@ -31,14 +31,33 @@
  *      XM_WRITTEN "I RDMA-wrote @length bytes at @offset, pattern seed
  *                 @arg, crc32 @crc" (sent as SEND_WITH_IMM, imm = crc32)
  *                                                -> XM_OK | XM_BAD
- *      XM_FILE    name in @text, @length, @digest (SHA-256)
+ *      XM_FILE    name in @text, @length, @digest (SHA-256); @arg
+ *                 XFER_FILE_RESUME: continue the copy of this very file
+ *                 (name, length and digest equal) if the server holds
+ *                 one, parked by a lost connection or still owned by a
+ *                 connection it has not seen die yet
  *                                                -> XM_NEXT | XM_ERR
+ *                 (XM_NEXT's @offset: the bytes the server holds, where
+ *                 the client goes on; @length: the chunks they were)
  *      XM_CHUNK   chunk @seq (from 0), @length bytes RDMA-written at
- *                 offset 0 of the data buffer   -> XM_NEXT | XM_ERR
+ *                 offset 0 of the data buffer, @crc their CRC-32
+ *                                                -> XM_NEXT | XM_ERR
  *      XM_DONE    end of the file               -> XM_GOOD | XM_BAD
  *      XM_BYE     the client is done; @text says what it did (one-sided
  *                 operations the server cannot see), no reply
  *      XM_HELLO   UC and UD: "are your receives posted?"   -> XM_OK
+ *      XM_SYNC    streams: "you have taken what came before"  -> XM_OK
+ *      XM_TALLY   streams: "I sent @length messages, @seq 0 ... @length
+ *                 - 1"                           -> XM_OK | XM_BAD
+ *                 (@offset: how many arrived, @length: how many did not;
+ *                 XM_BAD's text lists the first missing ones)
+ *
+ *    A stream (send -n N) is N XM_SENDs with @arg XFER_SEND_STREAM, sent
+ *    as SEND_WITH_IMM with the immediate @seq (so that a filter on the wire
+ *    can tell them from the other messages): no answer each; after every
+ *    XFER_STREAM_WINDOW of them an XM_SYNC, so that they never outrun the
+ *    receives the server has posted, and at the end an XM_TALLY.  The
+ *    server counts what arrived by @seq, so a loss is counted exactly.
  *
  *    XM_BAD, XM_ERR and XM_GOOD carry a human-readable reason in @text.
  *    Every reply echoes the request's @seq, and its type in @arg, so that
@@ -49,8 +68,9 @@
  *    finds no receive posted is dropped.  The server can post its receives
  *    only once the accept has created its QP, so a UC or UD client first
  *    sends XM_HELLO every XFER_RETRY_MS until an answer comes (within -T);
- *    the other requests are sent once, and only the server's answer counts
- *    as success (an RDMA WRITE that did not land shows as XM_BAD).  UC
+ *    XM_SYNC and XM_TALLY are resent the same way, the other requests are
+ *    sent once, and only the server's answer counts as success (an RDMA
+ *    WRITE that did not land shows as XM_BAD).  UC
  *    offers send, write and copy; UD offers send only, one message of at
  *    most the path MTU (struct xfer_msg included); RDMA READ and atomics
  *    are RC only.
@@ -87,6 +107,19 @@
 #define XFER_TEXT_MAX 128
 #define XFER_GRH_LEN 40			/* in front of a UD receive */
 #define XFER_RETRY_MS 250		/* UC/UD: XM_HELLO resent this often */
+#define XFER_STREAM_WINDOW 3		/* stream messages between XM_SYNCs */
+#define XFER_STREAM_MAX 1000000		/* messages in a stream */
+#define XFER_SEND_STREAM 1		/* XM_SEND @arg: a stream message */
+#define XFER_FILE_RESUME 1		/* XM_FILE @arg: resume if you can */
+/*
+ * The timers krdma gives RC connections over rdma_cm (README: those of a
+ * manual connection): local ACK timeout 4.096 us * 2^14, 7 retries.  A
+ * RETRY_EXC_ERR comes after about (7 + 1) * 67 ms of silence.
+ */
+#define XFER_CM_ACK_TIMEOUT 14
+#define XFER_CM_RETRY_CNT 7
+#define XFER_CM_RNR_RETRY 7
+#define XFER_CM_MIN_RNR_TIMER 12
 
 enum xfer_fill {
 	XFER_FILL_PATTERN = 0,
@@ -128,6 +161,8 @@ enum xfer_msg_type {
 	XM_DONE = 5,
 	XM_BYE = 6,
 	XM_HELLO = 7,
+	XM_SYNC = 8,
+	XM_TALLY = 9,
 	XM_OK = 16,
 	XM_BAD = 17,
 	XM_NEXT = 18,

@@ -7,6 +7,12 @@
  * it did (XM_BYE) and disconnects.  Every wait is bounded by -T.  Over UC
  * and UD, where nothing is acknowledged, success is what the server
  * answers, never what the local completions say.
+ *
+ * send -n N sends a stream of N messages numbered by sequence and ends
+ * with the server's tally: a message lost on the way is counted and named,
+ * and the command fails.  copy survives a lost connection: it connects
+ * again (--reconnect times, each within -T) and asks the server to resume
+ * the file from the bytes it saved; the final SHA-256 check is the same.
  */
 #include <endian.h>
 #include <errno.h>
@@ -41,6 +47,9 @@ enum {
 	OPT_ADD,
 	OPT_COMPARE,
 	OPT_SWAP,
+	OPT_RECONNECT,
+	OPT_PROGRESS,
+	OPT_RETRY,
 };
 
 /* the buffer: XC_SLOTS receive slots, the send slot, the data */
@@ -65,6 +74,10 @@ struct xc_opts {
 	uint64_t swap;
 	bool have_swap;
 	uint32_t count;
+	uint32_t reconnect;	/* copy: connections after the first */
+	uint32_t retry;		/* RC: the QPs' retry_cnt (--retry) */
+	bool have_retry;
+	bool progress;		/* copy: a line on stderr per chunk */
 	uint32_t timeout_s;
 	uint32_t transport;
 	uint32_t transports;	/* the ones the command can use, a mask */
@@ -83,6 +96,8 @@ struct xc {
 	uint64_t data_len;
 	uint32_t max_msg;	/* bytes one control message may have */
 	unsigned int done;	/* XC_SEND_WRID, XC_RDMA_WRID completions seen */
+	int64_t posted;		/* when the last WR was posted */
+	bool shown;		/* the server's details printed (reconnects) */
 	/* receives complete in the order they were posted, slot after slot */
 	uint32_t recv_next;	/* the slot of the oldest unread reply */
 	uint32_t recv_ready;	/* replies received, not read yet */
@@ -106,6 +121,9 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "transport", required_argument, NULL, 't' },
+		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "retry", required_argument, NULL, OPT_RETRY },
 		COMMON_LONG_OPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -167,6 +185,17 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		case 'T':
 			ret = parse_u32(cmd, "-T/--timeout", optarg, 1, 3600,
 					&o->timeout_s);
+			break;
+		case OPT_RECONNECT:
+			ret = parse_u32(cmd, "--reconnect", optarg, 0, 100,
+					&o->reconnect);
+			break;
+		case OPT_PROGRESS:
+			o->progress = true;
+			break;
+		case OPT_RETRY:
+			o->have_retry = true;
+			ret = parse_u32(cmd, "--retry", optarg, 0, 7, &o->retry);
 			break;
 		case 't':
 			ret = xfer_parse_transport(cmd, optarg, false, &mask);
@@ -270,8 +299,29 @@ static const char *xc_wrid_name(uint64_t wr_id)
 	return "unknown";
 }
 
+/*
+ * RETRY_EXC_ERR: how long the QP waited for an ACK, next to what its
+ * attributes allow: (retry_cnt + 1) local ACK timeouts of 4.096 us *
+ * 2^timeout (krdma's rdma_cm RC attributes, see XFER_CM_*).
+ */
+static void xc_retry_bound(const struct xc *x, const struct krdma_wc *wc)
+{
+	uint32_t retry = x->o->have_retry ? x->o->retry : XFER_CM_RETRY_CNT;
+	uint64_t one_us = (4096ULL << XFER_CM_ACK_TIMEOUT) / 1000;
+	uint64_t bound_us = (retry + 1) * one_us;
+
+	err_msg("%s: the %s failed %lld ms after it was posted; the QP's "
+		"bound: (retry_cnt %u + 1) x 4.096 us x 2^%u (timeout) = %llu "
+		"ms", x->o->cmd, xc_wrid_name(wc->wr_id),
+		(long long)(xfer_now_ms() - x->posted), retry,
+		XFER_CM_ACK_TIMEOUT, (unsigned long long)bound_us / 1000);
+}
+
 static int xc_take_wc(struct xc *x, const struct krdma_wc *wc)
 {
+	if (wc->status == 12 /* RETRY_EXC_ERR */ &&
+	    xc_is(x, KRDMA_TRANSPORT_RC))
+		xc_retry_bound(x, wc);
 	if (wc->status)
 		return xc_fail(x, "%s completion failed: %s (status %u, "
 			       "vendor_err 0x%x)", xc_wrid_name(wc->wr_id),
@@ -368,6 +418,7 @@ static int xc_send(struct xc *x, uint32_t extra, bool with_imm, uint32_t imm)
 			    .length = sizeof(struct xfer_msg) + extra },
 	};
 
+	x->posted = xfer_now_ms();
 	if (xfer_post_one(x->fd, x->conn, &wr))
 		return -EIO;
 	return xc_wait(x, XC_SEND_WRID);
@@ -428,6 +479,30 @@ static int xc_request(struct xc *x, uint32_t extra, bool with_imm,
 	if (!ret)
 		ret = xc_await(x, xc_deadline(x));
 	return ret ? ret : xc_timed_out(x, "answer");
+}
+
+/*
+ * The request in the send slot, answered: over UC and UD, where it or its
+ * answer may be lost, sent again every XFER_RETRY_MS until an answer comes
+ * (within -T).  The answer's type (x->reply), or -errno.
+ */
+static int xc_ask(struct xc *x, const char *what)
+{
+	int64_t deadline = xc_deadline(x), next;
+	int ret;
+
+	if (xc_is(x, KRDMA_TRANSPORT_RC))
+		return xc_request(x, 0, false, 0);
+	while (xfer_now_ms() < deadline) {
+		ret = xc_send(x, 0, false, 0);
+		if (ret)
+			return ret;
+		next = xfer_now_ms() + XFER_RETRY_MS;
+		ret = xc_await(x, next < deadline ? next : deadline);
+		if (ret)
+			return ret;
+	}
+	return xc_timed_out(x, what);
 }
 
 /*
@@ -502,6 +577,14 @@ static int xc_cm_connect(struct xc *x, uint16_t op)
 	int ret;
 
 	memcpy(cc.private_data, &hello, sizeof(hello));
+	if (x->o->have_retry) {
+		/* the default 7 is "forever" on rxe: see uapi/krdma.h */
+		cc.flags |= KRDMA_CONN_CM_TIMERS;
+		cc.ack_timeout = XFER_CM_ACK_TIMEOUT;
+		cc.retry_cnt = x->o->retry;
+		cc.rnr_retry = XFER_CM_RNR_RETRY;
+		cc.min_rnr_timer = XFER_CM_MIN_RNR_TIMER;
+	}
 	ret = krdma_ioctl_quiet(x->fd, KRDMA_CM_CONNECT, &cc);
 	if (ret == -ECONNREFUSED)
 		return xc_fail(x, "connection to %s refused (reject reason "
@@ -536,10 +619,14 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 		if (xfer_post_slot(x->fd, x->conn, XC_RECV_WRID, &x->buf, i,
 				   x->o->transport))
 			return -EIO;
-	pr_str("server", x->peer);
-	pr_str("transport", xfer_transport_name(x->o->transport));
-	pr_u64("buffer_size", x->adv.length);
-	pr_str("fill", x->adv.fill == XFER_FILL_ZERO ? "zero" : "pattern");
+	if (!x->shown) {
+		x->shown = true;
+		pr_str("server", x->peer);
+		pr_str("transport", xfer_transport_name(x->o->transport));
+		pr_u64("buffer_size", x->adv.length);
+		pr_str("fill", x->adv.fill == XFER_FILL_ZERO ? "zero" :
+		       "pattern");
+	}
 	return xc_is(x, KRDMA_TRANSPORT_RC) ? 0 : xc_hello(x);
 }
 
@@ -581,6 +668,7 @@ static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
 			    .offset = XC_DATA_OFF + loff, .length = len },
 	};
 
+	x->posted = xfer_now_ms();
 	if (xfer_post_one(x->fd, x->conn, &wr))
 		return -EIO;
 	return xc_wait(x, XC_RDMA_WRID);
@@ -665,6 +753,74 @@ static int xc_check_msg(struct xc *x, uint64_t len)
 	return EXIT_USAGE;
 }
 
+/*
+ * send -n N: N messages of @len bytes (pattern seed = their seq), an
+ * XM_SYNC after every XFER_STREAM_WINDOW, then the server's tally.  Any
+ * message missing or damaged fails the command.
+ */
+static int xc_stream(struct xc *x, uint64_t len)
+{
+	uint32_t n = x->o->count, seq, crc;
+	uint64_t got, lost;
+	struct xfer_msg *m;
+	int ret, type;
+
+	for (seq = 0; seq < n; seq++) {
+		m = xc_send_msg(x);
+		xfer_msg_init(m, XM_SEND);
+		m->seq = htobe32(seq);
+		m->arg = htobe64(XFER_SEND_STREAM);
+		xfer_pattern_fill((uint8_t *)(m + 1), seq, 0, len);
+		crc = xfer_crc32(0, m + 1, len);
+		m->length = htobe64(len);
+		m->crc = htobe32(crc);
+		ret = xc_send(x, len, true, seq);
+		if (ret)
+			return ret;
+		if ((seq + 1) % XFER_STREAM_WINDOW && seq + 1 < n)
+			continue;
+		/* the server has taken these: its receives are posted again */
+		m = xc_send_msg(x);
+		xfer_msg_init(m, XM_SYNC);
+		m->seq = htobe32(seq);
+		type = xc_ask(x, "answer to a sync");
+		if (type < 0)
+			return type;
+		if (type != XM_OK)
+			return xc_fail(x, "%s answers %s to a sync: %s",
+				       x->peer, xfer_msg_name(type),
+				       x->reply.text);
+	}
+	m = xc_send_msg(x);
+	xfer_msg_init(m, XM_TALLY);
+	m->seq = htobe32(n);
+	m->length = htobe64(n);
+	type = xc_ask(x, "tally");
+	if (type < 0)
+		return type;
+	got = be64toh(x->reply.offset);
+	lost = be64toh(x->reply.length);
+	pr_obj_begin("stream");
+	pr_u64("messages", n);
+	pr_u64("bytes_each", len);
+	pr_u64("received", got);
+	pr_u64("lost", lost);
+	pr_str("result", xfer_msg_name(type));
+	if (x->reply.text[0])
+		pr_str("reply", x->reply.text);
+	pr_obj_end();
+	if (type != XM_OK) {
+		err_msg("%s: the server reports %s: %s", x->o->cmd,
+			xfer_msg_name(type), x->reply.text);
+		return -EBADMSG;
+	}
+	if (got != n || lost)
+		return xc_fail(x, "the server says OK but counts %" PRIu64
+			       " of %u", got, n);
+	return xc_bye(x, "stream of %u messages of %" PRIu64 " bytes done",
+		      n, len);
+}
+
 static int xc_do_send(struct xc *x)
 {
 	const struct xc_opts *o = x->o;
@@ -686,6 +842,10 @@ static int xc_do_send(struct xc *x)
 		ret = xc_check_msg(x, len);
 	if (ret)
 		goto out;
+	if (o->count > 1) {
+		ret = xc_stream(x, len);
+		goto out;
+	}
 	m = xc_send_msg(x);
 	xfer_msg_init(m, XM_SEND);
 	if (o->data)
@@ -846,80 +1006,75 @@ static int xc_do_atomic(struct xc *x)
 		      o->count, o->offset, first);
 }
 
-static int xc_do_copy(struct xc *x)
-{
-	const struct xc_opts *o = x->o;
-	const char *base = strrchr(o->file, '/');
+struct xc_file {
+	int fd;
+	const char *base;
+	uint64_t size;
 	uint8_t digest[SHA256_DIGEST_SIZE];
 	char hex[2 * SHA256_DIGEST_SIZE + 1];
-	struct sha256_ctx sha;
-	uint64_t size, done = 0, chunk_max, len;
-	struct xfer_msg *m;
-	struct stat st;
-	uint32_t seq = 0;
-	ssize_t n;
-	int fd, ret, type;
-	uint8_t *tmp;
+	uint32_t chunks;	/* written over the last connection */
+	uint64_t resumed_at;	/* where the server told us to go on */
+};
 
-	base = base ? base + 1 : o->file;
-	if (!*base || strlen(base) >= XFER_TEXT_MAX) {
-		err_msg("%s: %s: no usable file name", o->cmd, o->file);
-		return -EINVAL;
-	}
-	fd = open(o->file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		err_msg("%s: %s: %s", o->cmd, o->file,
-			fd < 0 || errno ? strerror(errno) : "not a file");
-		if (fd >= 0)
-			close(fd);
-		return -EINVAL;
-	}
-	size = st.st_size;
-	/* the digest first: what the receiver must end up with */
-	tmp = malloc(1 << 16);
-	if (!tmp) {
-		close(fd);
-		return -ENOMEM;
-	}
-	sha256_init(&sha);
-	while ((n = read(fd, tmp, 1 << 16)) > 0)
-		sha256_update(&sha, tmp, n);
-	free(tmp);
-	sha256_final(&sha, digest);
-	sha256_hex(digest, hex);
+/*
+ * The copy over one connection: the server's XM_DONE answer (XM_GOOD,
+ * XM_BAD), -EPROTO when the server refused something (connecting again
+ * would not help) or another -errno when the connection failed.  It asks
+ * to resume: the server says where it stands.
+ */
+static int xc_copy_once(struct xc *x, struct xc_file *f)
+{
+	const struct xc_opts *o = x->o;
+	uint64_t done, chunk_max, len;
+	struct xfer_msg *m;
+	uint32_t seq;
+	ssize_t n;
+	int ret, type;
 
 	/* local staging of one chunk: at most the server's buffer */
-	chunk_max = size < XFER_DEFAULT_SIZE ? size : XFER_DEFAULT_SIZE;
+	chunk_max = f->size < XFER_DEFAULT_SIZE ? f->size : XFER_DEFAULT_SIZE;
 	ret = xc_connect(x, XFER_OP_COPY, chunk_max ? chunk_max : 1);
 	if (ret)
-		goto out;
+		return ret;
 	if (chunk_max > x->adv.length)
 		chunk_max = x->adv.length;
 	m = xc_send_msg(x);
 	xfer_msg_init(m, XM_FILE);
-	m->length = htobe64(size);
-	memcpy(m->digest, digest, sizeof(digest));
-	xfer_msg_text(m, "%s", base);
+	m->length = htobe64(f->size);
+	m->arg = htobe64(XFER_FILE_RESUME);
+	memcpy(m->digest, f->digest, sizeof(f->digest));
+	xfer_msg_text(m, "%s", f->base);
 	type = xc_request(x, 0, false, 0);
-	if (type < 0) {
-		ret = type;
-		goto out;
-	}
+	if (type < 0)
+		return type;
 	if (type != XM_NEXT) {
-		ret = xc_fail(x, "server refused %s: %s", base,
-			      x->reply.text);
-		goto out;
+		xc_fail(x, "server refused %s: %s", f->base, x->reply.text);
+		return -EPROTO;
 	}
-	while (done < size) {
-		len = size - done < chunk_max ? size - done : chunk_max;
-		n = pread(fd, xc_data(x), len, done);
+	done = be64toh(x->reply.offset);
+	seq = be64toh(x->reply.length);
+	if (done > f->size) {
+		xc_fail(x, "the server holds %" PRIu64 " bytes of a %" PRIu64
+			"-byte file", done, f->size);
+		return -EPROTO;
+	}
+	if (done || seq) {
+		f->resumed_at = done;
+		fprintf(stderr, "%s: resuming %s at byte %" PRIu64 " (chunk "
+			"%u), as the server says\n", o->cmd, f->base, done,
+			seq);
+	}
+	f->chunks = seq;
+	while (done < f->size) {
+		len = f->size - done < chunk_max ? f->size - done : chunk_max;
+		n = pread(f->fd, xc_data(x), len, done);
 		if (n != (ssize_t)len) {
-			ret = xc_fail(x, "%s: read failed", o->file);
-			goto out;
+			xc_fail(x, "%s: read failed", o->file);
+			return -EPROTO;
 		}
 		ret = xc_rdma(x, KRDMA_OP_RDMA_WRITE, 0, 0, len, 0, 0);
 		if (ret)
-			goto out;
+			return ret;
 		m = xc_send_msg(x);
 		xfer_msg_init(m, XM_CHUNK);
 		m->seq = htobe32(seq);
@@ -927,44 +1082,121 @@ static int xc_do_copy(struct xc *x)
 		m->length = htobe64(len);
 		m->crc = htobe32(xfer_crc32(0, xc_data(x), len));
 		type = xc_request(x, 0, false, 0);
-		if (type < 0) {
-			ret = type;
-			goto out;
-		}
+		if (type < 0)
+			return type;
 		if (type != XM_NEXT) {
-			ret = xc_fail(x, "server stopped at chunk %u: %s", seq,
-				      x->reply.text);
-			goto out;
+			xc_fail(x, "server stopped at chunk %u: %s", seq,
+				x->reply.text);
+			return -EPROTO;
 		}
 		done += len;
 		seq++;
+		f->chunks = seq;
+		if (o->progress)
+			fprintf(stderr, "%s: chunk %u done, %" PRIu64 " of %"
+				PRIu64 " bytes\n", o->cmd, seq - 1, done,
+				f->size);
 	}
 	m = xc_send_msg(x);
 	xfer_msg_init(m, XM_DONE);
-	m->length = htobe64(size);
-	type = xc_request(x, 0, false, 0);
-	if (type < 0) {
-		ret = type;
+	m->length = htobe64(f->size);
+	return xc_request(x, 0, false, 0);
+}
+
+/* After a lost connection: nothing of it left, ready to connect again. */
+static void xc_reset(struct xc *x)
+{
+	struct krdma_event evs[8];
+
+	xfer_buf_free(x->fd, &x->buf);
+	if (x->conn)
+		xfer_destroy(x->fd, x->conn);
+	x->conn = 0;
+	while (xfer_get_events(x->fd, evs, ARRAY_SIZE(evs), 0) > 0)
+		;
+	x->done = 0;
+	x->recv_next = 0;
+	x->recv_ready = 0;
+}
+
+static int xc_do_copy(struct xc *x)
+{
+	const struct xc_opts *o = x->o;
+	struct xc_file f = { .fd = -1 };
+	struct sha256_ctx sha;
+	struct stat st;
+	uint32_t again = 0;
+	ssize_t n;
+	int ret;
+	uint8_t *tmp;
+
+	f.base = strrchr(o->file, '/');
+	f.base = f.base ? f.base + 1 : o->file;
+	if (!*f.base || strlen(f.base) >= XFER_TEXT_MAX) {
+		err_msg("%s: %s: no usable file name", o->cmd, o->file);
+		return -EINVAL;
+	}
+	f.fd = open(o->file, O_RDONLY | O_CLOEXEC);
+	if (f.fd < 0 || fstat(f.fd, &st) || !S_ISREG(st.st_mode)) {
+		err_msg("%s: %s: %s", o->cmd, o->file,
+			f.fd < 0 || errno ? strerror(errno) : "not a file");
+		if (f.fd >= 0)
+			close(f.fd);
+		return -EINVAL;
+	}
+	f.size = st.st_size;
+	/* the digest first: what the receiver must end up with */
+	tmp = malloc(1 << 16);
+	if (!tmp) {
+		close(f.fd);
+		return -ENOMEM;
+	}
+	sha256_init(&sha);
+	while ((n = read(f.fd, tmp, 1 << 16)) > 0)
+		sha256_update(&sha, tmp, n);
+	free(tmp);
+	sha256_final(&sha, f.digest);
+	sha256_hex(f.digest, f.hex);
+
+	for (;;) {
+		ret = xc_copy_once(x, &f);
+		if (ret >= 0 || ret == -EPROTO || xfer_stop ||
+		    again >= o->reconnect)
+			break;
+		again++;
+		fprintf(stderr, "%s: the connection to %s is lost; connecting "
+			"again (%u of %u)\n", o->cmd, x->peer, again,
+			o->reconnect);
+		xc_reset(x);
+	}
+	if (ret < 0) {
+		if (ret != -EPROTO && again)
+			err_msg("%s: %s not copied: the connection was lost "
+				"and %u new ones did not finish it", o->cmd,
+				f.base, again);
 		goto out;
 	}
 	pr_obj_begin("copy");
-	pr_str("file", base);
-	pr_u64("bytes", size);
-	pr_u64("chunks", seq);
-	pr_str("sha256", hex);
-	pr_str("result", xfer_msg_name(type));
+	pr_str("file", f.base);
+	pr_u64("bytes", f.size);
+	pr_u64("chunks", f.chunks);
+	pr_u64("reconnects", again);
+	if (again)
+		pr_u64("resumed_at", f.resumed_at);
+	pr_str("sha256", f.hex);
+	pr_str("result", xfer_msg_name(ret));
 	if (x->reply.text[0])
 		pr_str("reply", x->reply.text);
 	pr_obj_end();
-	if (type != XM_GOOD) {
+	if (ret != XM_GOOD) {
 		err_msg("%s: the server reports %s: %s", o->cmd,
-			xfer_msg_name(type), x->reply.text);
+			xfer_msg_name(ret), x->reply.text);
 		ret = -EBADMSG;
 		goto out;
 	}
-	ret = xc_bye(x, "copy of %s done", base);
+	ret = xc_bye(x, "copy of %s done", f.base);
 out:
-	close(fd);
+	close(f.fd);
 	return ret;
 }
 
@@ -995,6 +1227,11 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 	ret = xc_check_transport(o);
 	if (ret)
 		return ret;
+	if (o->have_retry && o->transport != KRDMA_TRANSPORT_RC) {
+		err_msg("%s: --retry is for -t rc (%s has no retries)", o->cmd,
+			xfer_transport_name(o->transport));
+		return EXIT_USAGE;
+	}
 	if (fn == xc_do_atomic) {
 		if (strcmp(o->op_name, "fadd") && strcmp(o->op_name, "cswap")) {
 			err_msg("%s: \"%s\" is not fadd or cswap", o->cmd,
@@ -1063,6 +1300,8 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 #define XC_COMMON_HELP							\
 	"  -T, --timeout SECS   give up after SECS: connect, each completion\n" \
 	"                       (default 10)\n"				\
+	"      --retry N        rc: transport retries of both QPs, 0-7\n"	\
+	"                       (default 7, which rxe retries forever)\n"	\
 	"  -j, --json           JSON output\n"				\
 	"  -p, --pretty         pretty-printed JSON\n"			\
 	"  -h, --help           this help\n"				\
@@ -1086,6 +1325,10 @@ static const char send_usage[] =
 	"                       at most 65536)\n"
 	"      --data STRING    send STRING instead\n"
 	"  -f, --file FILE      send FILE's contents instead (<= 65536 bytes)\n"
+	"  -n, --count N        a stream of N messages (-s bytes each,\n"
+	"                       numbered): the server counts what arrives by\n"
+	"                       sequence number and tells which never came;\n"
+	"                       any loss fails the command\n"
 	XC_T_HELP("rc (default), uc or ud; over ud\n"
 		  "                       the payload and a 200-byte header must\n"
 		  "                       fit the path MTU (else exit 2)")
@@ -1131,8 +1374,12 @@ static const char copy_usage[] =
 	"Copy FILE to " PROG_NAME " serve --save DIR: a header with the name,\n"
 	"length and SHA-256, then RDMA WRITEs of at most the server's buffer\n"
 	"each, then DONE; the server checks the digest of what it saved and\n"
-	"answers GOOD (exit 0) or BAD (exit 1).\n"
+	"answers GOOD (exit 0) or BAD (exit 1).  A lost connection (a failed\n"
+	"completion, no answer within -T) is made again and the copy resumes\n"
+	"from the bytes the server saved; the digest check is the same.\n"
 	"\n"
+	"      --reconnect N    connect again at most N times (default 3)\n"
+	"      --progress       a line on stderr per chunk\n"
 	XC_T_HELP("rc (default) or uc")
 	XC_COMMON_HELP;
 
@@ -1146,7 +1393,7 @@ int cmd_send(int argc, char **argv)
 	struct xc_opts o = { .cmd = "send", .usage = send_usage,
 			     .transports = XC_RC | XC_UC | XC_UD };
 
-	return xc_run(&o, argc, argv, "sfATt", 1, xc_do_send);
+	return xc_run(&o, argc, argv, "sfATtnG", 1, xc_do_send);
 }
 
 int cmd_write(int argc, char **argv)
@@ -1155,7 +1402,7 @@ int cmd_write(int argc, char **argv)
 			     .transports = XC_RC | XC_UC,
 			     .needs = "RDMA WRITE" };
 
-	return xc_run(&o, argc, argv, "soTt", 1, xc_do_write);
+	return xc_run(&o, argc, argv, "soTtG", 1, xc_do_write);
 }
 
 int cmd_read(int argc, char **argv)
@@ -1163,7 +1410,7 @@ int cmd_read(int argc, char **argv)
 	struct xc_opts o = { .cmd = "read", .usage = read_usage,
 			     .transports = XC_RC, .needs = "RDMA READ" };
 
-	return xc_run(&o, argc, argv, "soTt", 1, xc_do_read);
+	return xc_run(&o, argc, argv, "soTtG", 1, xc_do_read);
 }
 
 int cmd_atomic(int argc, char **argv)
@@ -1173,14 +1420,15 @@ int cmd_atomic(int argc, char **argv)
 			     .file = "-", .transports = XC_RC,
 			     .needs = "atomics" };
 
-	return xc_run(&o, argc, argv, "BCDonTt", 2, xc_do_atomic);
+	return xc_run(&o, argc, argv, "BCDonTtG", 2, xc_do_atomic);
 }
 
 int cmd_copy(int argc, char **argv)
 {
 	struct xc_opts o = { .cmd = "copy", .usage = copy_usage,
-			     .file = "", .transports = XC_RC | XC_UC,
+			     .file = "", .reconnect = 3,
+			     .transports = XC_RC | XC_UC,
 			     .needs = "RDMA WRITE" };
 
-	return xc_run(&o, argc, argv, "Tt", 2, xc_do_copy);
+	return xc_run(&o, argc, argv, "TtEFG", 2, xc_do_copy);
 }

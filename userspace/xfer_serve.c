@@ -8,6 +8,13 @@
  * the same time (copies one at a time: they use the data buffer as staging
  * area).  A UD client is answered through an address handle to its
  * address and the QP its messages come from.
+ *
+ * A copy whose connection is lost is parked, not thrown away: a client
+ * that reconnects and asks to resume it (XFER_FILE_RESUME, same name,
+ * length and digest) goes on from the bytes saved, even from a connection
+ * the server has not seen die yet; a parked copy is dropped after -T of
+ * silence or when another copy starts.  Streams (send -n) are counted by
+ * sequence number and the tally says exactly which messages never came.
  */
 #include <endian.h>
 #include <errno.h>
@@ -86,6 +93,7 @@ struct sv_client {
 	bool bye;
 	bool gone;		/* over: flushed, an error, a UD client's BYE */
 	bool failed;
+	bool superseded;	/* its copy went on over another connection */
 	int64_t disconnected;	/* when the DISCONNECTED event came, or 0 */
 	uint32_t conn;
 	uint32_t transport;
@@ -97,8 +105,22 @@ struct sv_client {
 	struct xfer_buf ctrl;
 	char peer[80];
 	int64_t last;
-	/* copy in progress */
-	int file_fd;
+	/* the reply's @offset and @length (sv_reply clears them) */
+	uint64_t rep_offset;
+	uint64_t rep_length;
+	/* a stream (send -n): a bit per sequence number that arrived */
+	uint8_t *seen;
+	uint32_t st_recv;	/* distinct ones */
+	uint32_t st_dup;	/* again */
+	uint32_t st_bad;	/* length or CRC-32 wrong */
+	bool st_told;
+};
+
+/* The copy in progress (one at a time: the data buffer is its staging) */
+struct sv_copy {
+	struct sv_client *owner;	/* NULL: none, or parked */
+	int fd;				/* the temporary file, or -1 */
+	int64_t parked;		/* when its connection was lost, or 0 */
 	char tmp[PATH_MAX];
 	char final[PATH_MAX];
 	char name[XFER_TEXT_MAX];
@@ -117,7 +139,7 @@ struct sv {
 	uint32_t ud_mtu;	/* the device's smallest active MTU */
 	struct xfer_buf data;
 	struct sv_client clients[SV_MAX_CLIENTS];
-	struct sv_client *copy_owner;
+	struct sv_copy copy;
 	uint32_t served;
 	uint32_t failures;
 };
@@ -470,7 +492,6 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 		return;
 	}
 	memset(c, 0, sizeof(*c));
-	c->file_fd = -1;
 	c->conn = ev->handle;
 	c->op = be16toh(h->op);
 	c->transport = sv_transport_of(s, ev->listener);
@@ -502,23 +523,58 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 	sv_event_end();
 }
 
-static void sv_copy_abort(struct sv *s, struct sv_client *c)
+/* The copy in progress is dropped, its temporary file removed. */
+static void sv_copy_abort(struct sv *s)
 {
-	if (c->file_fd >= 0) {
-		close(c->file_fd);
-		unlink(c->tmp);
-		c->file_fd = -1;
+	if (s->copy.fd >= 0) {
+		close(s->copy.fd);
+		unlink(s->copy.tmp);
+		s->copy.fd = -1;
 	}
-	if (s->copy_owner == c)
-		s->copy_owner = NULL;
+	s->copy.owner = NULL;
+	s->copy.parked = 0;
+}
+
+static void sv_copy_event(struct sv *s, const struct sv_client *c,
+			  const char *result, const char *reason)
+{
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+
+	sha256_hex(s->copy.digest, hex);
+	sv_event("copy", c);
+	pr_str("file", s->copy.name);
+	pr_u64("bytes", s->copy.flen);
+	pr_str("sha256", hex);
+	pr_str("result", result);
+	if (reason)
+		pr_str("reason", reason);
+	sv_event_end();
+}
+
+/* A parked copy nobody resumed in time, or one a new copy replaces. */
+static void sv_copy_drop_parked(struct sv *s, const char *why)
+{
+	if (s->copy.fd < 0 || s->copy.owner)
+		return;
+	sv_copy_event(s, NULL, "ERR", why);
+	sv_copy_abort(s);
+	s->failures++;
 }
 
 static void sv_finish(struct sv *s, struct sv_client *c, const char *why)
 {
-	if (c->file_fd >= 0) {
-		c->failed = true;
-		sv_copy_abort(s, c);
+	/* its connection is lost: keep what was saved for a resume */
+	if (s->copy.fd >= 0 && s->copy.owner == c) {
+		s->copy.owner = NULL;
+		s->copy.parked = xfer_now_ms();
+		sv_event("park", c);
+		pr_str("file", s->copy.name);
+		pr_fmt_u64("bytes", "%" PRIu64 " bytes saved", s->copy.got);
+		pr_u64("chunks", s->copy.seq);
+		sv_event_end();
 	}
+	if (c->superseded)
+		why = "its copy went on over a new connection";
 	sv_event("disconnect", c);
 	pr_str("result", c->failed ? "failed" : "ok");
 	if (why)
@@ -528,6 +584,8 @@ static void sv_finish(struct sv *s, struct sv_client *c, const char *why)
 	if (c->ah)
 		xfer_destroy(s->fd, c->ah);
 	xfer_buf_free(s->fd, &c->ctrl);
+	free(c->seen);
+	c->seen = NULL;
 	c->used = false;
 	s->served++;
 	if (c->failed)
@@ -557,6 +615,10 @@ static int sv_reply(struct sv *s, struct sv_client *c, uint32_t type,
 	xfer_msg_init(m, type);
 	m->seq = htobe32(c->req_seq);
 	m->arg = htobe64(c->req_type);
+	m->offset = htobe64(c->rep_offset);
+	m->length = htobe64(c->rep_length);
+	c->rep_offset = 0;
+	c->rep_length = 0;
 	if (fmt) {
 		va_start(ap, fmt);
 		vsnprintf(m->text, sizeof(m->text), fmt, ap);
@@ -649,65 +711,86 @@ static void sv_on_written(struct sv *s, struct sv_client *c,
 			 " match", len, off);
 }
 
-static void sv_copy_event(struct sv_client *c, const char *result,
-			  const char *reason)
+/* XM_FILE with XFER_FILE_RESUME: the copy we hold, if it is this file */
+static bool sv_copy_resume(struct sv *s, struct sv_client *c,
+			   const struct xfer_msg *m)
 {
-	char hex[2 * SHA256_DIGEST_SIZE + 1];
+	struct sv_client *old = s->copy.owner;
 
-	sha256_hex(c->digest, hex);
-	sv_event("copy", c);
-	pr_str("file", c->name);
-	pr_u64("bytes", c->flen);
-	pr_str("sha256", hex);
-	pr_str("result", result);
-	if (reason)
-		pr_str("reason", reason);
+	if (!(be64toh(m->arg) & XFER_FILE_RESUME) || s->copy.fd < 0 ||
+	    strcmp(s->copy.name, m->text) ||
+	    s->copy.flen != be64toh(m->length) ||
+	    memcmp(s->copy.digest, m->digest, sizeof(s->copy.digest)))
+		return false;
+	/* an owner still here has lost its connection without us noticing */
+	if (old && old != c) {
+		old->superseded = true;
+		old->gone = true;
+	}
+	s->copy.owner = c;
+	s->copy.parked = 0;
+	sv_event("resume", c);
+	pr_str("file", s->copy.name);
+	pr_fmt_u64("offset", "at %" PRIu64, s->copy.got);
+	pr_u64("chunks", s->copy.seq);
 	sv_event_end();
+	c->rep_offset = s->copy.got;
+	c->rep_length = s->copy.seq;
+	sv_reply(s, c, XM_NEXT, "resuming at %" PRIu64, s->copy.got);
+	return true;
 }
 
 static void sv_on_file(struct sv *s, struct sv_client *c,
 		       const struct xfer_msg *m)
 {
+	struct sv_copy *f = &s->copy;
+	char why[200];
 	int n;
 
-	snprintf(c->name, sizeof(c->name), "%s", m->text);
-	c->flen = be64toh(m->length);
-	memcpy(c->digest, m->digest, sizeof(c->digest));
-	c->got = 0;
-	c->seq = 0;
-	if (!s->o->save_dir) {
-		sv_copy_event(c, "ERR", "no --save directory");
-		sv_reply(s, c, XM_ERR, "the server runs without --save");
+	if (sv_copy_resume(s, c, m))
 		return;
-	}
-	if (!c->name[0] || strchr(c->name, '/') || strstr(c->name, "..")) {
-		sv_copy_event(c, "ERR", "refused file name");
-		sv_reply(s, c, XM_ERR, "refused file name \"%s\"", c->name);
-		return;
-	}
-	if (s->copy_owner) {
-		sv_copy_event(c, "ERR", "another copy in progress");
+	if (f->owner) {
+		sv_event("copy", c);
+		pr_str("file", m->text);
+		pr_str("result", "ERR");
+		pr_str("reason", "another copy in progress");
+		sv_event_end();
 		sv_reply(s, c, XM_ERR, "busy with another copy");
 		return;
 	}
-	n = snprintf(c->final, sizeof(c->final), "%s/%s", s->o->save_dir,
-		     c->name);
-	snprintf(c->tmp, sizeof(c->tmp), "%s/.%s.XXXXXX", s->o->save_dir,
-		 c->name);
-	if (n >= (int)sizeof(c->final) ||
-	    (c->file_fd = mkstemp(c->tmp)) < 0) {
-		char why[200];
-
+	sv_copy_drop_parked(s, "parked copy dropped: another copy starts");
+	snprintf(f->name, sizeof(f->name), "%s", m->text);
+	f->flen = be64toh(m->length);
+	memcpy(f->digest, m->digest, sizeof(f->digest));
+	f->got = 0;
+	f->seq = 0;
+	f->parked = 0;
+	if (!s->o->save_dir) {
+		sv_copy_event(s, c, "ERR", "no --save directory");
+		sv_reply(s, c, XM_ERR, "the server runs without --save");
+		return;
+	}
+	if (!f->name[0] || strchr(f->name, '/') || strstr(f->name, "..")) {
+		sv_copy_event(s, c, "ERR", "refused file name");
+		sv_reply(s, c, XM_ERR, "refused file name \"%s\"", f->name);
+		return;
+	}
+	n = snprintf(f->final, sizeof(f->final), "%s/%s", s->o->save_dir,
+		     f->name);
+	snprintf(f->tmp, sizeof(f->tmp), "%s/.%s.XXXXXX", s->o->save_dir,
+		 f->name);
+	if (n >= (int)sizeof(f->final) || (f->fd = mkstemp(f->tmp)) < 0) {
 		snprintf(why, sizeof(why), "cannot create a file in %s: %s",
 			 s->o->save_dir, strerror(errno));
-		sv_copy_event(c, "ERR", why);
+		f->fd = -1;
+		sv_copy_event(s, c, "ERR", why);
 		sv_reply(s, c, XM_ERR, "%s", why);
 		return;
 	}
-	s->copy_owner = c;
+	f->owner = c;
 	sv_event("file", c);
-	pr_str("name", c->name);
-	pr_fmt_u64("bytes", "%" PRIu64 " bytes", c->flen);
+	pr_str("name", f->name);
+	pr_fmt_u64("bytes", "%" PRIu64 " bytes", f->flen);
 	sv_event_end();
 	sv_reply(s, c, XM_NEXT, NULL);
 }
@@ -715,32 +798,40 @@ static void sv_on_file(struct sv *s, struct sv_client *c,
 static void sv_on_chunk(struct sv *s, struct sv_client *c,
 			const struct xfer_msg *m)
 {
+	struct sv_copy *f = &s->copy;
 	uint64_t len = be64toh(m->length), done = 0;
 	uint32_t seq = be32toh(m->seq), crc;
+	char why[200];
 	ssize_t n;
 
-	if (c->file_fd < 0 || s->copy_owner != c) {
+	if (f->fd < 0 || f->owner != c) {
 		sv_reply(s, c, XM_ERR, "CHUNK without FILE");
 		return;
 	}
-	if (seq != c->seq || len > s->o->size || len > c->flen - c->got ||
-	    be64toh(m->offset) != c->got) {
-		sv_copy_abort(s, c);
-		sv_copy_event(c, "ERR", "chunk out of sequence");
+	if (seq != f->seq || len > s->o->size || len > f->flen - f->got ||
+	    be64toh(m->offset) != f->got) {
+		sv_copy_event(s, c, "ERR", "chunk out of sequence");
+		sv_copy_abort(s);
 		sv_reply(s, c, XM_ERR, "chunk %u out of sequence", seq);
 		return;
 	}
 	crc = xfer_crc32(0, s->data.mem, len);
+	if (crc != be32toh(m->crc)) {
+		snprintf(why, sizeof(why), "chunk %u: CRC-32 0x%08x, the "
+			 "client's 0x%08x", seq, crc, be32toh(m->crc));
+		sv_copy_event(s, c, "ERR", why);
+		sv_copy_abort(s);
+		sv_reply(s, c, XM_ERR, "%s", why);
+		return;
+	}
 	while (done < len) {
-		n = pwrite(c->file_fd, s->data.mem + done, len - done,
-			   c->got + done);
+		n = pwrite(f->fd, s->data.mem + done, len - done,
+			   f->got + done);
 		if (n <= 0) {
-			char why[200];
-
 			snprintf(why, sizeof(why), "write to the file: %s",
 				 n < 0 ? strerror(errno) : "no space");
-			sv_copy_abort(s, c);
-			sv_copy_event(c, "ERR", why);
+			sv_copy_event(s, c, "ERR", why);
+			sv_copy_abort(s);
 			sv_reply(s, c, XM_ERR, "%s", why);
 			return;
 		}
@@ -749,12 +840,11 @@ static void sv_on_chunk(struct sv *s, struct sv_client *c,
 	sv_event("chunk", c);
 	pr_u64("seq", seq);
 	pr_fmt_u64("bytes", "%" PRIu64 " bytes", len);
-	pr_fmt_u64("offset", "at %" PRIu64, c->got);
+	pr_fmt_u64("offset", "at %" PRIu64, f->got);
 	pr_hex("crc32", crc);
-	pr_str("crc_check", crc == be32toh(m->crc) ? "OK" : "BAD");
 	sv_event_end();
-	c->got += len;
-	c->seq++;
+	f->got += len;
+	f->seq++;
 	sv_reply(s, c, XM_NEXT, NULL);
 }
 
@@ -782,39 +872,127 @@ static int sv_file_digest(int fd, uint64_t len, uint8_t *digest)
 
 static void sv_on_done(struct sv *s, struct sv_client *c)
 {
+	struct sv_copy *f = &s->copy;
 	uint8_t digest[SHA256_DIGEST_SIZE];
 	const char *bad = NULL;
 	int dfd;
 
-	if (c->file_fd < 0 || s->copy_owner != c) {
+	if (f->fd < 0 || f->owner != c) {
 		sv_reply(s, c, XM_ERR, "DONE without FILE");
 		return;
 	}
-	if (c->got != c->flen)
+	if (f->got != f->flen)
 		bad = "short file";
-	else if (fsync(c->file_fd) || sv_file_digest(c->file_fd, c->flen,
-						      digest))
+	else if (fsync(f->fd) || sv_file_digest(f->fd, f->flen, digest))
 		bad = "cannot read back the saved file";
-	else if (memcmp(digest, c->digest, sizeof(digest)))
+	else if (memcmp(digest, f->digest, sizeof(digest)))
 		bad = "SHA-256 mismatch";
-	else if (fchmod(c->file_fd, 0644) || rename(c->tmp, c->final))
+	else if (fchmod(f->fd, 0644) || rename(f->tmp, f->final))
 		bad = "cannot rename the file into place";
 	if (bad) {
-		sv_copy_abort(s, c);
-		sv_copy_event(c, "BAD", bad);
+		sv_copy_event(s, c, "BAD", bad);
+		sv_copy_abort(s);
 		sv_reply(s, c, XM_BAD, "%s", bad);
 		return;
 	}
-	close(c->file_fd);
-	c->file_fd = -1;
-	s->copy_owner = NULL;
+	close(f->fd);
+	f->fd = -1;
+	f->owner = NULL;
 	dfd = open(s->o->save_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
 	}
-	sv_copy_event(c, "GOOD", NULL);
-	sv_reply(s, c, XM_GOOD, "saved as %s", c->final);
+	sv_copy_event(s, c, "GOOD", NULL);
+	sv_reply(s, c, XM_GOOD, "saved as %s", f->final);
+}
+
+/* A stream message: counted by its @seq, not answered. */
+static void sv_on_stream(struct sv_client *c, const struct xfer_msg *m,
+			 uint32_t byte_len, const struct krdma_wc *wc)
+{
+	uint64_t len = be64toh(m->length);
+	uint32_t seq = be32toh(m->seq);
+
+	if (len != byte_len - sizeof(*m) || seq >= XFER_STREAM_MAX ||
+	    xfer_crc32(0, m + 1, len) != be32toh(m->crc) ||
+	    !(wc->wc_flags & 2) || wc->imm_data != seq) {
+		c->st_bad++;
+		return;
+	}
+	if (!c->seen) {
+		c->seen = calloc(XFER_STREAM_MAX / 8 + 1, 1);
+		if (!c->seen) {
+			c->st_bad++;
+			return;
+		}
+	}
+	if (c->seen[seq / 8] & 1U << (seq % 8)) {
+		c->st_dup++;
+		return;
+	}
+	c->seen[seq / 8] |= 1U << (seq % 8);
+	c->st_recv++;
+}
+
+static bool sv_seen(const struct sv_client *c, uint32_t seq)
+{
+	return c->seen && c->seen[seq / 8] & 1U << (seq % 8);
+}
+
+/* XM_TALLY: what arrived of the @length messages sent, and what did not */
+static void sv_on_tally(struct sv *s, struct sv_client *c,
+			const struct xfer_msg *m)
+{
+	uint64_t sent = be64toh(m->length);
+	uint32_t seq, got = 0, lost;
+	char list[XFER_TEXT_MAX];
+	size_t at;
+	int n;
+
+	if (sent > XFER_STREAM_MAX) {
+		sv_reply(s, c, XM_ERR, "a stream has at most %u messages",
+			 XFER_STREAM_MAX);
+		return;
+	}
+	for (seq = 0; seq < sent; seq++)
+		got += sv_seen(c, seq);
+	lost = sent - got;
+	n = snprintf(list, sizeof(list), "lost %u of %" PRIu64 ":", lost,
+		     sent);
+	at = n;
+	for (seq = 0; seq < sent && lost; seq++) {
+		if (sv_seen(c, seq))
+			continue;
+		n = snprintf(list + at, sizeof(list) - at, " %u", seq);
+		if (n < 0 || at + n >= sizeof(list) - 4) {
+			snprintf(list + at, sizeof(list) - at, " ...");
+			break;
+		}
+		at += n;
+	}
+	if (!c->st_told) {
+		c->st_told = true;
+		sv_event("stream", c);
+		pr_u64("sent", sent);
+		pr_u64("received", got);
+		pr_u64("lost", lost);
+		pr_u64("duplicates", c->st_dup);
+		pr_u64("bad", c->st_bad);
+		if (lost)
+			pr_str("missing", list);
+		pr_str("result", lost || c->st_bad ? "LOST" : "OK");
+		sv_event_end();
+	}
+	c->rep_offset = got;
+	c->rep_length = lost;
+	if (lost)
+		sv_reply(s, c, XM_BAD, "%s", list);
+	else if (c->st_bad)
+		sv_reply(s, c, XM_BAD, "%u messages arrived damaged",
+			 c->st_bad);
+	else
+		sv_reply(s, c, XM_OK, "all %" PRIu64 " arrived", sent);
 }
 
 static void sv_on_bye(struct sv_client *c, const struct xfer_msg *m)
@@ -831,12 +1009,26 @@ static void sv_on_bye(struct sv_client *c, const struct xfer_msg *m)
 static void sv_on_recv(struct sv *s, struct sv_client *c,
 		       const struct krdma_wc *wc)
 {
-	uint32_t slot = wc->wr_id - 1, len;
-	const struct xfer_msg *m = xfer_slot_msg(&c->ctrl, slot, c->transport,
-						 wc->byte_len, &len);
-	const char *why = xfer_msg_check(m, len);
-	uint32_t type = be16toh(m->type);
+	/* the message, copied out so that its slot takes the next at once */
+	static uint64_t copy[XFER_MSG_MAX / 8 + 1];
+	const struct xfer_msg *m = (const void *)copy, *in;
+	uint32_t slot = wc->wr_id - 1, len, type;
+	const char *why;
 
+	in = xfer_slot_msg(&c->ctrl, slot, c->transport, wc->byte_len, &len);
+	if (len > XFER_MSG_MAX)
+		len = XFER_MSG_MAX;
+	memcpy(copy, in, len);
+	/*
+	 * Before the answer: a client that sends again as soon as it is
+	 * answered (a stream after its XM_SYNC) finds every receive posted.
+	 */
+	if (xfer_post_slot(s->fd, c->conn, wc->wr_id, &c->ctrl, slot,
+			   c->transport)) {
+		c->failed = c->gone = true;
+		return;
+	}
+	why = xfer_msg_check(m, len);
 	if (why) {
 		sv_event("error", c);
 		pr_str("reason", why);
@@ -844,6 +1036,7 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 		c->failed = c->gone = true;
 		return;
 	}
+	type = be16toh(m->type);
 	c->req_type = type;
 	c->req_seq = be32toh(m->seq);
 	if (c->transport == KRDMA_TRANSPORT_UD)
@@ -853,7 +1046,17 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 		sv_reply(s, c, XM_OK, "hello");
 		break;
 	case XM_SEND:
-		sv_on_send(s, c, m, len);
+		if (be64toh(m->arg) & XFER_SEND_STREAM)
+			sv_on_stream(c, m, len, wc);
+		else
+			sv_on_send(s, c, m, len);
+		break;
+	case XM_SYNC:
+		c->rep_offset = c->st_recv;
+		sv_reply(s, c, XM_OK, NULL);
+		break;
+	case XM_TALLY:
+		sv_on_tally(s, c, m);
 		break;
 	case XM_WRITTEN:
 		sv_on_written(s, c, m, wc);
@@ -874,10 +1077,6 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 		sv_reply(s, c, XM_ERR, "unknown message type %u", type);
 		break;
 	}
-	/* the message is consumed: the slot takes the next one */
-	if (!c->gone && xfer_post_slot(s->fd, c->conn, wc->wr_id, &c->ctrl,
-				       slot, c->transport))
-		c->failed = c->gone = true;
 }
 
 static void sv_poll_client(struct sv *s, struct sv_client *c)
@@ -913,8 +1112,11 @@ static void sv_poll_client(struct sv *s, struct sv_client *c)
 				c->failed = c->gone = true;
 				continue;
 			}
-			/* what came before a disconnect still counts */
-			if (wc->wr_id != SV_SEND_WRID && !c->failed)
+			/*
+			 * what came before a disconnect still counts, and a
+			 * client answered BAD may ask again (a lost answer)
+			 */
+			if (wc->wr_id != SV_SEND_WRID && !c->gone)
 				sv_on_recv(s, c, wc);
 		}
 	}
@@ -968,6 +1170,8 @@ static void sv_loop(struct sv *s)
 			break;
 		poll(&pfd, 1, 200);
 		sv_events(s);
+		if (s->copy.parked && xfer_now_ms() - s->copy.parked > idle)
+			sv_copy_drop_parked(s, "parked copy not resumed in time");
 		for (i = 0; i < SV_MAX_CLIENTS; i++) {
 			struct sv_client *c = &s->clients[i];
 
@@ -996,7 +1200,7 @@ int cmd_serve(int argc, char **argv)
 		.size = XFER_DEFAULT_SIZE,
 		.timeout_s = XFER_DEFAULT_TIMEOUT,
 	};
-	struct sv s = { .o = &o };
+	struct sv s = { .o = &o, .copy.fd = -1 };
 	struct krdma_sockaddr addr = { .family = AF_INET };
 	unsigned int i;
 	int ret;
@@ -1027,6 +1231,7 @@ int cmd_serve(int argc, char **argv)
 			s.clients[i].failed = true;
 			sv_finish(&s, &s.clients[i], "server stopping");
 		}
+	sv_copy_drop_parked(&s, "parked copy dropped: server stopping");
 	pr_arr_end();
 	if (!ret) {
 		pr_u64("served", s.served);
