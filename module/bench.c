@@ -173,16 +173,6 @@ struct krdma_bench_run {
 	struct ib_wc wc[KRDMA_BENCH_POLL_BATCH];
 };
 
-static const enum ib_wr_opcode krdma_bench_ib_opcode[] = {
-	[KRDMA_OP_SEND] = IB_WR_SEND,
-	[KRDMA_OP_SEND_WITH_IMM] = IB_WR_SEND_WITH_IMM,
-	[KRDMA_OP_RDMA_WRITE] = IB_WR_RDMA_WRITE,
-	[KRDMA_OP_RDMA_WRITE_WITH_IMM] = IB_WR_RDMA_WRITE_WITH_IMM,
-	[KRDMA_OP_RDMA_READ] = IB_WR_RDMA_READ,
-	[KRDMA_OP_ATOMIC_FETCH_ADD] = IB_WR_ATOMIC_FETCH_AND_ADD,
-	[KRDMA_OP_ATOMIC_CMP_SWP] = IB_WR_ATOMIC_CMP_AND_SWP,
-};
-
 static bool krdma_bench_is_send(u32 opcode)
 {
 	return opcode == KRDMA_OP_SEND || opcode == KRDMA_OP_SEND_WITH_IMM;
@@ -914,7 +904,8 @@ static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 
 	if (cmd->flags & ~known)
 		return -EOPNOTSUPP;
-	if (cmd->opcode >= ARRAY_SIZE(krdma_bench_ib_opcode) ||
+	/* the data operations: not RECV, nor the invalidations */
+	if (cmd->opcode > KRDMA_OP_ATOMIC_CMP_SWP ||
 	    cmd->opcode == KRDMA_OP_RECV)
 		return -EINVAL;
 	if (!cmd->num_conns || cmd->num_conns > KRDMA_BENCH_MAX_CONNS)
@@ -1131,7 +1122,7 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	krdma_bench_clear_outputs(cmd);
 	run->cmd = cmd;
 	run->session = session;
-	run->ib_opcode = krdma_bench_ib_opcode[cmd->opcode];
+	run->ib_opcode = krdma_ib_opcode[cmd->opcode];
 	run->server = cmd->flags & KRDMA_BENCH_SERVER;
 	run->latency = cmd->flags & KRDMA_BENCH_LATENCY;
 	run->pingpong = run->latency && krdma_bench_is_send(cmd->opcode);

@@ -331,6 +331,8 @@ void krdma_session_destroy(struct krdma_session *session);
 void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 		       const struct krdma_object_ops *ops);
 int krdma_object_reserve(struct krdma_object *obj);
+extern const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX];
+
 struct krdma_ucmd;
 int krdma_object_publish(struct krdma_object *obj, u32 *handle);
 int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,

@@ -50,7 +50,8 @@ struct krdma_post_ctx {
 #define KRDMA_SGES_PER_WR (2 * KRDMA_MAX_SGE)
 #define KRDMA_REFS_PER_WR (KRDMA_MAX_SGE + 1)
 
-static const enum ib_wr_opcode krdma_ib_opcode[] = {
+/* The verbs opcode of each krdma one (KRDMA_OP_RECV has none). */
+const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX] = {
 	[KRDMA_OP_SEND] = IB_WR_SEND,
 	[KRDMA_OP_SEND_WITH_IMM] = IB_WR_SEND_WITH_IMM,
 	[KRDMA_OP_RDMA_WRITE] = IB_WR_RDMA_WRITE,
