@@ -64,7 +64,8 @@ union krdma_bench_wr {
  * @validate_errors: payloads of this connection that failed the check
  * @done: a server saw the end message or its @iters messages
  * @ready: a server sent its ready message
- * @reported: a validating server sent its report
+ * @ended: a server saw the end message (and owes its report)
+ * @reported: a server sent its report
  * @waiting: latency mode: the operation being timed has not completed
  */
 struct krdma_bench_conn {
@@ -83,6 +84,7 @@ struct krdma_bench_conn {
 	u64 validate_errors;
 	bool done;
 	bool ready;
+	bool ended;
 	bool reported;
 	bool waiting;
 };
@@ -345,6 +347,7 @@ static void krdma_bench_recv_done(struct krdma_bench_run *run,
 	if ((wc->wc_flags & IB_WC_WITH_IMM) &&
 	    be32_to_cpu(wc->ex.imm_data) == KRDMA_BENCH_END_IMM) {
 		bc->done = true;
+		bc->ended = true;
 		return;
 	}
 	if (run->validate && wc->opcode == IB_WC_RECV)
@@ -589,6 +592,19 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 }
 
 /*
+ * A server answers the end message, and a validating one also a run that
+ * ends on its @iters: the client learns from the answer that the server
+ * is done.  It cannot learn that from its end message's completion, which
+ * may never come: a responder delivers a message before it acknowledges
+ * it, and the server's QP goes to the error state once it has seen it.
+ */
+static bool krdma_bench_owes_report(const struct krdma_bench_run *run,
+				    const struct krdma_bench_conn *bc)
+{
+	return run->validate || bc->ended;
+}
+
+/*
  * Server: a zero-length SEND_WITH_IMM, saying the receives are posted
  * (%KRDMA_BENCH_READY_IMM) or, validating, how many payloads were bad.
  */
@@ -648,8 +664,8 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 			return ret;
 		bc->ready = true;
 	}
-	if (run->validate && bc->done && !bc->reported && !bc->echo_count &&
-	    krdma_bench_room(bc)) {
+	if (krdma_bench_owes_report(run, bc) && bc->done && !bc->reported &&
+	    !bc->echo_count && krdma_bench_room(bc)) {
 		ret = krdma_bench_tell(run, bc,
 				       min_t(u64, bc->validate_errors,
 					     KRDMA_BENCH_REPORT_MAX));
@@ -712,7 +728,7 @@ static bool krdma_bench_conn_idle(struct krdma_bench_run *run,
 {
 	if (run->server)
 		return bc->done && !bc->echo_count &&
-		       (bc->reported || !run->validate) &&
+		       (bc->reported || !krdma_bench_owes_report(run, bc)) &&
 		       bc->completed == bc->posted;
 	return bc->completed == bc->posted && bc->signaled == bc->posted &&
 	       !bc->waiting;

@@ -525,7 +525,12 @@ static const struct vm_operations_struct krdma_vm_ops = {
 	.close = krdma_vma_close,
 };
 
-/* mmap(2) at a buffer's mmap_offset maps its pages; the mapping keeps them. */
+/*
+ * mmap(2) at a buffer's mmap_offset maps its pages; the mapping keeps them.
+ * Shared only: a private mapping would be copy-on-write (and
+ * remap_pfn_range() takes a COW mapping only in one piece), a copy the
+ * device never writes.
+ */
 int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start, addr, done = 0;
@@ -534,7 +539,7 @@ int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma)
 	unsigned int i;
 	int ret = 0;
 
-	if (vma->vm_pgoff > U32_MAX)
+	if (!(vma->vm_flags & VM_SHARED) || vma->vm_pgoff > U32_MAX)
 		return -EINVAL;
 	obj = krdma_object_get(session, vma->vm_pgoff, &krdma_buf_ops);
 	if (!obj)

@@ -83,6 +83,7 @@ struct krdma_pd {
  * @pds: device id -> the session's &struct krdma_pd there
  */
 struct krdma_session {
+	struct kref kref;		/* the file's, and one per object */
 	struct xarray objects;
 	wait_queue_head_t wait;
 	atomic_t ready_conns;

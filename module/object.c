@@ -29,13 +29,31 @@ struct krdma_session *krdma_session_create(void)
 	INIT_LIST_HEAD(&session->events);
 	mutex_init(&session->pd_lock);
 	xa_init(&session->pds);
+	kref_init(&session->kref);
 	return session;
+}
+
+/* The file is closed and the last object gone: nothing refers to it. */
+static void krdma_session_free(struct kref *kref)
+{
+	struct krdma_session *session =
+		container_of(kref, struct krdma_session, kref);
+
+	WARN_ON(!xa_empty(&session->pds));
+	krdma_events_flush(session);
+	kfree(session);
+}
+
+static void krdma_session_put(struct krdma_session *session)
+{
+	kref_put(&session->kref, krdma_session_free);
 }
 
 static void krdma_object_release(struct kref *kref)
 {
 	struct krdma_object *obj = container_of(kref, struct krdma_object, kref);
 	struct krdma_device *kdev = obj->kdev;
+	struct krdma_session *session = obj->session;
 	struct krdma_pd *kpd = obj->kpd;
 
 	obj->ops->free(obj);
@@ -43,6 +61,7 @@ static void krdma_object_release(struct kref *kref)
 		krdma_pd_put(kpd);
 	if (kdev)
 		krdma_device_put(kdev);
+	krdma_session_put(session);
 }
 
 void krdma_object_put(struct krdma_object *obj)
@@ -56,6 +75,11 @@ void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 	kref_init(&obj->kref);
 	init_rwsem(&obj->hw_rwsem);
 	INIT_LIST_HEAD(&obj->dev_entry);
+	/*
+	 * Device removal may drop an object's last reference after the file
+	 * is gone; the object's PD reference needs the session until then.
+	 */
+	kref_get(&session->kref);
 	obj->session = session;
 	obj->ops = ops;
 }
@@ -320,7 +344,6 @@ void krdma_session_destroy(struct krdma_session *session)
 	}
 	WARN_ON(!xa_empty(&session->objects));
 	xa_destroy(&session->objects);
-	WARN_ON(!xa_empty(&session->pds));
 	krdma_events_flush(session);
-	kfree(session);
+	krdma_session_put(session);
 }

@@ -82,6 +82,12 @@ static const u32 krdma_transport_ops[] = {
 			       BIT(KRDMA_OP_RECV),
 };
 
+/* Opcodes whose payload may be inline: the ones that only send it. */
+#define KRDMA_INLINE_OPS (BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) | \
+			  BIT(KRDMA_OP_SEND_WITH_INV) |			\
+			  BIT(KRDMA_OP_RDMA_WRITE) |			\
+			  BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM))
+
 u64 krdma_supported_ops(void)
 {
 	return krdma_transport_ops[KRDMA_TRANSPORT_RC];
@@ -165,6 +171,10 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 	    (uwr->num_sge != 1 || uwr->sge[0].length != sizeof(u64)))
 		return -EINVAL;
 	if (uwr->opcode == KRDMA_OP_LOCAL_INV && uwr->num_sge)
+		return -EINVAL;
+	/* the device copies an inline payload at post: nothing lands there */
+	if ((uwr->flags & KRDMA_WR_INLINE) &&
+	    !(BIT(uwr->opcode) & KRDMA_INLINE_OPS))
 		return -EINVAL;
 	return 0;
 }

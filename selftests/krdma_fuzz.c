@@ -1004,18 +1004,22 @@ static void fz_on_signal(int sig, siginfo_t *si, void *uc)
 		t->in_touch = 0;
 		siglongjmp(t->jmp, 1);
 	}
-	/* the fuzzer's own fault: say where, and die of it */
+	/*
+	 * The fuzzer's own fault: say where, and die of it (a fault while
+	 * saying so, too: the default action is back first).
+	 */
 	if (sig == SIGBUS || sig == SIGSEGV) {
 		void *bt[32];
 		char msg[96];
-		int n = snprintf(msg, sizeof(msg),
-				 "# fuzz: signal %d (code %d) at %p, worker %d\n",
-				 sig, si->si_code, si->si_addr, t ? t->index : -1);
+		int n;
 
+		signal(sig, SIG_DFL);
+		n = snprintf(msg, sizeof(msg),
+			     "# fuzz: signal %d (code %d) at %p, worker %d\n",
+			     sig, si->si_code, si->si_addr, t ? t->index : -1);
 		write(2, msg, n);
 		n = backtrace(bt, 32);
 		backtrace_symbols_fd(bt, n, 2);
-		signal(sig, SIG_DFL);
 	}
 	(void)uc;
 }
@@ -1293,19 +1297,25 @@ static long fz_vm_pinned_kb(void)
 }
 
 /*
- * @pages of memory, then FZ_RESERVE of PROT_NONE address space: output
- * arrays with absurd entry sizes and counts written from here fault
- * (EFAULT) instead of landing in the fuzzer's own memory.
+ * @pages of memory with FZ_RESERVE of PROT_NONE address space on either
+ * side.  Above: output arrays with absurd entry sizes and counts written
+ * from here fault (EFAULT) instead of running on into other memory.
+ * Below as well: a mutated pointer (a flipped bit, a new low half) moves
+ * by less than the reserve, and the kernel must not be handed the
+ * fuzzer's own stacks or malloc arenas, which the allocator would put
+ * right under the mapping (the kernel writes there as asked, and the
+ * fuzzer dies of it).
  */
-#define FZ_RESERVE (128ull << 30)
+#define FZ_RESERVE (256ull << 30)
 
 static void *fz_map(size_t pages, int prot)
 {
-	uint8_t *p = mmap(NULL, pages * page_size + FZ_RESERVE, PROT_NONE,
+	uint8_t *p = mmap(NULL, pages * page_size + 2 * FZ_RESERVE, PROT_NONE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
+	p += FZ_RESERVE;
 	if (mprotect(p, pages * page_size, prot))
 		return NULL;
 	return p;
@@ -1475,6 +1485,11 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 	while (kt_now_ms() - start < duration * 1000)
 		usleep(100000);
 	fz.stop = true;
+	/*
+	 * The signaller first: its pthread_kill() on a worker that has been
+	 * joined would touch a freed thread descriptor.
+	 */
+	pthread_join(signaller, NULL);
 
 	/* every worker must come back; wake sleepers meanwhile */
 	deadline = kt_now_ms() + 60000;
@@ -1504,7 +1519,6 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 	for (i = 0; i < fz.nthreads; i++)
 		pthread_join(fz.thr[i].tid, NULL);
 	pthread_join(closer, NULL);
-	pthread_join(signaller, NULL);
 	if (hot)
 		pthread_join(hotplug, NULL);
 

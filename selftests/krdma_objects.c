@@ -595,11 +595,42 @@ KRDMA_TEST_F(obj, mmap_not_a_buffer)
 	p = mmap(NULL, self->psz, PROT_READ, MAP_SHARED, self->fd,
 		 (off_t)c.handle * self->psz);
 	EXPECT_EQ(MAP_FAILED, p);
-	TH_LOG("mmap of a connection handle: %s", strerror(errno));
+	EXPECT_EQ(ENOENT, errno);
 	p = mmap(NULL, self->psz, PROT_READ, MAP_SHARED, self->fd,
 		 (off_t)0x7ffff * self->psz);
 	EXPECT_EQ(MAP_FAILED, p);
-	TH_LOG("mmap of an unknown handle: %s", strerror(errno));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+/* A private (copy-on-write) mapping would not see the device's writes. */
+KRDMA_TEST_F(obj, mmap_private_refused)
+{
+	static const int prots[] = { PROT_READ, PROT_READ | PROT_WRITE };
+	struct kt_buf b;
+	unsigned int i;
+	void *p;
+
+	/* one page (one chunk) and 2 MiB + 1 (more than one chunk) */
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, self->psz, &b));
+	for (i = 0; i < 2; i++) {
+		p = mmap(NULL, self->psz, prots[i], MAP_PRIVATE, self->fd,
+			 b.mmap_offset);
+		EXPECT_EQ(MAP_FAILED, p);
+		EXPECT_EQ(EINVAL, errno);
+		if (p != MAP_FAILED)
+			munmap(p, self->psz);
+	}
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0,
+			       (2 << 20) + 1, &b));
+	p = mmap(NULL, (2 << 20) + self->psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE, self->fd, b.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	/* the same offset shared still maps */
+	p = mmap(NULL, self->psz, PROT_READ, MAP_SHARED, self->fd, b.mmap_offset);
+	EXPECT_NE(MAP_FAILED, p);
+	if (p != MAP_FAILED)
+		munmap(p, self->psz);
 }
 
 /*
@@ -2090,6 +2121,30 @@ KRDMA_TEST_F(post, inline_too_big)
 	kt_wr_sge(&wr, self->buf.handle, 4096, max / 2 + 1);
 	wr.flags |= KRDMA_WR_INLINE;
 	EXPECT_POST1_ERRNO(EINVAL, &wr, "two SGEs");
+	nothing_posted(_metadata, self);
+}
+
+/* A READ or atomic result has to land in a buffer: never inline. */
+KRDMA_TEST_F(post, inline_only_sends)
+{
+	static const uint32_t ops[] = { KRDMA_OP_RDMA_READ,
+					KRDMA_OP_ATOMIC_FETCH_ADD,
+					KRDMA_OP_ATOMIC_CMP_SWP };
+	struct krdma_wr wr;
+	unsigned int i;
+
+	if (variant->transport != KRDMA_TRANSPORT_RC)
+		SKIP(return, "READ and atomics are RC only");
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		kt_wr_init(&wr, 1, ops[i], KRDMA_WR_SIGNALED | KRDMA_WR_INLINE);
+		kt_wr_sge(&wr, self->buf.handle, 0, 8);
+		wr.remote_addr = self->buf.addr;
+		wr.rkey = self->buf.rkey;
+		EXPECT_POST1_ERRNO(EINVAL, &wr, "opcode %u inline", ops[i]);
+	}
+	kt_wr_init(&wr, 1, KRDMA_OP_LOCAL_INV, KRDMA_WR_INLINE);
+	wr.imm_data = self->buf.lkey;
+	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV inline");
 	nothing_posted(_metadata, self);
 }
 

@@ -974,13 +974,14 @@ static inline const char *kt_out(const struct kt_proc *p)
 }
 
 /*
- * Runs "timeout KT_PROC_TIMEOUT @cmd" through sh in the background, its
- * output into /tmp/@prefix.PID.SEQ[.@tag]; with @split_err its stderr goes
- * to a file of its own (a program whose stdout is buffered would otherwise
- * have its stderr land mid-line).
+ * Runs "timeout @secs @cmd" through sh in the background, its output into
+ * /tmp/@prefix.PID.SEQ[.@tag]; with @split_err its stderr goes to a file of
+ * its own (a program whose stdout is buffered would otherwise have its
+ * stderr land mid-line).
  */
-static inline int kt_spawn(struct kt_proc *p, const char *prefix,
-			   const char *tag, bool split_err, const char *cmd)
+static inline int kt_spawn_for(struct kt_proc *p, const char *prefix,
+			       const char *tag, bool split_err, int secs,
+			       const char *cmd)
 {
 	static int seq;
 	char full[1100], err[96];
@@ -992,8 +993,7 @@ static inline int kt_spawn(struct kt_proc *p, const char *prefix,
 	p->split_err = split_err;
 	snprintf(p->path, sizeof(p->path), "/tmp/%s.%d.%d%s%s", prefix,
 		 getpid(), seq++, tag ? "." : "", tag ? tag : "");
-	snprintf(full, sizeof(full), "exec timeout %d %s", KT_PROC_TIMEOUT,
-		 cmd);
+	snprintf(full, sizeof(full), "exec timeout %d %s", secs, cmd);
 	p->out = strdup("");
 	fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (split_err) {
@@ -1023,6 +1023,13 @@ err:
 	if (efd >= 0)
 		close(efd);
 	return -1;
+}
+
+/* kt_spawn_for() with KT_PROC_TIMEOUT: a program that ends by itself. */
+static inline int kt_spawn(struct kt_proc *p, const char *prefix,
+			   const char *tag, bool split_err, const char *cmd)
+{
+	return kt_spawn_for(p, prefix, tag, split_err, KT_PROC_TIMEOUT, cmd);
 }
 
 /* Appends the file @path to p->out and removes it. */

@@ -471,7 +471,10 @@ enum krdma_access {
  * @rkey: out, remote key (0 unless a REMOTE_* access was asked for)
  * @__reserved: must be 0
  * @addr: out, the address peers use with @rkey
- * @mmap_offset: out, offset to mmap(2) the buffer through the fd
+ * @mmap_offset: out, offset to mmap(2) the buffer through the fd: a
+ *	%MAP_SHARED mapping of at most the buffer's pages from offset 0
+ *	(%EINVAL otherwise: a private copy would not see what the device
+ *	writes), %ENOENT for an offset that names no buffer of the session
  */
 struct krdma_buf_alloc {
 	__u32 size;
@@ -1003,7 +1006,10 @@ struct krdma_sge {
 /**
  * enum krdma_wr_flags - &struct krdma_wr.flags (IB_SEND_*)
  * @KRDMA_WR_SIGNALED: generate a completion (always for RECV)
- * @KRDMA_WR_INLINE: copy the payload into the WR
+ * @KRDMA_WR_INLINE: copy the payload into the WR: SEND, SEND_WITH_IMM,
+ *	SEND_WITH_INV, RDMA_WRITE and RDMA_WRITE_WITH_IMM only, up to the
+ *	connection's max_inline_data (%EINVAL otherwise: a READ or atomic
+ *	result has to land in a buffer)
  * @KRDMA_WR_FENCE: wait for earlier READ/atomics first
  * @KRDMA_WR_SOLICITED: wake a peer that asked for solicited events only
  */
@@ -1197,11 +1203,16 @@ struct krdma_srq_create {
  *	its receives are posted it sends a zero-length SEND_WITH_IMM of
  *	%KRDMA_BENCH_READY_IMM on each connection: a client that waits for
  *	it never meets an empty receive queue (an RNR NAK, which rdma_cm
- *	connections answer with a 655 ms back-off).  With
- *	%KRDMA_BENCH_VALIDATE it answers the end message with a zero-length
- *	SEND_WITH_IMM whose immediate data is how many of that connection's
- *	payloads failed the check (at most %KRDMA_BENCH_REPORT_MAX): the
- *	client posts a receive for it before it sends the end message
+ *	connections answer with a 655 ms back-off).  It answers the end
+ *	message (and, with %KRDMA_BENCH_VALIDATE, the last of @iters
+ *	messages) with a zero-length SEND_WITH_IMM whose immediate data is
+ *	how many of that connection's payloads failed the check (0 without
+ *	%KRDMA_BENCH_VALIDATE; at most %KRDMA_BENCH_REPORT_MAX), and ends
+ *	once that answer is acknowledged.  The client posts a receive for it
+ *	before it sends the end message and waits for the answer, not for the
+ *	end message's completion: the server's QP enters the error state when
+ *	the run ends, and an RC responder may deliver a message before it
+ *	sends its acknowledgment
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
