@@ -1927,7 +1927,7 @@ out:
 static void kc_on_request(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(cm) *self, enum kc_on_request what)
 {
-	int bad_before = kt_dmesg_bad_lines();
+	uint64_t mark = kt_dmesg_mark();
 	struct pollfd pfd;
 	uint8_t res = 0xff;
 	int pipefd[2];
@@ -1950,7 +1950,7 @@ static void kc_on_request(struct __test_metadata *_metadata,
 	close(pipefd[0]);
 	/* Reap it if it can be; an oopsed child may never finish exiting. */
 	kc_waitpid(pid, 5000);
-	EXPECT_EQ(bad_before, kt_dmesg_bad_lines()) {
+	EXPECT_EQ(0, kt_dmesg_bad_since(mark)) {
 		TH_LOG("new BUG/Oops lines in the kernel log");
 	}
 	ASSERT_NE(0xff, res) {

@@ -1390,7 +1390,8 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 		   fz_path_exists("/sys/class/net/%s", FZ_NETDEV);
 	struct sigaction sa = { .sa_sigaction = fz_on_signal, .sa_flags = SA_SIGINFO };
 	uint64_t start, deadline;
-	int bad_before, i, stuck = 0;
+	uint64_t mark;
+	int i, stuck = 0;
 	struct krdma_info info;
 	long pinned;
 
@@ -1464,7 +1465,7 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 
 		ASSERT_OK(setrlimit(RLIMIT_MEMLOCK, &rl));
 	}
-	bad_before = kt_dmesg_bad_lines();
+	mark = kt_dmesg_mark();
 
 	for (i = 0; i < fz.nthreads; i++) {
 		struct fz_thread *t = &fz.thr[i];
@@ -1552,7 +1553,7 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 	EXPECT_TRUE(pinned <= 0) {
 		TH_LOG("VmPin %ld kB after every session closed", pinned);
 	}
-	EXPECT_EQ(bad_before, kt_dmesg_bad_lines()) {
+	EXPECT_EQ(0, kt_dmesg_bad_since(mark)) {
 		krdma_run("dmesg | tail -n 80");
 	}
 

@@ -2401,11 +2401,11 @@ static void session_dies(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(obj) *self, bool kill_it)
 {
 	struct krdma_info before, after;
-	int bad_before, bad_after, status, round;
+	uint64_t mark = kt_dmesg_mark();
+	int bad, status, round;
 	pid_t pid;
 
 	ASSERT_OK(krdma_info_get(self->fd, &before));
-	bad_before = kt_dmesg_bad_lines();
 	for (round = 0; round < 3; round++) {
 		pid = fork();
 		ASSERT_LE(0, pid);
@@ -2431,9 +2431,8 @@ static void session_dies(struct __test_metadata *_metadata,
 	EXPECT_EQ(before.num_devices, after.num_devices);
 	EXPECT_EQ(before.num_device_contexts, after.num_device_contexts);
 	send_works(_metadata, self->fd, &self->dev);
-	bad_after = kt_dmesg_bad_lines();
-	if (bad_before >= 0 && bad_after >= 0 && bad_before != bad_after) {
-		EXPECT_EQ(bad_before, bad_after);
+	bad = kt_dmesg_bad_since(mark);
+	EXPECT_EQ(0, bad) {
 		TH_LOG("new BUG/WARNING lines in the kernel log");
 		krdma_run("dmesg | tail -n 60");
 	}

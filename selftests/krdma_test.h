@@ -912,31 +912,65 @@ static inline int kt_poll_n(int fd, uint32_t conn, struct krdma_wc *wcs,
 	return got;
 }
 
-/* Kernel log lines that mean trouble, counted (the VM runner's list). */
-static inline int kt_dmesg_bad_lines(void)
+/*
+ * Kernel log records after @mark (a sequence number from kt_dmesg_mark())
+ * that report a kernel problem (the VM runner's list of patterns), read
+ * from /dev/kmsg, with the next sequence number in @last: counting lines of
+ * dmesg before and after instead miscounts once the ring wraps.  -1 if
+ * the log cannot be read.  @mark = 0 counts every record still there.
+ */
+static inline int kt_dmesg_scan(uint64_t mark, uint64_t *last)
 {
 	static const char *const pats[] = {
 		"BUG:", "WARNING:", "Oops", "KASAN", "UBSAN", "refcount_t",
 		"hung_task", "blocked for more than", "soft lockup",
 		"rcu_sched self-detected", "kmemleak",
 	};
-	char line[1024];
+	char rec[8192];
+	unsigned long long seq;
 	unsigned int i;
-	int n = 0;
-	FILE *f;
+	int fd, n = 0;
+	ssize_t len;
 
-	fflush(stdout);
-	f = popen("dmesg 2>/dev/null", "r");
-	if (!f)
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return -1;
-	while (fgets(line, sizeof(line), f))
+	*last = mark;
+	for (;;) {
+		len = read(fd, rec, sizeof(rec) - 1);
+		if (len < 0 && errno == EPIPE)
+			continue;	/* overwritten while we read: skip it */
+		if (len <= 0)
+			break;
+		rec[len] = 0;
+		if (sscanf(rec, "%*u,%llu,", &seq) != 1 || seq < mark)
+			continue;
+		*last = seq + 1;
 		for (i = 0; i < ARRAY_SIZE(pats); i++)
-			if (strstr(line, pats[i])) {
+			if (strstr(rec, pats[i])) {
 				n++;
 				break;
 			}
-	pclose(f);
+	}
+	close(fd);
 	return n;
+}
+
+/* Where the kernel log is now (0 if it cannot be read). */
+static inline uint64_t kt_dmesg_mark(void)
+{
+	uint64_t last = 0;
+
+	kt_dmesg_scan(0, &last);
+	return last;
+}
+
+/* Problem reports (BUG, WARNING, KASAN, ...) logged since @mark. */
+static inline int kt_dmesg_bad_since(uint64_t mark)
+{
+	uint64_t last;
+
+	return kt_dmesg_scan(mark, &last);
 }
 
 /* Drop @cap from this process' effective, permitted and inheritable sets. */
