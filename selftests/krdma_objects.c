@@ -2124,27 +2124,43 @@ KRDMA_TEST_F(post, inline_too_big)
 	nothing_posted(_metadata, self);
 }
 
-/* A READ or atomic result has to land in a buffer: never inline. */
+/*
+ * A READ or atomic result has to land in a buffer: never inline.  Each goes
+ * second in a chain after a good SEND: krdma refuses the chain before it
+ * posts anything (a device that checks only as it posts, like rxe, would
+ * have sent the SEND).
+ */
 KRDMA_TEST_F(post, inline_only_sends)
 {
 	static const uint32_t ops[] = { KRDMA_OP_RDMA_READ,
 					KRDMA_OP_ATOMIC_FETCH_ADD,
-					KRDMA_OP_ATOMIC_CMP_SWP };
-	struct krdma_wr wr;
+					KRDMA_OP_ATOMIC_CMP_SWP,
+					KRDMA_OP_LOCAL_INV };
+	struct krdma_wr wrs[2], rwr;
 	unsigned int i;
+	uint32_t acc;
 
 	if (variant->transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "READ and atomics are RC only");
+	/* a SEND that got out would land here and complete at once */
+	kt_wr_init(&rwr, 30, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&rwr, self->buf.handle, 0, 4096);
+	ASSERT_OK(kt_post(self->fd, self->b.handle, &rwr, 1, &acc));
 	for (i = 0; i < ARRAY_SIZE(ops); i++) {
-		kt_wr_init(&wr, 1, ops[i], KRDMA_WR_SIGNALED | KRDMA_WR_INLINE);
-		kt_wr_sge(&wr, self->buf.handle, 0, 8);
-		wr.remote_addr = self->buf.addr;
-		wr.rkey = self->buf.rkey;
-		EXPECT_POST1_ERRNO(EINVAL, &wr, "opcode %u inline", ops[i]);
+		good_send(self, &wrs[0], 1, 8);
+		kt_wr_init(&wrs[1], 2, ops[i], KRDMA_WR_SIGNALED | KRDMA_WR_INLINE);
+		if (ops[i] == KRDMA_OP_LOCAL_INV) {
+			wrs[1].imm_data = self->buf.lkey;
+		} else {
+			kt_wr_sge(&wrs[1], self->buf.handle, 0, 8);
+			wrs[1].remote_addr = self->buf.addr;
+			wrs[1].rkey = self->buf.rkey;
+		}
+		acc = 99;
+		EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, 2, &acc),
+			     "opcode %u inline", ops[i]);
+		EXPECT_EQ(1u, acc);
 	}
-	kt_wr_init(&wr, 1, KRDMA_OP_LOCAL_INV, KRDMA_WR_INLINE);
-	wr.imm_data = self->buf.lkey;
-	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV inline");
 	nothing_posted(_metadata, self);
 }
 
