@@ -6,6 +6,12 @@
  * with ib_poll_cq() (or sleeps on its notification) and keeps the figures,
  * with no system call per operation.
  *
+ * With %KRDMA_BENCH_PER_CPU the connections are shared out among threads,
+ * the caller's and one kernel thread bound to each other online CPU, each
+ * running the same loop over its own connections (each has its own CQ):
+ * a software device such as rxe does a connection's work on the CPU that
+ * posts to it and polls it, so one loop is one CPU's worth.
+ *
  * Locking: the run holds a reference on every connection and on the buffer
  * for its whole length, but takes a connection's hw lock only around one
  * poll-and-post step, so DESTROY and device removal never wait for a run:
@@ -14,166 +20,17 @@
  * data) lives as long as the reference; a WR still naming the buffer's keys
  * after its MR is gone fails instead of touching freed memory.
  */
-#include <linux/bottom_half.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
+#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 
+#include "bench.h"
 #include "buf.h"
 #include "krdma_priv.h"
-
-#define KRDMA_BENCH_POLL_BATCH 32
-#define KRDMA_BENCH_DEFAULT_DEPTH 128
-#define KRDMA_BENCH_DEFAULT_TIMEOUT_MS 5000
-#define KRDMA_BENCH_PEAK_WINDOW_NS (10 * NSEC_PER_MSEC)
-#define KRDMA_BENCH_DRAIN_NS (2 * NSEC_PER_SEC)
-#define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
-#define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
-
-enum krdma_bench_phase {
-	KRDMA_BENCH_RUN,	/* posting */
-	KRDMA_BENCH_CLOSE,	/* no new operations; reap what is in flight */
-};
-
-/* One WR of any send opcode; the ib_*_wr types all start with ib_send_wr. */
-union krdma_bench_wr {
-	struct ib_send_wr send;
-	struct ib_rdma_wr rdma;
-	struct ib_atomic_wr atomic;
-};
-
-/**
- * struct krdma_bench_conn - one connection of a run
- * @conn: the connection, referenced (its hw lock is taken per step)
- * @posted: send WRs posted
- * @completed: send WRs known complete (the wr_id of a signaled WR is the
- *	count of WRs posted up to and including it)
- * @signaled: @posted when the last signaled WR went
- * @ops: operations completed (server: messages received)
- * @bytes: payload bytes of @ops
- * @recv_posted: receives posted
- * @rslot: next remote slot
- * @sq_depth: send WRs in flight at most
- * @echo: server latency mode: replies still to send, slot << 32 | length
- *	(a ring)
- * @echo_head: next entry of @echo to send
- * @echo_count: entries waiting in @echo
- * @validate_errors: payloads of this connection that failed the check
- * @done: a server saw the end message or its @iters messages
- * @ready: a server sent its ready message
- * @ended: a server saw the end message (and owes its report)
- * @reported: a server sent its report
- * @waiting: latency mode: the operation being timed has not completed
- */
-struct krdma_bench_conn {
-	struct krdma_conn *conn;
-	u64 posted;
-	u64 completed;
-	u64 signaled;
-	u64 ops;
-	u64 bytes;
-	u64 recv_posted;
-	u64 rslot;
-	u32 sq_depth;
-	u64 *echo;
-	u32 echo_head;
-	u32 echo_count;
-	u64 validate_errors;
-	bool done;
-	bool ready;
-	bool ended;
-	bool reported;
-	bool waiting;
-};
-
-/**
- * struct krdma_bench_run - one KRDMA_BENCH in progress
- * @cmd: the caller's request, figures written into it
- * @session: the caller's session
- * @bconns: the connections
- * @num_conns: entries of @bconns
- * @buf: the local buffer, referenced
- * @lkey: its local key
- * @iova: its address for the device
- * @inline_addr: kernel address of its first byte (inline sources)
- * @echo_off: a server's reply being built: where its payload is
- * @nslots: @msg_size slots of the buffer
- * @remote_nslots: @msg_size slots of the peer's buffer
- * @ib_opcode: the IB_WR_* posted
- * @server: %KRDMA_BENCH_SERVER
- * @latency: %KRDMA_BENCH_LATENCY
- * @pingpong: latency mode with a SEND answered by the server
- * @notify: %KRDMA_BENCH_NOTIFY
- * @validate: %KRDMA_BENCH_VALIDATE
- * @inline_send: payloads go inline
- * @depth: tx_depth (a server: receives kept posted)
- * @signal_every: signal one send WR in this many
- * @timeout_ns: idle limit
- * @phase: &enum krdma_bench_phase
- * @err: why the run stopped early (0: it did not)
- * @start_ns: first post
- * @end_ns: @start_ns + duration, or 0
- * @last_event_ns: last completion
- * @last_progress_ns: last progress update
- * @window_ns: start of the current peak window
- * @window_bytes: bytes done when it started
- * @ops: operations done by all connections
- * @bytes: bytes done by all connections
- * @t0: latency mode: when the operation being timed was posted
- * @samples: latency samples
- * @num_samples: entries of @samples used
- * @max_samples: entries of @samples
- * @wrs: a chain of send WRs, built once
- * @sges: their SGEs
- * @rwrs: a chain of receive WRs
- * @rsges: their SGEs
- * @wc: completions being handled
- */
-struct krdma_bench_run {
-	struct krdma_bench *cmd;
-	struct krdma_session *session;
-	struct krdma_bench_conn *bconns;
-	u32 num_conns;
-	struct krdma_buf *buf;
-	u32 lkey;
-	u64 iova;
-	void *inline_addr;
-	u64 echo_off;
-	u64 nslots;
-	u64 remote_nslots;
-	enum ib_wr_opcode ib_opcode;
-	bool server;
-	bool latency;
-	bool pingpong;
-	bool notify;
-	bool validate;
-	bool inline_send;
-	u32 depth;
-	u32 signal_every;
-	u64 timeout_ns;
-	enum krdma_bench_phase phase;
-	int err;
-	u64 start_ns;
-	u64 end_ns;
-	u64 last_event_ns;
-	u64 last_progress_ns;
-	u64 window_ns;
-	u64 window_bytes;
-	u64 ops;
-	u64 bytes;
-	u64 t0;
-	u64 *samples;
-	u64 num_samples;
-	u64 max_samples;
-	union krdma_bench_wr *wrs;
-	struct ib_sge *sges;
-	struct ib_recv_wr *rwrs;
-	struct ib_sge *rsges;
-	struct ib_wc wc[KRDMA_BENCH_POLL_BATCH];
-};
 
 static bool krdma_bench_is_send(u32 opcode)
 {
@@ -254,8 +111,10 @@ static void krdma_bench_progress(struct krdma_bench_run *run, u64 now)
 	run->last_progress_ns = now;
 	if (get_user(p.updates, &up->updates))
 		return;
-	p.ops_done = run->ops;
-	p.bytes_done = run->bytes;
+	spin_lock(&run->shared->lock);
+	p.ops_done = run->shared->ops;
+	p.bytes_done = run->shared->bytes;
+	spin_unlock(&run->shared->lock);
 	p.elapsed_ns = run->start_ns && now > run->start_ns ?
 		       now - run->start_ns : 0;
 	p.updates++;
@@ -264,28 +123,46 @@ static void krdma_bench_progress(struct krdma_bench_run *run, u64 now)
 		run->cmd->progress_uptr = 0;
 }
 
+/* The first post (a server: the first message); the first peak window. */
+static void krdma_bench_start(struct krdma_bench_run *run, u64 now)
+{
+	struct krdma_bench_shared *sh = run->shared;
+
+	run->start_ns = now;
+	run->last_event_ns = now;
+	spin_lock(&sh->lock);
+	if (!sh->window_ns)
+		sh->window_ns = now;
+	spin_unlock(&sh->lock);
+}
+
 /* @n more operations of @bytes bytes in all are done. */
 static void krdma_bench_account(struct krdma_bench_run *run,
 				struct krdma_bench_conn *bc, u64 n, u64 bytes,
 				u64 now)
 {
-	if (!run->start_ns) {	/* a server: from its first message */
-		run->start_ns = now;
-		run->window_ns = now;
-	}
+	struct krdma_bench_shared *sh = run->shared;
+
+	if (!run->start_ns)
+		krdma_bench_start(run, now);
 	bc->ops += n;
 	bc->bytes += bytes;
 	run->ops += n;
 	run->bytes += bytes;
 	run->last_event_ns = now;
-	if (now - run->window_ns >= KRDMA_BENCH_PEAK_WINDOW_NS) {
-		u64 bps = div64_u64((run->bytes - run->window_bytes) *
-				    NSEC_PER_SEC, now - run->window_ns);
+	spin_lock(&sh->lock);
+	sh->ops += n;
+	sh->bytes += bytes;
+	/* another CPU's clock may be a little behind the window's start */
+	if (now >= sh->window_ns + KRDMA_BENCH_PEAK_WINDOW_NS) {
+		u64 bps = div64_u64((sh->bytes - sh->window_bytes) *
+				    NSEC_PER_SEC, now - sh->window_ns);
 
-		run->cmd->peak_bps = max(run->cmd->peak_bps, bps);
-		run->window_ns = now;
-		run->window_bytes = run->bytes;
+		sh->peak_bps = max(sh->peak_bps, bps);
+		sh->window_ns = now;
+		sh->window_bytes = sh->bytes;
 	}
+	spin_unlock(&sh->lock);
 }
 
 static void krdma_bench_sample(struct krdma_bench_run *run, u64 ns)
@@ -301,12 +178,20 @@ static u32 krdma_bench_op_bytes(struct krdma_bench_run *run)
 							 run->cmd->msg_size;
 }
 
-static void krdma_bench_fail(struct krdma_bench_run *run,
-			     struct krdma_bench_conn *bc, int err)
+/* End this thread's loop, and every other thread's: the first @err wins. */
+void krdma_bench_stop(struct krdma_bench_run *run, int err)
 {
 	if (!run->err)
 		run->err = err;
 	run->phase = KRDMA_BENCH_CLOSE;
+	cmpxchg(&run->shared->err, 0, err);
+}
+
+/* @bc failed with @err. */
+static void krdma_bench_fail(struct krdma_bench_run *run,
+			     struct krdma_bench_conn *bc, int err)
+{
+	krdma_bench_stop(run, err);
 	if (err == -EIO && !run->cmd->failed_conn)
 		run->cmd->failed_conn = bc->conn->obj.handle;
 }
@@ -513,11 +398,8 @@ static int krdma_bench_post_sends(struct krdma_bench_run *run,
 
 	for (i = 0; i < n; i++)
 		krdma_bench_build(run, bc, i, len, last && i == n - 1);
-	if (!run->start_ns) {
-		run->start_ns = ktime_get_ns();
-		run->window_ns = run->start_ns;
-		run->last_event_ns = run->start_ns;
-	}
+	if (!run->start_ns)
+		krdma_bench_start(run, ktime_get_ns());
 	run->cmd->post_calls++;
 	ret = krdma_bench_post(bc->conn->qp, &run->wrs[0].send);
 	if (ret)
@@ -586,7 +468,7 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 	bc->waiting = true;
 	run->t0 = ktime_get_ns();
 	if (!run->start_ns)
-		run->start_ns = run->t0;
+		krdma_bench_start(run, run->t0);
 	return krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
 				      last || !run->pingpong);
 }
@@ -756,7 +638,7 @@ static bool krdma_bench_woken(struct krdma_bench_run *run)
 {
 	u32 i;
 
-	if (signal_pending(current))
+	if (signal_pending(current) || READ_ONCE(run->shared->err))
 		return true;
 	for (i = 0; i < run->num_conns; i++) {
 		struct krdma_conn *conn = run->bconns[i].conn;
@@ -768,13 +650,13 @@ static bool krdma_bench_woken(struct krdma_bench_run *run)
 	return false;
 }
 
-static int krdma_bench_loop(struct krdma_bench_run *run)
+int krdma_bench_loop(struct krdma_bench_run *run)
 {
 	u32 i;
 
 	for (;;) {
 		bool sleep = run->notify;
-		int progress = 0;
+		int progress = 0, err;
 		u64 now;
 
 		for (i = 0; i < run->num_conns; i++) {
@@ -788,15 +670,13 @@ static int krdma_bench_loop(struct krdma_bench_run *run)
 		}
 		if (run->err)
 			return run->err;
+		/* another thread of the run failed, or its caller was signaled */
+		err = READ_ONCE(run->shared->err);
+		if (err)
+			return err;
 		if (krdma_bench_finished(run))
 			return 0;
-		/*
-		 * Run the softirqs the posts raised (rxe's tasklets) here and
-		 * now, as a user QP's post runs its requester in the caller's
-		 * context, instead of at the next interrupt or in ksoftirqd.
-		 */
-		local_bh_disable();
-		local_bh_enable();
+		krdma_run_softirqs();
 		now = ktime_get_ns();
 		if (run->phase == KRDMA_BENCH_RUN && run->end_ns &&
 		    now >= run->end_ns)
@@ -916,7 +796,8 @@ static void krdma_bench_latency_figures(struct krdma_bench_run *run)
 static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 {
 	u32 known = KRDMA_BENCH_LATENCY | KRDMA_BENCH_NOTIFY |
-		    KRDMA_BENCH_VALIDATE | KRDMA_BENCH_SERVER;
+		    KRDMA_BENCH_VALIDATE | KRDMA_BENCH_SERVER |
+		    KRDMA_BENCH_PER_CPU;
 
 	if (cmd->flags & ~known)
 		return -EOPNOTSUPP;
@@ -1070,7 +951,7 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 	return 0;
 }
 
-static int krdma_bench_alloc(struct krdma_bench_run *run)
+int krdma_bench_alloc(struct krdma_bench_run *run)
 {
 	u32 n = max(run->depth, 1U);
 	u32 i;
@@ -1099,6 +980,14 @@ static int krdma_bench_alloc(struct krdma_bench_run *run)
 	return run->samples ? 0 : -ENOMEM;
 }
 
+void krdma_bench_free_chains(struct krdma_bench_run *run)
+{
+	kfree(run->wrs);
+	kfree(run->sges);
+	kfree(run->rwrs);
+	kfree(run->rsges);
+}
+
 static void krdma_bench_free(struct krdma_bench_run *run)
 {
 	u32 i;
@@ -1111,10 +1000,7 @@ static void krdma_bench_free(struct krdma_bench_run *run)
 	if (run->buf)
 		krdma_object_put(&run->buf->obj);
 	kvfree(run->samples);
-	kfree(run->wrs);
-	kfree(run->sges);
-	kfree(run->rwrs);
-	kfree(run->rsges);
+	krdma_bench_free_chains(run);
 }
 
 static void krdma_bench_clear_outputs(struct krdma_bench *cmd)
@@ -1125,7 +1011,9 @@ static void krdma_bench_clear_outputs(struct krdma_bench *cmd)
 int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_bench *cmd = ucmd->cmd;
+	struct krdma_bench_shared shared = {};
 	struct krdma_bench_run *run;
+	u32 nthreads;
 	u64 end;
 	int ret;
 
@@ -1136,8 +1024,10 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!run)
 		return -ENOMEM;
 	krdma_bench_clear_outputs(cmd);
+	spin_lock_init(&shared.lock);
 	run->cmd = cmd;
 	run->session = session;
+	run->shared = &shared;
 	run->ib_opcode = krdma_ib_opcode[cmd->opcode];
 	run->server = cmd->flags & KRDMA_BENCH_SERVER;
 	run->latency = cmd->flags & KRDMA_BENCH_LATENCY;
@@ -1184,13 +1074,21 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	}
 	run->last_progress_ns = ktime_get_ns();
 	run->last_event_ns = run->last_progress_ns;
-	ret = krdma_bench_loop(run);
-	if (ret) {
-		krdma_bench_fail(run, &run->bconns[0], ret);
-		krdma_bench_flush(run);
-	} else if (run->server) {
-		krdma_bench_flush(run);
+	nthreads = krdma_bench_num_threads(run);
+	if (nthreads > 1) {
+		ret = krdma_bench_spawn(run, nthreads);
+		if (ret)
+			goto out;
 	}
+	ret = krdma_bench_loop(run);
+	if (ret)
+		krdma_bench_stop(run, ret);
+	krdma_bench_join(run);
+	krdma_bench_merge(run);
+	ret = READ_ONCE(shared.err);
+	if (ret || run->server)
+		krdma_bench_flush(run);
+	cmd->peak_bps = shared.peak_bps;
 	cmd->ops_done = run->ops;
 	cmd->bytes_done = run->bytes;
 	if (run->start_ns && run->last_event_ns > run->start_ns)

@@ -15,6 +15,7 @@
 #include <linux/sched/signal.h>
 #include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 
 #include "krdma_priv.h"
@@ -398,6 +399,40 @@ static int krdma_cm_connect_check(const struct krdma_cm_connect *cmd)
 	return 0;
 }
 
+/* A wildcard or loopback address: this host, not a place on a fabric. */
+static bool krdma_addr_is_local_only(const struct sockaddr *sa)
+{
+	const struct in6_addr *a6;
+	__be32 a4;
+
+	if (sa->sa_family == AF_INET) {
+		a4 = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+	} else {
+		a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (!ipv6_addr_v4mapped(a6))
+			return ipv6_addr_any(a6) || ipv6_addr_loopback(a6);
+		a4 = a6->s6_addr32[3];
+	}
+	return ipv4_is_zeronet(a4) || ipv4_is_loopback(a4);
+}
+
+/*
+ * rdma_cm resolves a wildcard or loopback destination to "this host" on
+ * whatever device it binds, but on RoCE it then addresses the CM's MADs to
+ * that IP address itself.  No RoCE port reaches 127.0.0.1 or ::1, and rxe
+ * (6.1, 6.12) fails such a send on its GSI QP ("no route to ::"), which
+ * moves QP1 to the error state for good: every later rdma_cm connection on
+ * the device fails.  Refused here, once the device is known; on InfiniBand
+ * the CM addresses by LID and loopback works.
+ */
+static int krdma_cm_check_dst(struct rdma_cm_id *id)
+{
+	if (rdma_protocol_roce(id->device, id->port_num) &&
+	    krdma_addr_is_local_only((struct sockaddr *)&id->route.addr.dst_addr))
+		return -EADDRNOTAVAIL;
+	return 0;
+}
+
 static int krdma_cm_resolve(struct krdma_conn *conn,
 			    const struct krdma_cm_connect *cmd, u32 timeout_ms)
 {
@@ -415,6 +450,8 @@ static int krdma_cm_resolve(struct krdma_conn *conn,
 				(struct sockaddr *)&dst, timeout_ms);
 	if (!ret)
 		ret = krdma_cm_wait(conn, timeout_ms);
+	if (!ret)
+		ret = krdma_cm_check_dst(conn->cm_id);
 	if (ret)
 		return ret;
 	reinit_completion(&conn->cm_done);

@@ -155,7 +155,12 @@ static int krdma_conn_cm_qkey(struct krdma_conn *conn)
 int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 {
 	struct krdma_device *kdev = conn->obj.kdev;
-	struct ib_cq_init_attr cq_attr = { .cqe = caps->cq_depth };
+	/* connections take the completion vectors (CPUs) round robin */
+	struct ib_cq_init_attr cq_attr = {
+		.cqe = caps->cq_depth,
+		.comp_vector = (u32)atomic_inc_return(&kdev->next_comp_vector) %
+			       max(kdev->ibdev->num_comp_vectors, 1),
+	};
 	struct ib_qp_init_attr init = {
 		.event_handler = krdma_conn_qp_event,
 		.qp_context = conn,

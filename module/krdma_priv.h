@@ -5,6 +5,7 @@
 #ifndef KRDMA_PRIV_H
 #define KRDMA_PRIV_H
 
+#include <linux/bottom_half.h>
 #include <linux/kref.h>
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
@@ -25,6 +26,8 @@
  * @id: krdma's device id (&struct krdma_device_info.dev_index); ids are
  *	allocated cyclically so a removed device's id is not handed out again
  * @max_inline_data: inline bytes a one-SGE RC QP could be created with
+ * @next_comp_vector: the completion vector of the next connection's CQ
+ *	(taken round robin: spreads the CQs' interrupts over the CPUs)
  * @usage: held for read while an object is created on the device, for
  *	write by remove(): no object is half-built when removal tears down
  * @lock: protects @dead, @objects and @pds
@@ -40,6 +43,7 @@ struct krdma_device {
 	struct ib_cq *cq;
 	u32 id;
 	u32 max_inline_data;
+	atomic_t next_comp_vector;
 	struct rw_semaphore usage;
 	struct mutex lock;		/* protects dead, objects, pds */
 	bool dead;
@@ -427,5 +431,17 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_disconnect(struct krdma_session *session,
 			struct krdma_ucmd *ucmd);
 int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd);
+
+/*
+ * Run the softirqs pending on this CPU now: a software device (rxe) does a
+ * post's send and receive work in tasklets the post raised, which would
+ * otherwise wait for the next interrupt or for ksoftirqd, as a user QP's
+ * post does not (it runs its requester in the caller's context).
+ */
+static inline void krdma_run_softirqs(void)
+{
+	local_bh_disable();
+	local_bh_enable();
+}
 
 #endif /* KRDMA_PRIV_H */

@@ -5,7 +5,6 @@
  * anything is posted; KRDMA_POLL returns completions, busy-polling or
  * sleeping on the CQ's notification as the connection was created.
  */
-#include <linux/bottom_half.h>
 #include <linux/jiffies.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -426,13 +425,7 @@ static int krdma_post_chain(struct krdma_post_ctx *ctx, u32 *bad_index)
 		ret = ib_post_send(ctx->conn->qp, &ctx->send[0].send,
 				   &bad_send);
 		*bad_index = krdma_post_index(ctx, bad_send);
-		/*
-		 * Run the softirqs the post raised (a software device's send
-		 * tasklet) now rather than at the next tick (bench.c does the
-		 * same in its loop).
-		 */
-		local_bh_disable();
-		local_bh_enable();
+		krdma_run_softirqs();
 	}
 	return ret;
 }
@@ -514,7 +507,10 @@ static void krdma_wc_to_user(struct krdma_conn *conn, const struct ib_wc *wc,
 	else if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
 		uwc->imm_data = wc->ex.invalidate_rkey;
 	uwc->src_qp = wc->src_qp;
-	uwc->wc_flags = wc->wc_flags;
+	uwc->wc_flags = (wc->wc_flags & IB_WC_GRH ? KRDMA_WC_GRH : 0) |
+			(wc->wc_flags & IB_WC_WITH_IMM ? KRDMA_WC_WITH_IMM : 0) |
+			(wc->wc_flags & IB_WC_WITH_INVALIDATE ?
+			 KRDMA_WC_WITH_INVALIDATE : 0);
 	uwc->vendor_err = wc->vendor_err;
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		WRITE_ONCE(conn->last_wc_status, wc->status);
@@ -567,6 +563,13 @@ static bool krdma_conn_woken(struct krdma_conn *conn)
 	       READ_ONCE(conn->obj.hw_dead);
 }
 
+/* A busy-polled CQ between two looks: a software device's work first. */
+static void krdma_poll_yield(void)
+{
+	krdma_run_softirqs();
+	cond_resched();
+}
+
 /*
  * Wait for a completion without holding the connection's hw lock, so that
  * device removal never waits for a sleeper.
@@ -587,7 +590,7 @@ static int krdma_poll_wait(struct krdma_conn *conn, unsigned long deadline)
 	else if (signal_pending(current))
 		left = -ERESTARTSYS;
 	else
-		cond_resched();
+		krdma_poll_yield();
 	if (left < 0)
 		ret = -EINTR;
 	/* dead (-ENODEV, or -ENOENT if destroyed): the lock is not held */

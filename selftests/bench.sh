@@ -8,7 +8,13 @@
 # $KRDMA_REPO/build/bench.json.
 #
 #   ROUNDS (5)  ITERS_BW (3000)  ITERS_LAT (2000)  ITERS_ATOMIC (20000)
-#   CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
+#   QPS_BW (the guest's CPUs, at least 2)  CONNS ("1 64 256 1024")
+#   BENCH_JSON (build/bench.json)
+#
+# The bandwidth pairs run twice: with one QP each, and with QPS_BW QPs each
+# (iterations per QP, as both count them), where krdma shares its QPs out
+# among one loop per CPU (KRDMA_BENCH_PER_CPU) and perftest, one thread,
+# polls them all from one.
 set -u
 
 REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -18,6 +24,8 @@ ROUNDS=${ROUNDS:-5}
 ITERS_BW=${ITERS_BW:-3000}
 ITERS_LAT=${ITERS_LAT:-2000}
 ITERS_ATOMIC=${ITERS_ATOMIC:-20000}
+QPS_BW=${QPS_BW:-$(nproc)}
+[ "$QPS_BW" -ge 2 ] 2>/dev/null || QPS_BW=2
 LAT_CQ_MOD=100		# perftest's default CQ moderation (DEF_CQ_MOD)
 CONNS=${CONNS:-1 64 256 1024}
 OUT=${BENCH_JSON:-$REPO/build/bench.json}
@@ -111,6 +119,21 @@ for r in $(seq "$ROUNDS"); do
 		-Q "$(cqmod "$o")")
 	add k_read "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read"
 
+	o=$(perftest write_q ib_write_bw -s 65536 -n "$ITERS_BW" -t 128 -F \
+		-q "$QPS_BW")
+	add pt_write_q "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_write_q"
+	o=$(krdma write_q write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128 \
+		-Q "$(cqmod "$o")" -q "$QPS_BW")
+	add k_write_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write_q"
+
+	o=$(perftest read_q ib_read_bw -s 65536 -n "$ITERS_BW" -F \
+		-q "$QPS_BW")
+	add pt_read_q "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_read_q"
+	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
+	o=$(krdma read_q read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}" \
+		-Q "$(cqmod "$o")" -q "$QPS_BW")
+	add k_read_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read_q"
+
 	o=$(perftest send_lat ib_send_lat -s 8 -n "$ITERS_LAT" -F)
 	add pt_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_lat"
 	# what perftest used: its inline size (0 on rxe, which it does not
@@ -143,18 +166,23 @@ done
 kill "$SERVER" 2>/dev/null
 wait "$SERVER" 2>/dev/null
 
-for k in memcpy pt_write k_write pt_read k_read pt_lat k_lat k_via pt_atomic k_atomic; do
+for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
+	 pt_read_q k_read_q pt_lat k_lat k_via pt_atomic k_atomic; do
 	eval "med_$k=$(median ${V[$k]:-})"
 done
 r_write=$(ratio "$med_k_write" "$med_pt_write")
 r_read=$(ratio "$med_k_read" "$med_pt_read")
+r_write_q=$(ratio "$med_k_write_q" "$med_pt_write_q")
+r_read_q=$(ratio "$med_k_read_q" "$med_pt_read_q")
 r_lat=$(ratio "$med_k_lat" "$med_pt_lat")
 r_atomic=$(ratio "$med_k_atomic" "$med_pt_atomic")
 r_via=$(ratio "$med_k_via" "$med_k_lat")
 
 printf '\n%-28s %14s %14s %10s %s\n' "figure (median of $ROUNDS)" krdma perftest ratio target
-printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW [MB/s]" "$med_k_write" "$med_pt_write" "$r_write" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "READ 64K BW [MB/s]" "$med_k_read" "$med_pt_read" "$r_read" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, 1 QP [MB/s]" "$med_k_write" "$med_pt_write" "$r_write" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, 1 QP [MB/s]" "$med_k_read" "$med_pt_read" "$r_read" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, $QPS_BW QPs [MB/s]" "$med_k_write_q" "$med_pt_write_q" "$r_write_q" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, $QPS_BW QPs [MB/s]" "$med_k_read_q" "$med_pt_read_q" "$r_read_q" ">= 1.25"
 printf '%-28s %14s %14s %10s %s\n' "SEND 8B lat p50 [us]" "$med_k_lat" "$med_pt_lat" "$r_lat" "<= 0.8"
 printf '%-28s %14s %14s %10s %s\n' "atomic rate [Mpps]" "$med_k_atomic" "$med_pt_atomic" "$r_atomic" ">= 1.2"
 printf '%-28s %14s %14s %10s %s\n' "via-ioctl lat p50 [us]" "$med_k_via" "$med_k_lat" "$r_via" "<= 1.2 (vs in-kernel)"
@@ -168,19 +196,25 @@ cat > "$OUT.tmp" <<EOF
   "device": "$DEV",
   "rounds": $ROUNDS,
   "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
+             "bw_qps_multi": $QPS_BW,
              "lat_size": 8, "lat_iters": $ITERS_LAT, "lat_cq_mod": $LAT_CQ_MOD,
              "atomic_iters": $ITERS_ATOMIC},
   "ratios": {"write_bw_64k": $r_write, "read_bw_64k": $r_read,
+             "write_bw_64k_multi_qp": $r_write_q, "read_bw_64k_multi_qp": $r_read_q,
              "send_lat_8b_p50": $r_lat, "atomic_rate": $r_atomic,
              "via_ioctl_lat": $r_via},
   "krdma": {"write_bw_64k_mbps": $med_k_write, "read_bw_64k_mbps": $med_k_read,
+            "write_bw_64k_multi_qp_mbps": $med_k_write_q, "read_bw_64k_multi_qp_mbps": $med_k_read_q,
             "send_lat_8b_p50_us": $med_k_lat, "atomic_rate_mpps": $med_k_atomic,
             "via_ioctl_lat_8b_p50_us": $med_k_via},
   "perftest": {"write_bw_64k_mbps": $med_pt_write, "read_bw_64k_mbps": $med_pt_read,
+               "write_bw_64k_multi_qp_mbps": $med_pt_write_q, "read_bw_64k_multi_qp_mbps": $med_pt_read_q,
                "send_lat_8b_p50_us": $med_pt_lat, "atomic_rate_mpps": $med_pt_atomic},
   "memcpy_64k_mbps": $med_memcpy,
   "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
               "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
+              "k_write_q": $(arr "${V[k_write_q]:-}"), "pt_write_q": $(arr "${V[pt_write_q]:-}"),
+              "k_read_q": $(arr "${V[k_read_q]:-}"), "pt_read_q": $(arr "${V[pt_read_q]:-}"),
               "k_lat": $(arr "${V[k_lat]:-}"), "pt_lat": $(arr "${V[pt_lat]:-}"),
               "k_via": $(arr "${V[k_via]:-}"),
               "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}")},

@@ -7,6 +7,8 @@
  * the error state, and --validate must catch a corrupted payload.
  */
 #include <time.h>
+#include <dirent.h>
+#include <pthread.h>
 
 #include "krdma_test.h"
 
@@ -288,6 +290,171 @@ KRDMA_TEST_F_TIMEOUT(bench, signal_stops_run, 90)
 	EXPECT_OK(kt_destroy(self->fd, self->lb.handle));
 }
 
+/* How many kernel threads named krdma_bench/N there are now. */
+static int bench_threads(void)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, "krdma_bench/", 12))
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+struct bench_call {
+	int fd;
+	struct krdma_bench *b;
+	int ret, err;
+};
+
+static void *bench_call_fn(void *arg)
+{
+	struct bench_call *c = arg;
+
+	c->ret = ioctl(c->fd, KRDMA_BENCH, c->b);
+	c->err = errno;
+	return NULL;
+}
+
+/* WRITEs on both connections (a to b, b to a), a thread per CPU. */
+static void bench_init_per_cpu(FIXTURE_DATA(bench) *self,
+			       struct krdma_bench *b, uint32_t h[2],
+			       uint64_t iters)
+{
+	bench_init(self, b, &h[0], KRDMA_OP_RDMA_WRITE, iters);
+	h[1] = self->b.handle;
+	b->num_conns = 2;
+	b->conns_uptr = (uintptr_t)h;
+	b->flags = KRDMA_BENCH_PER_CPU;
+}
+
+/*
+ * KRDMA_BENCH_PER_CPU: both connections (a writes to b, b to a) each on a
+ * thread of its own (the caller's and one kernel thread per other CPU, at
+ * most one per connection); the figures are the run's, and the threads
+ * are gone when the call returns.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads, 90)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct bench_call call = { .fd = self->fd };
+	uint32_t h[2];
+	struct krdma_bench b;
+	int seen = 0;
+	pthread_t t;
+
+	ASSERT_LT(0, cpus);
+	bench_init_per_cpu(self, &b, h, 400);
+	b.signal_every = 4;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(800u, b.ops_done);
+	EXPECT_EQ(800ull * BENCH_SIZE, b.bytes_done);
+	EXPECT_LT(0u, b.elapsed_ns);
+	EXPECT_LT(0u, b.peak_bps);
+	EXPECT_LE(2u, b.post_calls);	/* each connection posts its own */
+	EXPECT_EQ(0u, b.wc_status);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[0]));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[1]));
+	EXPECT_EQ(0, bench_threads());
+
+	/* while a timed run goes on, its kernel thread is there */
+	b.iters = 0;
+	b.duration_ms = 3000;
+	call.b = &b;
+	ASSERT_EQ(0, pthread_create(&t, NULL, bench_call_fn, &call));
+	for (int i = 0; i < 20 && !seen; i++) {
+		usleep(100 * 1000);
+		seen = bench_threads();
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, call.ret) {
+		TH_LOG("timed run: %s", strerror(call.err));
+	}
+	EXPECT_EQ(cpus > 1 ? 1 : 0, seen);
+	EXPECT_LT(0u, b.ops_done);
+	EXPECT_EQ(0, bench_threads());
+}
+
+/*
+ * A signal to the caller stops the kernel threads too: EINTR, both QPs
+ * flushed to the error state, no thread left, everything releasable.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, per_cpu_signal_stops_all, 90)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	uint32_t h[2];
+	struct krdma_bench b;
+	uint64_t t0;
+	int ret, err;
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_OK(sigaction(SIGALRM, &sa, &old));
+	bench_init_per_cpu(self, &b, h, 0);
+	b.duration_ms = 60000;
+	b.signal_every = 8;
+	t0 = kt_now_ms();
+	alarm(2);
+	ret = ioctl(self->fd, KRDMA_BENCH, &b);
+	err = errno;
+	alarm(0);
+	sigaction(SIGALRM, &old, NULL);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EINTR, err);
+	EXPECT_GT(30000u, kt_now_ms() - t0);
+	EXPECT_LT(0u, b.ops_done);
+	EXPECT_EQ(0, bench_threads());
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[0]));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[1]));
+	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
+	EXPECT_OK(kt_destroy(self->fd, self->b.handle));
+	EXPECT_OK(kt_destroy(self->fd, self->la.handle));
+	EXPECT_OK(kt_destroy(self->fd, self->lb.handle));
+}
+
+/*
+ * A connection destroyed under a kernel thread: the run ends with ENODEV
+ * for all its threads, and the other connection is flushed.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, per_cpu_destroy_ends_run, 90)
+{
+	struct bench_call call = { .fd = self->fd };
+	uint32_t h[2];
+	struct krdma_bench b;
+	pthread_t t;
+
+	bench_init_per_cpu(self, &b, h, 0);
+	b.duration_ms = 60000;
+	call.b = &b;
+	ASSERT_EQ(0, pthread_create(&t, NULL, bench_call_fn, &call));
+	usleep(1000 * 1000);
+	/* b's share runs in the kernel thread when there are two CPUs */
+	EXPECT_OK(kt_destroy(self->fd, self->b.handle));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(-1, call.ret);
+	EXPECT_EQ(ENODEV, call.err);
+	EXPECT_LT(0u, b.ops_done);
+	EXPECT_EQ(0, bench_threads());
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[0]));
+	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
+}
+
 /* SENDs nobody receives: the run gives up after timeout_ms. */
 KRDMA_TEST_F(bench, idle_timeout)
 {
@@ -375,7 +542,7 @@ KRDMA_TEST_F(bench, server_pingpong)
 	}
 	ASSERT_GT(2, i);
 	EXPECT_EQ(7u, wc.wr_id);
-	EXPECT_EQ(2u, wc.wc_flags & 2);	/* IB_WC_WITH_IMM */
+	EXPECT_EQ(KT_WC_WITH_IMM, wc.wc_flags & KT_WC_WITH_IMM);
 	EXPECT_EQ(0u, wc.imm_data);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));

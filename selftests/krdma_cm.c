@@ -813,6 +813,55 @@ KRDMA_TEST_F(cm, connect_unroutable)
 	kc_expect_no_handles(_metadata, self->cfd, 8);
 }
 
+/*
+ * A wildcard or loopback destination on RoCE: EADDRNOTAVAIL once the
+ * address resolves, and nothing is sent.  rdma_cm would address its REQ to
+ * that IP, and rxe fails the send on its QP1 ("no route to ::"), which
+ * moves QP1 to the error state for good; so the check that matters is the
+ * last one: the device still connects afterwards.
+ */
+KRDMA_TEST_F_TIMEOUT(cm, connect_local_only_refused, 120)
+{
+	static const struct {
+		const char *dst, *src;
+	} cases[] = {
+		{ "::", "2001:db8::1" }, { "::1", "2001:db8::1" },
+		{ "::", NULL },
+		{ "127.0.0.1", "192.0.2.1" }, { "127.0.0.2", NULL },
+		{ "0.0.0.0", "192.0.2.1" }, { "0.0.0.0", NULL },
+	};
+	struct kc_connect c;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *src = cases[i].src;
+
+		if (src && strchr(src, ':'))
+			src = self->addr6;
+		else if (src)
+			src = self->addr;
+		kc_connect_init(&c, self->cfd, cases[i].dst, self->port,
+				NULL, 0);
+		if (src)
+			ASSERT_OK(kc_sockaddr(&c.cmd.src, src, 0));
+		kc_connect_run(&c);
+		EXPECT_EQ(-1, c.ret);
+		EXPECT_EQ(EADDRNOTAVAIL, c.err) {
+			TH_LOG("CM_CONNECT to %s from %s: %s", cases[i].dst,
+			       src ? src : "(any)", strerror(c.err));
+		}
+	}
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+	/* The server saw nothing, */
+	{
+		struct krdma_event ev;
+
+		EXPECT_EQ(0, kc_events(self->sfd, &ev, 1, 0));
+	}
+	/* and rxe0's CM still works. */
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	kc_connect_send(_metadata, self, &c);
+}
+
 /* ------------------------------------------------------------------------
  * REJECT and ACCEPT on the wrong handles
  */

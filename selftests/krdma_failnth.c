@@ -1585,6 +1585,15 @@ static void fn_prep_bench_lat(fn_t *self)
 	self->arg.bench.flags = KRDMA_BENCH_LATENCY;
 }
 
+/* both directions of the pair, on a thread per CPU */
+static void fn_prep_bench_per_cpu(fn_t *self)
+{
+	fn_prep_bench(self);
+	self->conns[1] = self->b.handle;
+	self->arg.bench.num_conns = 2;
+	self->arg.bench.flags = KRDMA_BENCH_PER_CPU;
+}
+
 static int fn_call_bench(fn_t *self)
 {
 	return ioctl(self->fd, KRDMA_BENCH, &self->arg.bench);
@@ -1607,12 +1616,20 @@ static const struct fn_case fn_bench_lat = {
 	.teardown = fn_destroy_all,
 };
 
+static const struct fn_case fn_bench_per_cpu = {
+	.name = "BENCH(RDMA_WRITE, per CPU)",
+	.errnos = fn_errnos_bench, .setup = fn_post_setup,
+	.prep = fn_prep_bench_per_cpu, .call = fn_call_bench,
+	.teardown = fn_destroy_all,
+};
+
 KRDMA_TEST_F_TIMEOUT(failnth, bench, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_BENCH))
 		SKIP(return, "no BENCH");
 	FN_SWEEP(fn_bench);
 	FN_SWEEP(fn_bench_lat);
+	FN_SWEEP(fn_bench_per_cpu);
 }
 
 /* ------------------------------------------------------------------------

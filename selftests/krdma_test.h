@@ -445,6 +445,10 @@ enum {
 #define KT_WC_GRH 1u
 #define KT_WC_WITH_IMM 2u
 #define KT_WC_WITH_INVALIDATE 4u
+_Static_assert(KT_WC_GRH == KRDMA_WC_GRH &&
+	       KT_WC_WITH_IMM == KRDMA_WC_WITH_IMM &&
+	       KT_WC_WITH_INVALIDATE == KRDMA_WC_WITH_INVALIDATE,
+	       "the uAPI's completion flags are verbs' IB_WC_* values");
 #define KT_GRH_LEN 40u
 
 /* One port of one device and the source GID connections there use. */

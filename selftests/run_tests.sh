@@ -18,10 +18,10 @@ PATH=$KRDMA_REPO/build/selftests:$KRDMA_REPO/build/bin:$PATH
 export PATH
 
 # krdma_lifecycle unloads and reloads the module: always last.  krdma_fuzz
-# just before it: it deletes and re-adds devices, and after it floods
-# rdma_cm, rxe0's loopback CM has been seen to stop answering (an open bug,
-# README "Known problems"), which would fail later CM tests for nothing
-# of their own.
+# just before it: it deletes and re-adds devices, and whatever else in the
+# kernel it may still break (README "Known problems": it found one rdma_cm
+# and rxe bug that killed rxe0's CM for good) should not fail later tests
+# for nothing of their own.
 progs=${*:-krdma_uapi krdma_devices krdma_transfer krdma_objects krdma_interop krdma_cm krdma_cli krdma_rping krdma_ubuf krdma_srq krdma_inval krdma_bench krdma_races krdma_failnth krdma_fuzz krdma_lifecycle}
 
 timeout_s=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$here/settings" 2>/dev/null)

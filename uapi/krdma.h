@@ -823,8 +823,11 @@ struct krdma_cm_listen {
  * The call returns once the connection is established (0), or fails:
  * %ETIMEDOUT, %EHOSTUNREACH (address, route, or peer unreachable),
  * %ENETUNREACH or %EADDRNOTAVAIL (no route or source address, from address
- * resolution at once), %ECONNREFUSED (rejected; no listener gives reason 8,
- * invalid service id), %EINTR (a signal; nothing is left behind),
+ * resolution at once; %EADDRNOTAVAIL also for a wildcard or loopback @dst,
+ * 0.0.0.0, 127/8, ::, ::1 or their IPv4-mapped forms, on a RoCE port:
+ * rdma_cm would send its messages to that address itself), %ECONNREFUSED
+ * (rejected; no listener gives reason 8, invalid service id), %EINTR (a
+ * signal; nothing is left behind),
  * %ECONNABORTED (the connection was destroyed meanwhile: a DESTROY that
  * guessed its handle, or its device removed), %ECONNRESET (the peer
  * disconnected before the step ended), %EAFNOSUPPORT (a family other than
@@ -1083,6 +1086,20 @@ struct krdma_post {
 #define KRDMA_POST _IO(KRDMA_TYPE, KRDMA_CMD_POST)
 
 /**
+ * enum krdma_wc_flags - &struct krdma_wc.wc_flags (the values of verbs'
+ * IB_WC_* flags of the same names; no other bit is ever set)
+ * @KRDMA_WC_GRH: UD: the first 40 bytes received are the GRH
+ * @KRDMA_WC_WITH_IMM: @imm_data holds the immediate data
+ * @KRDMA_WC_WITH_INVALIDATE: @imm_data holds the rkey the sender
+ *	invalidated (SEND_WITH_INV)
+ */
+enum krdma_wc_flags {
+	KRDMA_WC_GRH = 1 << 0,
+	KRDMA_WC_WITH_IMM = 1 << 1,
+	KRDMA_WC_WITH_INVALIDATE = 1 << 2,
+};
+
+/**
  * struct krdma_wc - one completion (struct ib_wc)
  * @wr_id: the WR's @wr_id
  * @status: IB_WC_* status (0 success; krdmactl prints its name)
@@ -1093,7 +1110,7 @@ struct krdma_post {
  * @byte_len: bytes received (RECV; includes the 40-byte GRH on UD)
  * @imm_data: immediate data or invalidated rkey, host order
  * @src_qp: UD: the sender's QP number
- * @wc_flags: IB_WC_* flags (WITH_IMM, GRH, WITH_INVALIDATE)
+ * @wc_flags: &enum krdma_wc_flags
  * @vendor_err: device-specific error
  * @__reserved: zero
  */
@@ -1213,12 +1230,19 @@ struct krdma_srq_create {
  *	end message's completion: the server's QP enters the error state when
  *	the run ends, and an RC responder may deliver a message before it
  *	sends its acknowledgment
+ * @KRDMA_BENCH_PER_CPU: share the connections out among as many threads as
+ *	there are online CPUs (at most one per connection): the caller's
+ *	thread runs the first share, a kernel thread bound to each other CPU
+ *	one more, each polling its own connections' CQs; the figures are the
+ *	run's (@peak_bps over all of them).  A software device such as rxe
+ *	does a connection's work on the CPU that posts to it
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
 	KRDMA_BENCH_NOTIFY = 1 << 1,
 	KRDMA_BENCH_VALIDATE = 1 << 2,
 	KRDMA_BENCH_SERVER = 1 << 3,
+	KRDMA_BENCH_PER_CPU = 1 << 4,
 };
 
 #define KRDMA_BENCH_MAX_CONNS 256
@@ -1314,7 +1338,8 @@ struct krdma_bench_progress {
  * receives flushed.  Other failures: %EINVAL (a value above, a connection
  * of another device or not connected, %KRDMA_BENCH_NOTIFY on a busy-polled
  * connection), %EOPNOTSUPP (an opcode the transport lacks, or that cannot
- * be measured in the mode asked), %ENOMEM (latency samples).
+ * be measured in the mode asked), %ENOMEM (latency samples, the threads of
+ * %KRDMA_BENCH_PER_CPU).
  */
 struct krdma_bench {
 	__u32 size;

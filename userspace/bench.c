@@ -63,6 +63,7 @@ enum {
 	BH_LATENCY = 1 << 0,
 	BH_VALIDATE = 1 << 1,
 	BH_NOTIFY = 1 << 2,
+	BH_ONE_CPU = 1 << 3,	/* the server keeps one loop as well */
 };
 
 /* CONNECT private data, 32 bytes */
@@ -127,7 +128,9 @@ static const char bench_usage[] =
 	"  -a, --all            every size 2 B ... 8 MiB\n"
 	"  -n, --iters N        operations per QP (default 5000; --lat 1000)\n"
 	"  -D, --duration S     run for S seconds instead of -n\n"
-	"  -q, --qps N          QPs (connections), 1 ... 256 (bandwidth)\n"
+	"  -q, --qps N          QPs (connections), 1 ... 256 (bandwidth), shared\n"
+	"                       out among one kernel thread per CPU\n"
+	"      --one-cpu        every QP in one loop, on one CPU (as perftest)\n"
 	"  -t, --tx-depth N     WRs in flight per QP (default 128)\n"
 	"  -Q, --cq-mod N       signal one WR in N (default 1; --lat: one\n"
 	"                       SEND ping in N, as ib_send_lat's 100)\n"
@@ -152,6 +155,7 @@ enum {
 	OPT_CONNS,
 	OPT_ONCE,
 	OPT_CORRUPT,
+	OPT_ONE_CPU,
 };
 
 struct bench_opts {
@@ -172,6 +176,7 @@ struct bench_opts {
 	bool latency;
 	bool validate;
 	bool via_ioctl;
+	bool one_cpu;
 	uint32_t conns;
 	uint32_t timeout_s;
 	bool once;
@@ -201,6 +206,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "conns", required_argument, NULL, OPT_CONNS },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "corrupt", no_argument, NULL, OPT_CORRUPT },
+		{ "one-cpu", no_argument, NULL, OPT_ONE_CPU },
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 }
@@ -296,6 +302,9 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case OPT_CORRUPT:
 			o->corrupt = true;
+			break;
+		case OPT_ONE_CPU:
+			o->one_cpu = true;
 			break;
 		default:
 			return opt_fail(cmd, c, argv, bench_usage);
@@ -405,6 +414,8 @@ static void print_header(const struct bench_opts *o, const char *dev,
 	       o->via_ioctl ? "ioctl-per-op" : "in-kernel");
 	printf(" Device         : %s\n", dev);
 	printf(" Number of qps  : %u\t\tTransport type : IB\n", o->qps);
+	printf(" Loop threads   : %s\n", o->one_cpu || o->qps == 1 ? "1" :
+	       "one per CPU, up to one per QP");
 	printf(" Connection type: RC\t\tUsing SRQ      : OFF\n");
 	printf(" TX depth       : %u\n", latency ? 1 : o->tx_depth);
 	printf(" CQ Moderation  : %u\n", o->cq_mod);
@@ -575,7 +586,8 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.op = htobe16(o->op),
 		.flags = htobe32((o->latency ? BH_LATENCY : 0) |
 				 (o->validate ? BH_VALIDATE : 0) |
-				 (o->events ? BH_NOTIFY : 0)),
+				 (o->events ? BH_NOTIFY : 0) |
+				 (o->one_cpu ? BH_ONE_CPU : 0)),
 		.max_size = htobe32(o->all ? BENCH_ALL_MAX : o->size),
 		.tx_depth = htobe32(o->latency ? 1 : o->tx_depth),
 		.qps = htobe16(qps),
@@ -616,9 +628,15 @@ static int bench_connect(int fd, const struct bench_opts *o,
 }
 
 /* Wait for a completion of @want (a KRDMA_OP_*, or RECV with @imm). */
-static int wait_wc(int fd, uint32_t conn, uint32_t want, uint32_t timeout_s)
+/*
+ * Wait for a completion of @want (with immediate data if @with_imm) on
+ * @conn, for @timeout_s from @start_ms; it goes to @out.  Other completions
+ * are passed over, a failed one ends the wait.
+ */
+static int wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
+		   int64_t start_ms, uint32_t timeout_s, struct krdma_wc *out)
 {
-	int64_t deadline = xfer_now_ms() + timeout_s * 1000LL;
+	int64_t deadline = start_ms + timeout_s * 1000LL;
 	struct krdma_wc wc[4];
 	int i, n;
 
@@ -632,8 +650,11 @@ static int wait_wc(int fd, uint32_t conn, uint32_t want, uint32_t timeout_s)
 					wc_status_name(wc[i].status));
 				return -EIO;
 			}
-			if (wc[i].opcode == want)
+			if (wc[i].opcode == want &&
+			    (!with_imm || wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
+				*out = wc[i];
 				return 0;
+			}
 		}
 		if (xfer_stop)
 			return -EINTR;
@@ -651,7 +672,7 @@ static int wait_wc(int fd, uint32_t conn, uint32_t want, uint32_t timeout_s)
 static int send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 			   uint32_t *bad)
 {
-	int64_t deadline = xfer_now_ms() + timeout_s * 1000LL;
+	int64_t start = xfer_now_ms();
 	struct krdma_wr rwr = { .wr_id = 3, .opcode = KRDMA_OP_RECV };
 	struct krdma_wr wr = {
 		.wr_id = 2,
@@ -659,34 +680,18 @@ static int send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 		.flags = KRDMA_WR_SIGNALED,
 		.imm_data = KRDMA_BENCH_END_IMM,
 	};
-	struct krdma_wc wc[4];
-	int i, n, ret;
+	struct krdma_wc wc;
+	int ret;
 
-	/* the END's completion and the report may come in one batch */
 	ret = xfer_post_one(fd, conn, &rwr);
 	if (!ret)
 		ret = xfer_post_one(fd, conn, &wr);
-	while (!ret && xfer_now_ms() < deadline) {
-		n = xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 100);
-		if (n < 0)
-			return n;
-		for (i = 0; i < n; i++) {
-			if (wc[i].status) {
-				err_msg("bench: completion failed: %s",
-					wc_status_name(wc[i].status));
-				return -EIO;
-			}
-			/* IB_WC_WITH_IMM */
-			if (wc[i].opcode == KRDMA_OP_RECV &&
-			    (wc[i].wc_flags & 2)) {
-				*bad = wc[i].imm_data;
-				return 0;
-			}
-		}
-		if (xfer_stop)
-			return -EINTR;
-	}
-	return ret ? ret : -ETIMEDOUT;
+	if (!ret)
+		ret = wait_wc(fd, conn, KRDMA_OP_RECV, true, start, timeout_s,
+			      &wc);
+	if (!ret)
+		*bad = wc.imm_data;
+	return ret;
 }
 
 static void disconnect(int fd, uint32_t conn)
@@ -950,7 +955,8 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 	b->size = sizeof(*b);
 	b->flags = (o->latency ? KRDMA_BENCH_LATENCY : 0) |
 		   (o->events ? KRDMA_BENCH_NOTIFY : 0) |
-		   (o->validate ? KRDMA_BENCH_VALIDATE : 0);
+		   (o->validate ? KRDMA_BENCH_VALIDATE : 0) |
+		   (o->one_cpu || o->qps == 1 ? 0 : KRDMA_BENCH_PER_CPU);
 	b->opcode = bench_ops[o->op].opcode;
 	b->num_conns = o->qps;
 	b->conns_uptr = (uintptr_t)handles;
@@ -1003,6 +1009,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 	uint32_t group, i, size, max_size;
 	char dev[KRDMA_NAME_MAX] = "?";
 	struct dev_snapshot snap;
+	struct krdma_wc wc;
 	uint64_t server_bad = 0;
 	int ret, status = 0;
 
@@ -1037,8 +1044,9 @@ static int bench_client(int fd, const struct bench_opts *o)
 		buf.mem[0] ^= 0xff;
 	if (two_sided(o->op)) {
 		for (i = 0; i < o->qps; i++) {
+			/* the server's KRDMA_BENCH_READY_IMM */
 			ret = wait_wc(fd, conns[i].handle, KRDMA_OP_RECV,
-				      o->timeout_s);
+				      true, xfer_now_ms(), o->timeout_s, &wc);
 			if (ret) {
 				err_msg("bench: the server never said it was "
 					"ready: %s", errno_hint(ret));
@@ -1053,6 +1061,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 		pr_str("loop", o->via_ioctl ? "ioctl" : "kernel");
 		pr_str("device", dev);
 		pr_u64("qps", o->qps);
+		pr_str("threads", o->one_cpu ? "one" : "per_cpu");
 		pr_u64("tx_depth", o->latency ? 1 : o->tx_depth);
 		pr_u64("cq_mod", o->cq_mod);
 		pr_u64("inline", o->inline_size);
@@ -1289,7 +1298,9 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->size = sizeof(*b);
 	b->flags = KRDMA_BENCH_SERVER | (lat ? KRDMA_BENCH_LATENCY : 0) |
 		   (g->flags & BH_VALIDATE ? KRDMA_BENCH_VALIDATE : 0) |
-		   (g->flags & BH_NOTIFY ? KRDMA_BENCH_NOTIFY : 0);
+		   (g->flags & BH_NOTIFY ? KRDMA_BENCH_NOTIFY : 0) |
+		   (g->flags & BH_ONE_CPU || g->qps == 1 ?
+		    0 : KRDMA_BENCH_PER_CPU);
 	b->opcode = bench_ops[g->op].opcode;
 	b->num_conns = g->qps;
 	b->conns_uptr = (uintptr_t)g->handles;

@@ -693,7 +693,7 @@ static void sv_on_written(struct sv *s, struct sv_client *c,
 			 off + at);
 	else if ((crc = xfer_crc32(0, s->data.mem + off, len)) != want)
 		snprintf(bad, sizeof(bad), "crc32 mismatch");
-	else if (!(wc->wc_flags & 2) || wc->imm_data != want)
+	else if (!(wc->wc_flags & KRDMA_WC_WITH_IMM) || wc->imm_data != want)
 		snprintf(bad, sizeof(bad), "immediate data is not the crc32");
 	sv_event("write", c);
 	pr_fmt_u64("bytes", "%" PRIu64 " bytes", len);
@@ -916,7 +916,7 @@ static void sv_on_stream(struct sv_client *c, const struct xfer_msg *m,
 
 	if (len != byte_len - sizeof(*m) || seq >= XFER_STREAM_MAX ||
 	    xfer_crc32(0, m + 1, len) != be32toh(m->crc) ||
-	    !(wc->wc_flags & 2) || wc->imm_data != seq) {
+	    !(wc->wc_flags & KRDMA_WC_WITH_IMM) || wc->imm_data != seq) {
 		c->st_bad++;
 		return;
 	}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The KRDMA_BENCH engine's state, shared by bench.c (the loop, the ioctl)
+ * and bench_thread.c (the threads of a %KRDMA_BENCH_PER_CPU run).
+ */
+#ifndef _KRDMA_BENCH_H
+#define _KRDMA_BENCH_H
+
+#include <linux/completion.h>
+#include <linux/spinlock.h>
+#include <rdma/ib_verbs.h>
+
+#include "krdma_priv.h"
+
+#define KRDMA_BENCH_POLL_BATCH 32
+#define KRDMA_BENCH_DEFAULT_DEPTH 128
+#define KRDMA_BENCH_DEFAULT_TIMEOUT_MS 5000
+#define KRDMA_BENCH_PEAK_WINDOW_NS (10 * NSEC_PER_MSEC)
+#define KRDMA_BENCH_DRAIN_NS (2 * NSEC_PER_SEC)
+#define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
+#define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
+
+enum krdma_bench_phase {
+	KRDMA_BENCH_RUN,	/* posting */
+	KRDMA_BENCH_CLOSE,	/* no new operations; reap what is in flight */
+};
+
+/* One WR of any send opcode; the ib_*_wr types all start with ib_send_wr. */
+union krdma_bench_wr {
+	struct ib_send_wr send;
+	struct ib_rdma_wr rdma;
+	struct ib_atomic_wr atomic;
+};
+
+/**
+ * struct krdma_bench_conn - one connection of a run
+ * @conn: the connection, referenced (its hw lock is taken per step)
+ * @posted: send WRs posted
+ * @completed: send WRs known complete (the wr_id of a signaled WR is the
+ *	count of WRs posted up to and including it)
+ * @signaled: @posted when the last signaled WR went
+ * @ops: operations completed (server: messages received)
+ * @bytes: payload bytes of @ops
+ * @recv_posted: receives posted
+ * @rslot: next remote slot
+ * @sq_depth: send WRs in flight at most
+ * @echo: server latency mode: replies still to send, slot << 32 | length
+ *	(a ring)
+ * @echo_head: next entry of @echo to send
+ * @echo_count: entries waiting in @echo
+ * @validate_errors: payloads of this connection that failed the check
+ * @done: a server saw the end message or its @iters messages
+ * @ready: a server sent its ready message
+ * @ended: a server saw the end message (and owes its report)
+ * @reported: a server sent its report
+ * @waiting: latency mode: the operation being timed has not completed
+ */
+struct krdma_bench_conn {
+	struct krdma_conn *conn;
+	u64 posted;
+	u64 completed;
+	u64 signaled;
+	u64 ops;
+	u64 bytes;
+	u64 recv_posted;
+	u64 rslot;
+	u32 sq_depth;
+	u64 *echo;
+	u32 echo_head;
+	u32 echo_count;
+	u64 validate_errors;
+	bool done;
+	bool ready;
+	bool ended;
+	bool reported;
+	bool waiting;
+};
+
+/**
+ * struct krdma_bench_shared - what the threads of one run share
+ * @lock: protects @ops, @bytes, @window_ns, @window_bytes and @peak_bps
+ * @ops: operations done by all threads
+ * @bytes: bytes done by all threads
+ * @window_ns: start of the current peak window (0: nothing started)
+ * @window_bytes: @bytes when it started
+ * @peak_bps: best bandwidth over a window
+ * @err: why the run stops early, the first reason any thread had; every
+ *	thread ends its loop when it is set (written with cmpxchg())
+ */
+struct krdma_bench_shared {
+	spinlock_t lock;	/* protects ops, bytes, window_*, peak_bps */
+	u64 ops;
+	u64 bytes;
+	u64 window_ns;
+	u64 window_bytes;
+	u64 peak_bps;
+	int err;
+};
+
+/**
+ * struct krdma_bench_run - one KRDMA_BENCH in progress, or one thread's part
+ * @cmd: the caller's request, figures written into it (a thread's part:
+ *	a copy, its figures summed into the caller's at the end)
+ * @session: the caller's session
+ * @shared: what all threads of the run share
+ * @bconns: the connections (a thread's part: its share of the run's)
+ * @num_conns: entries of @bconns
+ * @buf: the local buffer, referenced
+ * @lkey: its local key
+ * @iova: its address for the device
+ * @inline_addr: kernel address of its first byte (inline sources)
+ * @echo_off: a server's reply being built: where its payload is
+ * @nslots: @msg_size slots of the buffer
+ * @remote_nslots: @msg_size slots of the peer's buffer
+ * @ib_opcode: the IB_WR_* posted
+ * @server: %KRDMA_BENCH_SERVER
+ * @latency: %KRDMA_BENCH_LATENCY
+ * @pingpong: latency mode with a SEND answered by the server
+ * @notify: %KRDMA_BENCH_NOTIFY
+ * @validate: %KRDMA_BENCH_VALIDATE
+ * @inline_send: payloads go inline
+ * @depth: tx_depth (a server: receives kept posted)
+ * @signal_every: signal one send WR in this many
+ * @timeout_ns: idle limit
+ * @phase: &enum krdma_bench_phase
+ * @err: why the run stopped early (0: it did not)
+ * @start_ns: first post
+ * @end_ns: @start_ns + duration, or 0
+ * @last_event_ns: last completion
+ * @last_progress_ns: last progress update
+ * @ops: operations done by these connections
+ * @bytes: bytes done by these connections
+ * @t0: latency mode: when the operation being timed was posted
+ * @samples: latency samples
+ * @num_samples: entries of @samples used
+ * @max_samples: entries of @samples
+ * @wrs: a chain of send WRs, built once
+ * @sges: their SGEs
+ * @rwrs: a chain of receive WRs
+ * @rsges: their SGEs
+ * @threads: the kernel threads running the other shares of the run
+ * @num_threads: entries of @threads
+ * @wc: completions being handled
+ */
+struct krdma_bench_run {
+	struct krdma_bench *cmd;
+	struct krdma_session *session;
+	struct krdma_bench_shared *shared;
+	struct krdma_bench_conn *bconns;
+	u32 num_conns;
+	struct krdma_buf *buf;
+	u32 lkey;
+	u64 iova;
+	void *inline_addr;
+	u64 echo_off;
+	u64 nslots;
+	u64 remote_nslots;
+	enum ib_wr_opcode ib_opcode;
+	bool server;
+	bool latency;
+	bool pingpong;
+	bool notify;
+	bool validate;
+	bool inline_send;
+	u32 depth;
+	u32 signal_every;
+	u64 timeout_ns;
+	enum krdma_bench_phase phase;
+	int err;
+	u64 start_ns;
+	u64 end_ns;
+	u64 last_event_ns;
+	u64 last_progress_ns;
+	u64 ops;
+	u64 bytes;
+	u64 t0;
+	u64 *samples;
+	u64 num_samples;
+	u64 max_samples;
+	union krdma_bench_wr *wrs;
+	struct ib_sge *sges;
+	struct ib_recv_wr *rwrs;
+	struct ib_sge *rsges;
+	struct krdma_bench_thread *threads;
+	u32 num_threads;
+	struct ib_wc wc[KRDMA_BENCH_POLL_BATCH];
+};
+
+/**
+ * struct krdma_bench_thread - a kernel thread running a share of a run
+ * @run: its share: its connections, its own WR chains and figures
+ * @cmd: the request as @run sees it, where @run keeps its figures
+ * @task: the thread, bound to one CPU
+ * @done: completed when its loop has ended
+ */
+struct krdma_bench_thread {
+	struct krdma_bench_run run;
+	struct krdma_bench cmd;
+	struct task_struct *task;
+	struct completion done;
+};
+
+int krdma_bench_loop(struct krdma_bench_run *run);
+void krdma_bench_stop(struct krdma_bench_run *run, int err);
+int krdma_bench_alloc(struct krdma_bench_run *run);
+void krdma_bench_free_chains(struct krdma_bench_run *run);
+
+u32 krdma_bench_num_threads(struct krdma_bench_run *run);
+int krdma_bench_spawn(struct krdma_bench_run *run, u32 n);
+void krdma_bench_join(struct krdma_bench_run *run);
+void krdma_bench_merge(struct krdma_bench_run *run);
+
+#endif /* _KRDMA_BENCH_H */

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The threads of a %KRDMA_BENCH_PER_CPU run: the connections are shared
+ * out among the caller's thread, which keeps the first share, and one
+ * kernel thread bound to each other online CPU, at most one per
+ * connection.  Each runs krdma_bench_loop() over its share with its own WR
+ * chains and figures; struct krdma_bench_shared holds what they share (the
+ * peak window, the reason to stop).  The caller waits for every thread
+ * before it adds their figures to its own and returns.
+ */
+#include <linux/cpumask.h>
+#include <linux/kthread.h>
+#include <linux/slab.h>
+
+#include "bench.h"
+
+/* Threads for a run: one per online CPU, at most one per connection. */
+u32 krdma_bench_num_threads(struct krdma_bench_run *run)
+{
+	if (!(run->cmd->flags & KRDMA_BENCH_PER_CPU))
+		return 1;
+	return min_t(u32, run->num_conns, num_online_cpus());
+}
+
+static int krdma_bench_thread_fn(void *data)
+{
+	struct krdma_bench_thread *t = data;
+	int ret = krdma_bench_loop(&t->run);
+
+	if (ret)
+		krdma_bench_stop(&t->run, ret);
+	/*
+	 * Completing and exiting in one call of the core kernel: once the
+	 * caller sees @done it may return and the module go, and no code of
+	 * the module runs on this thread after that.
+	 */
+	kthread_complete_and_exit(&t->done, 0);
+}
+
+/* Thread @t's share, connections [@first, @end) of @run's. */
+static int krdma_bench_thread_init(struct krdma_bench_run *run,
+				   struct krdma_bench_thread *t, u32 first,
+				   u32 end, unsigned int cpu)
+{
+	int ret;
+
+	t->cmd = *run->cmd;
+	t->cmd.progress_uptr = 0;	/* the caller's thread publishes it */
+	t->run = *run;
+	t->run.cmd = &t->cmd;
+	t->run.bconns = run->bconns + first;
+	t->run.num_conns = end - first;
+	t->run.samples = NULL;
+	t->run.threads = NULL;
+	t->run.num_threads = 0;
+	t->run.wrs = NULL;
+	t->run.sges = NULL;
+	t->run.rwrs = NULL;
+	t->run.rsges = NULL;
+	init_completion(&t->done);
+	ret = krdma_bench_alloc(&t->run);
+	if (ret)
+		goto err;
+	t->task = kthread_create(krdma_bench_thread_fn, t, "krdma_bench/%u",
+				 cpu);
+	if (IS_ERR(t->task)) {
+		ret = PTR_ERR(t->task);
+		goto err;
+	}
+	kthread_bind(t->task, cpu);
+	return 0;
+err:
+	krdma_bench_free_chains(&t->run);
+	return ret;
+}
+
+/*
+ * Share the connections out among @n threads, the caller's (which keeps
+ * the first share) and @n - 1 kernel threads bound to the online CPUs
+ * after the caller's, and start those.  A CPU that goes offline meanwhile
+ * only costs its thread its binding.
+ */
+int krdma_bench_spawn(struct krdma_bench_run *run, u32 n)
+{
+	unsigned int cpu = raw_smp_processor_id();
+	u32 total = run->num_conns, i;
+	int ret = 0;
+
+	run->threads = kcalloc(n - 1, sizeof(*run->threads), GFP_KERNEL);
+	if (!run->threads)
+		return -ENOMEM;
+	for (i = 1; i < n; i++) {
+		cpu = cpumask_next(cpu, cpu_online_mask);
+		if (cpu >= nr_cpu_ids)
+			cpu = cpumask_first(cpu_online_mask);
+		ret = krdma_bench_thread_init(run, &run->threads[i - 1],
+					      total * i / n,
+					      total * (i + 1) / n, cpu);
+		if (ret)
+			break;
+		run->num_threads = i;
+	}
+	if (ret) {
+		/* never woken: kthread_stop() ends them before they run */
+		for (i = 0; i < run->num_threads; i++) {
+			kthread_stop(run->threads[i].task);
+			krdma_bench_free_chains(&run->threads[i].run);
+		}
+		kfree(run->threads);
+		run->threads = NULL;
+		run->num_threads = 0;
+		return ret;
+	}
+	run->num_conns = total / n;
+	for (i = 0; i < run->num_threads; i++)
+		wake_up_process(run->threads[i].task);
+	return 0;
+}
+
+/* Wait for the threads; a signal meanwhile stops them all. */
+void krdma_bench_join(struct krdma_bench_run *run)
+{
+	u32 i;
+
+	for (i = 0; i < run->num_threads; i++) {
+		struct krdma_bench_thread *t = &run->threads[i];
+
+		if (wait_for_completion_interruptible(&t->done)) {
+			krdma_bench_stop(run, -EINTR);
+			wait_for_completion(&t->done);
+		}
+	}
+}
+
+/* Add the threads' figures to the caller's, and free their shares. */
+void krdma_bench_merge(struct krdma_bench_run *run)
+{
+	struct krdma_bench *cmd = run->cmd;
+	u32 i;
+
+	for (i = 0; i < run->num_threads; i++) {
+		struct krdma_bench_run *tr = &run->threads[i].run;
+		struct krdma_bench *tc = tr->cmd;
+
+		run->num_conns += tr->num_conns;
+		run->ops += tr->ops;
+		run->bytes += tr->bytes;
+		if (tr->start_ns &&
+		    (!run->start_ns || tr->start_ns < run->start_ns))
+			run->start_ns = tr->start_ns;
+		run->last_event_ns = max(run->last_event_ns,
+					 tr->last_event_ns);
+		cmd->cq_polls += tc->cq_polls;
+		cmd->empty_polls += tc->empty_polls;
+		cmd->post_calls += tc->post_calls;
+		cmd->validate_errors += tc->validate_errors;
+		if (!cmd->wc_status)
+			cmd->wc_status = tc->wc_status;
+		if (!cmd->failed_conn)
+			cmd->failed_conn = tc->failed_conn;
+		krdma_bench_free_chains(tr);
+	}
+	kfree(run->threads);
+	run->threads = NULL;
+	run->num_threads = 0;
+}
