@@ -99,7 +99,7 @@ static void krdma_bench_validate(struct krdma_bench_run *run,
 	}
 }
 
-static void krdma_bench_progress(struct krdma_bench_run *run, u64 now)
+void krdma_bench_progress(struct krdma_bench_run *run, u64 now)
 {
 	struct krdma_bench_progress p = {};
 	struct krdma_bench_progress __user *up;
@@ -114,9 +114,9 @@ static void krdma_bench_progress(struct krdma_bench_run *run, u64 now)
 	spin_lock(&run->shared->lock);
 	p.ops_done = run->shared->ops;
 	p.bytes_done = run->shared->bytes;
+	p.elapsed_ns = run->shared->start_ns && now > run->shared->start_ns ?
+		       now - run->shared->start_ns : 0;
 	spin_unlock(&run->shared->lock);
-	p.elapsed_ns = run->start_ns && now > run->start_ns ?
-		       now - run->start_ns : 0;
 	p.updates++;
 	/* a caller that unmapped it just sees no progress */
 	if (copy_to_user(up, &p, sizeof(p)))
@@ -133,7 +133,22 @@ static void krdma_bench_start(struct krdma_bench_run *run, u64 now)
 	spin_lock(&sh->lock);
 	if (!sh->window_ns)
 		sh->window_ns = now;
+	if (!sh->start_ns || now < sh->start_ns)
+		sh->start_ns = now;
+	sh->last_event_ns = max(sh->last_event_ns, now);
 	spin_unlock(&sh->lock);
+}
+
+/* Nothing completed on any connection of the run for timeout_ms? */
+static bool krdma_bench_idle(struct krdma_bench_run *run, u64 now)
+{
+	struct krdma_bench_shared *sh = run->shared;
+	u64 last;
+
+	spin_lock(&sh->lock);
+	last = max(run->last_event_ns, sh->last_event_ns);
+	spin_unlock(&sh->lock);
+	return now > last + run->timeout_ns;
 }
 
 /* @n more operations of @bytes bytes in all are done. */
@@ -153,6 +168,7 @@ static void krdma_bench_account(struct krdma_bench_run *run,
 	spin_lock(&sh->lock);
 	sh->ops += n;
 	sh->bytes += bytes;
+	sh->last_event_ns = max(sh->last_event_ns, now);
 	/* another CPU's clock may be a little behind the window's start */
 	if (now >= sh->window_ns + KRDMA_BENCH_PEAK_WINDOW_NS) {
 		u64 bps = div64_u64((sh->bytes - sh->window_bytes) *
@@ -187,13 +203,25 @@ void krdma_bench_stop(struct krdma_bench_run *run, int err)
 	cmpxchg(&run->shared->err, 0, err);
 }
 
-/* @bc failed with @err. */
-static void krdma_bench_fail(struct krdma_bench_run *run,
-			     struct krdma_bench_conn *bc, int err)
+/*
+ * A failed completion on @bc: the run reports the first real failure and
+ * its connection together, or the first flushed connection if none.
+ */
+static void krdma_bench_wc_failed(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc, u32 status)
 {
-	krdma_bench_stop(run, err);
-	if (err == -EIO && !run->cmd->failed_conn)
-		run->cmd->failed_conn = bc->conn->obj.handle;
+	struct krdma_bench_shared *sh = run->shared;
+
+	WRITE_ONCE(bc->conn->last_wc_status, status);
+	spin_lock(&sh->lock);
+	if (status != IB_WC_WR_FLUSH_ERR && !sh->wc_status) {
+		sh->wc_status = status;
+		sh->failed_conn = bc->conn->obj.handle;
+	} else if (!sh->failed_conn) {
+		sh->failed_conn = bc->conn->obj.handle;
+	}
+	spin_unlock(&sh->lock);
+	krdma_bench_stop(run, -EIO);
 }
 
 /* ---- completions ---- */
@@ -276,11 +304,7 @@ static int krdma_bench_poll(struct krdma_bench_run *run,
 	now = run->server ? ktime_get_coarse_ns() : ktime_get_ns();
 	for (i = 0; i < n; i++) {
 		if (wc[i].status != IB_WC_SUCCESS) {
-			if (!run->cmd->wc_status &&
-			    wc[i].status != IB_WC_WR_FLUSH_ERR)
-				run->cmd->wc_status = wc[i].status;
-			WRITE_ONCE(bc->conn->last_wc_status, wc[i].status);
-			krdma_bench_fail(run, bc, -EIO);
+			krdma_bench_wc_failed(run, bc, wc[i].status);
 			continue;
 		}
 		if (wc[i].wr_id & KRDMA_BENCH_RECV_WRID)
@@ -663,7 +687,7 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 			int n = krdma_bench_step(run, &run->bconns[i], &sleep);
 
 			if (n < 0) {
-				krdma_bench_fail(run, &run->bconns[i], n);
+				krdma_bench_stop(run, n);
 				return n;
 			}
 			progress += n;
@@ -684,7 +708,7 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 		if (signal_pending(current))
 			return -EINTR;
 		krdma_bench_progress(run, now);
-		if (!progress && now > run->last_event_ns + run->timeout_ns)
+		if (!progress && krdma_bench_idle(run, now))
 			return -ETIMEDOUT;
 		if (!progress && sleep)
 			wait_event_interruptible_timeout(run->session->wait,
@@ -1013,7 +1037,6 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_bench *cmd = ucmd->cmd;
 	struct krdma_bench_shared shared = {};
 	struct krdma_bench_run *run;
-	u32 nthreads;
 	u64 end;
 	int ret;
 
@@ -1074,9 +1097,8 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	}
 	run->last_progress_ns = ktime_get_ns();
 	run->last_event_ns = run->last_progress_ns;
-	nthreads = krdma_bench_num_threads(run);
-	if (nthreads > 1) {
-		ret = krdma_bench_spawn(run, nthreads);
+	if (cmd->flags & KRDMA_BENCH_PER_CPU) {
+		ret = krdma_bench_spawn(run);
 		if (ret)
 			goto out;
 	}
@@ -1089,6 +1111,8 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (ret || run->server)
 		krdma_bench_flush(run);
 	cmd->peak_bps = shared.peak_bps;
+	cmd->wc_status = shared.wc_status;
+	cmd->failed_conn = shared.failed_conn;
 	cmd->ops_done = run->ops;
 	cmd->bytes_done = run->bytes;
 	if (run->start_ns && run->last_event_ns > run->start_ns)

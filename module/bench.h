@@ -78,22 +78,30 @@ struct krdma_bench_conn {
 
 /**
  * struct krdma_bench_shared - what the threads of one run share
- * @lock: protects @ops, @bytes, @window_ns, @window_bytes and @peak_bps
+ * @lock: protects every field but @err
  * @ops: operations done by all threads
  * @bytes: bytes done by all threads
+ * @start_ns: the run's first post (a server: first message), 0 before
+ * @last_event_ns: the run's last completion: the idle timeout is the run's
  * @window_ns: start of the current peak window (0: nothing started)
  * @window_bytes: @bytes when it started
  * @peak_bps: best bandwidth over a window
+ * @wc_status: the first failed completion's status (0: none, or flushes)
+ * @failed_conn: the connection it came from (or of the first flush)
  * @err: why the run stops early, the first reason any thread had; every
  *	thread ends its loop when it is set (written with cmpxchg())
  */
 struct krdma_bench_shared {
-	spinlock_t lock;	/* protects ops, bytes, window_*, peak_bps */
+	spinlock_t lock;	/* protects all of it but err */
 	u64 ops;
 	u64 bytes;
+	u64 start_ns;
+	u64 last_event_ns;
 	u64 window_ns;
 	u64 window_bytes;
 	u64 peak_bps;
+	u32 wc_status;
+	u32 failed_conn;
 	int err;
 };
 
@@ -202,11 +210,11 @@ struct krdma_bench_thread {
 
 int krdma_bench_loop(struct krdma_bench_run *run);
 void krdma_bench_stop(struct krdma_bench_run *run, int err);
+void krdma_bench_progress(struct krdma_bench_run *run, u64 now);
 int krdma_bench_alloc(struct krdma_bench_run *run);
 void krdma_bench_free_chains(struct krdma_bench_run *run);
 
-u32 krdma_bench_num_threads(struct krdma_bench_run *run);
-int krdma_bench_spawn(struct krdma_bench_run *run, u32 n);
+int krdma_bench_spawn(struct krdma_bench_run *run);
 void krdma_bench_join(struct krdma_bench_run *run);
 void krdma_bench_merge(struct krdma_bench_run *run);
 

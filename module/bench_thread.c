@@ -2,25 +2,21 @@
 /*
  * The threads of a %KRDMA_BENCH_PER_CPU run: the connections are shared
  * out among the caller's thread, which keeps the first share, and one
- * kernel thread bound to each other online CPU, at most one per
- * connection.  Each runs krdma_bench_loop() over its share with its own WR
- * chains and figures; struct krdma_bench_shared holds what they share (the
- * peak window, the reason to stop).  The caller waits for every thread
- * before it adds their figures to its own and returns.
+ * kernel thread bound to each other CPU the caller may run on, at most one
+ * per connection.  Each runs krdma_bench_loop() over its share with its own
+ * WR chains and figures; struct krdma_bench_shared holds what they share
+ * (totals, the peak window, the first failure, the reason to stop).  The
+ * caller publishes progress while it waits for every thread, then adds
+ * their figures to its own and returns.
  */
+#include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 
 #include "bench.h"
-
-/* Threads for a run: one per online CPU, at most one per connection. */
-u32 krdma_bench_num_threads(struct krdma_bench_run *run)
-{
-	if (!(run->cmd->flags & KRDMA_BENCH_PER_CPU))
-		return 1;
-	return min_t(u32, run->num_conns, num_online_cpus());
-}
 
 static int krdma_bench_thread_fn(void *data)
 {
@@ -74,47 +70,76 @@ err:
 	return ret;
 }
 
-/*
- * Share the connections out among @n threads, the caller's (which keeps
- * the first share) and @n - 1 kernel threads bound to the online CPUs
- * after the caller's, and start those.  A CPU that goes offline meanwhile
- * only costs its thread its binding.
- */
-int krdma_bench_spawn(struct krdma_bench_run *run, u32 n)
+/* Stop threads made by krdma_bench_spawn() and never woken, free them. */
+static void krdma_bench_unspawn(struct krdma_bench_run *run)
+{
+	u32 i;
+
+	/* never woken: kthread_stop() ends them before they run */
+	for (i = 0; i < run->num_threads; i++) {
+		kthread_stop(run->threads[i].task);
+		krdma_bench_free_chains(&run->threads[i].run);
+	}
+	kvfree(run->threads);
+	run->threads = NULL;
+	run->num_threads = 0;
+}
+
+/* Make and bind @n - 1 threads, on the CPUs of @mask after the caller's. */
+static int krdma_bench_make_threads(struct krdma_bench_run *run, u32 n,
+				    const struct cpumask *mask)
 {
 	unsigned int cpu = raw_smp_processor_id();
 	u32 total = run->num_conns, i;
-	int ret = 0;
+	int ret;
 
-	run->threads = kcalloc(n - 1, sizeof(*run->threads), GFP_KERNEL);
+	run->threads = kvcalloc(n - 1, sizeof(*run->threads), GFP_KERNEL);
 	if (!run->threads)
 		return -ENOMEM;
 	for (i = 1; i < n; i++) {
-		cpu = cpumask_next(cpu, cpu_online_mask);
+		cpu = cpumask_next(cpu, mask);
 		if (cpu >= nr_cpu_ids)
-			cpu = cpumask_first(cpu_online_mask);
+			cpu = cpumask_first(mask);
 		ret = krdma_bench_thread_init(run, &run->threads[i - 1],
 					      total * i / n,
 					      total * (i + 1) / n, cpu);
-		if (ret)
-			break;
+		if (ret) {
+			krdma_bench_unspawn(run);
+			return ret;
+		}
 		run->num_threads = i;
 	}
-	if (ret) {
-		/* never woken: kthread_stop() ends them before they run */
-		for (i = 0; i < run->num_threads; i++) {
-			kthread_stop(run->threads[i].task);
-			krdma_bench_free_chains(&run->threads[i].run);
-		}
-		kfree(run->threads);
-		run->threads = NULL;
-		run->num_threads = 0;
-		return ret;
-	}
 	run->num_conns = total / n;
+	return 0;
+}
+
+/*
+ * Share the connections out among as many threads as the caller may use
+ * CPUs (its affinity, as online now), at most one per connection: the
+ * caller's, which keeps the first share, and one kernel thread bound to
+ * each other of those CPUs; start them.  The CPUs are those the caller
+ * could run on itself, so a process confined to some CPUs does not spin on
+ * others.  Holding the hotplug lock, no CPU goes away before its thread
+ * is bound and woken.
+ */
+int krdma_bench_spawn(struct krdma_bench_run *run)
+{
+	cpumask_var_t mask;
+	u32 n, i;
+	int ret = 0;
+
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return -ENOMEM;
+	cpus_read_lock();
+	cpumask_and(mask, cpu_online_mask, current->cpus_ptr);
+	n = min_t(u32, run->num_conns, cpumask_weight(mask));
+	if (n > 1)
+		ret = krdma_bench_make_threads(run, n, mask);
 	for (i = 0; i < run->num_threads; i++)
 		wake_up_process(run->threads[i].task);
-	return 0;
+	cpus_read_unlock();
+	free_cpumask_var(mask);
+	return ret;
 }
 
 /* Wait for the threads; a signal meanwhile stops them all. */
@@ -124,8 +149,17 @@ void krdma_bench_join(struct krdma_bench_run *run)
 
 	for (i = 0; i < run->num_threads; i++) {
 		struct krdma_bench_thread *t = &run->threads[i];
+		long left;
 
-		if (wait_for_completion_interruptible(&t->done)) {
+		for (;;) {
+			left = wait_for_completion_interruptible_timeout(&t->done,
+									 HZ / 10);
+			if (left)
+				break;
+			/* the caller keeps publishing the run's progress */
+			krdma_bench_progress(run, ktime_get_ns());
+		}
+		if (left < 0) {
 			krdma_bench_stop(run, -EINTR);
 			wait_for_completion(&t->done);
 		}
@@ -154,13 +188,9 @@ void krdma_bench_merge(struct krdma_bench_run *run)
 		cmd->empty_polls += tc->empty_polls;
 		cmd->post_calls += tc->post_calls;
 		cmd->validate_errors += tc->validate_errors;
-		if (!cmd->wc_status)
-			cmd->wc_status = tc->wc_status;
-		if (!cmd->failed_conn)
-			cmd->failed_conn = tc->failed_conn;
 		krdma_bench_free_chains(tr);
 	}
-	kfree(run->threads);
+	kvfree(run->threads);
 	run->threads = NULL;
 	run->num_threads = 0;
 }

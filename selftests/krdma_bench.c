@@ -6,9 +6,11 @@
  * timeout must stop a run with everything released and the QP cleanly in
  * the error state, and --validate must catch a corrupted payload.
  */
-#include <time.h>
+#define _GNU_SOURCE	/* sched_setaffinity() */
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
 #include "krdma_test.h"
 
@@ -333,6 +335,27 @@ static void *bench_call_fn(void *arg)
 	return NULL;
 }
 
+/* The same, from a thread pinned to the first CPU it may use. */
+static void *bench_call_pinned_fn(void *arg)
+{
+	struct bench_call *c = arg;
+	cpu_set_t set, one;
+
+	CPU_ZERO(&one);
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &set)) {
+				CPU_SET(i, &one);
+				break;
+			}
+	if (sched_setaffinity(0, sizeof(one), &one)) {
+		c->ret = -1;
+		c->err = errno;
+		return NULL;
+	}
+	return bench_call_fn(arg);
+}
+
 /* WRITEs on both connections (a to b, b to a), a thread per CPU. */
 static void bench_init_per_cpu(FIXTURE_DATA(bench) *self,
 			       struct krdma_bench *b, uint32_t h[2],
@@ -390,6 +413,35 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads, 90)
 	EXPECT_EQ(cpus > 1 ? 1 : 0, seen);
 	EXPECT_LT(0u, b.ops_done);
 	EXPECT_EQ(0, bench_threads());
+}
+
+/*
+ * The threads go only to CPUs the caller may run on: pinned to one, a
+ * per-CPU run makes no kernel thread and still does all its work.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, per_cpu_follows_affinity, 90)
+{
+	struct bench_call call = { .fd = self->fd };
+	struct krdma_bench b;
+	uint32_t h[2];
+	int seen = 0;
+	pthread_t t;
+
+	bench_init_per_cpu(self, &b, h, 0);
+	b.duration_ms = 2000;
+	call.b = &b;
+	/* the calling thread's affinity is what the run follows */
+	ASSERT_EQ(0, pthread_create(&t, NULL, bench_call_pinned_fn, &call));
+	for (int i = 0; i < 15; i++) {
+		usleep(100 * 1000);
+		seen += bench_threads();
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, call.ret) {
+		TH_LOG("pinned run: %s", strerror(call.err));
+	}
+	EXPECT_EQ(0, seen);
+	EXPECT_LT(0u, b.ops_done);
 }
 
 /*

@@ -1231,11 +1231,12 @@ struct krdma_srq_create {
  *	the run ends, and an RC responder may deliver a message before it
  *	sends its acknowledgment
  * @KRDMA_BENCH_PER_CPU: share the connections out among as many threads as
- *	there are online CPUs (at most one per connection): the caller's
- *	thread runs the first share, a kernel thread bound to each other CPU
- *	one more, each polling its own connections' CQs; the figures are the
- *	run's (@peak_bps over all of them).  A software device such as rxe
- *	does a connection's work on the CPU that posts to it
+ *	the caller may use online CPUs (its affinity; at most one per
+ *	connection): the caller's thread runs the first share, a kernel
+ *	thread bound to each other of those CPUs one more, each polling its
+ *	own connections' CQs; the figures, @timeout_ms and the failure
+ *	reported are the run's.  A software device such as rxe does a
+ *	connection's work on the CPU that posts to it
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
