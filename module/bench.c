@@ -296,12 +296,7 @@ static int krdma_bench_poll(struct krdma_bench_run *run,
 		run->cmd->empty_polls++;
 		return 0;
 	}
-	/*
-	 * A client times what it sees; a server only keeps rough figures, and
-	 * spares the reply it is about to send a read of the clocksource
-	 * (an emulated HPET under TCG: a trip through the emulator).
-	 */
-	now = run->server ? ktime_get_coarse_ns() : ktime_get_ns();
+	now = krdma_bench_now();
 	for (i = 0; i < n; i++) {
 		if (wc[i].status != IB_WC_SUCCESS) {
 			krdma_bench_wc_failed(run, bc, wc[i].status);
@@ -321,7 +316,7 @@ static int krdma_bench_post(struct ib_qp *qp, const struct ib_send_wr *wr)
 {
 	const struct ib_send_wr *bad;
 
-	return ib_post_send(qp, wr, &bad);
+	return krdma_post_send(qp, wr, &bad);
 }
 
 /* Receives into consecutive slots, as many as @n. */
@@ -423,7 +418,7 @@ static int krdma_bench_post_sends(struct krdma_bench_run *run,
 	for (i = 0; i < n; i++)
 		krdma_bench_build(run, bc, i, len, last && i == n - 1);
 	if (!run->start_ns)
-		krdma_bench_start(run, ktime_get_ns());
+		krdma_bench_start(run, krdma_bench_now());
 	run->cmd->post_calls++;
 	ret = krdma_bench_post(bc->conn->qp, &run->wrs[0].send);
 	if (ret)
@@ -490,7 +485,7 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 			return ret;
 	}
 	bc->waiting = true;
-	run->t0 = ktime_get_ns();
+	run->t0 = krdma_bench_now();
 	if (!run->start_ns)
 		krdma_bench_start(run, run->t0);
 	return krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
@@ -701,7 +696,7 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 		if (krdma_bench_finished(run))
 			return 0;
 		krdma_run_softirqs();
-		now = ktime_get_ns();
+		now = krdma_bench_now();
 		if (run->phase == KRDMA_BENCH_RUN && run->end_ns &&
 		    now >= run->end_ns)
 			run->phase = KRDMA_BENCH_CLOSE;
@@ -727,7 +722,7 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 static void krdma_bench_flush(struct krdma_bench_run *run)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-	u64 start = ktime_get_ns(), quiet = start;
+	u64 start = krdma_bench_now(), quiet = start;
 	u32 i;
 
 	for (i = 0; i < run->num_conns; i++) {
@@ -739,7 +734,7 @@ static void krdma_bench_flush(struct krdma_bench_run *run)
 		krdma_object_unlock_hw(&conn->obj);
 	}
 	for (;;) {
-		u64 now = ktime_get_ns();
+		u64 now = krdma_bench_now();
 		bool any = false;
 
 		for (i = 0; i < run->num_conns; i++) {
@@ -1092,10 +1087,10 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		goto out;
 
 	if (cmd->duration_ms && !cmd->iters) {
-		end = ktime_get_ns() + (u64)cmd->duration_ms * NSEC_PER_MSEC;
+		end = krdma_bench_now() + (u64)cmd->duration_ms * NSEC_PER_MSEC;
 		run->end_ns = end;
 	}
-	run->last_progress_ns = ktime_get_ns();
+	run->last_progress_ns = krdma_bench_now();
 	run->last_event_ns = run->last_progress_ns;
 	if (cmd->flags & KRDMA_BENCH_PER_CPU) {
 		ret = krdma_bench_spawn(run);

@@ -7,6 +7,7 @@
 #define _KRDMA_BENCH_H
 
 #include <linux/completion.h>
+#include <linux/sched/clock.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 
@@ -19,6 +20,21 @@
 #define KRDMA_BENCH_DRAIN_NS (2 * NSEC_PER_SEC)
 #define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
 #define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
+
+/*
+ * A run's clock: sched_clock(), the CPU's counter (the TSC) in ns.
+ * ktime_get_ns() reads the clocksource, which may be a device: the HPET in
+ * a TCG guest, 1.3 us a read and a lock in the emulator, as much again as
+ * the loop between two looks at a CQ.  local_clock() reads the counter too,
+ * but where it is deemed unstable (TCG) holds still past the next tick's
+ * estimate: pings of 0 us were measured with it.  Threads of one run on
+ * different CPUs may read it a little apart, which the figures allow for
+ * (peak windows, progress).  perftest times with the counter too.
+ */
+static inline u64 krdma_bench_now(void)
+{
+	return sched_clock();
+}
 
 enum krdma_bench_phase {
 	KRDMA_BENCH_RUN,	/* posting */

@@ -157,7 +157,7 @@ void krdma_bench_join(struct krdma_bench_run *run)
 			if (left)
 				break;
 			/* the caller keeps publishing the run's progress */
-			krdma_bench_progress(run, ktime_get_ns());
+			krdma_bench_progress(run, krdma_bench_now());
 		}
 		if (left < 0) {
 			krdma_bench_stop(run, -EINTR);

@@ -128,7 +128,7 @@ int krdma_pd_reg_mr(struct krdma_pd *kpd, struct ib_mr *mr, int access)
 	}
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 	wr.key = mr->rkey;
-	ret = ib_post_send(kpd->reg_qp, &wr.wr, NULL);
+	ret = krdma_post_send(kpd->reg_qp, &wr.wr, NULL);
 	if (ret)
 		goto out;
 	/*

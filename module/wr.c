@@ -22,6 +22,10 @@ union krdma_send_wr {
 	struct ib_ud_wr ud;
 };
 
+#define KRDMA_SGES_PER_WR (2 * KRDMA_MAX_SGE)
+#define KRDMA_REFS_PER_WR (KRDMA_MAX_SGE + 1)
+#define KRDMA_POST_ONE_SGES 2
+
 /**
  * struct krdma_post_ctx - a KRDMA_POST being built
  * @conn: the connection posted to, or NULL
@@ -33,6 +37,8 @@ union krdma_send_wr {
  * @refs: buffers and address handles the chain uses, referenced
  * @num_refs: entries of @refs
  * @is_recv: the chain is receives
+ * @one: room for a chain of one WR of up to %KRDMA_POST_ONE_SGES SGEs, the
+ *	 common case, which then needs no allocation
  */
 struct krdma_post_ctx {
 	struct krdma_conn *conn;
@@ -44,10 +50,15 @@ struct krdma_post_ctx {
 	struct krdma_object **refs;
 	unsigned int num_refs;
 	bool is_recv;
+	struct {
+		union {
+			union krdma_send_wr send;
+			struct ib_recv_wr recv;
+		};
+		struct ib_sge sges[2 * KRDMA_POST_ONE_SGES];
+		struct krdma_object *refs[KRDMA_POST_ONE_SGES + 1];
+	} one;
 };
-
-#define KRDMA_SGES_PER_WR (2 * KRDMA_MAX_SGE)
-#define KRDMA_REFS_PER_WR (KRDMA_MAX_SGE + 1)
 
 /* The verbs opcode of each krdma one (KRDMA_OP_RECV has none). */
 const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX] = {
@@ -98,14 +109,26 @@ static void krdma_post_ctx_free(struct krdma_post_ctx *ctx)
 
 	for (i = 0; i < ctx->num_refs; i++)
 		krdma_object_put(ctx->refs[i]);
+	if (ctx->sges == ctx->one.sges)
+		return;
 	kvfree(ctx->send);
 	kvfree(ctx->recv);
 	kvfree(ctx->sges);
 	kvfree(ctx->refs);
 }
 
-static int krdma_post_ctx_alloc(struct krdma_post_ctx *ctx, u32 num_wrs)
+static int krdma_post_ctx_alloc(struct krdma_post_ctx *ctx, u32 num_wrs,
+				u32 num_sge)
 {
+	if (num_wrs == 1 && num_sge <= KRDMA_POST_ONE_SGES) {
+		if (ctx->is_recv)
+			ctx->recv = &ctx->one.recv;
+		else
+			ctx->send = &ctx->one.send;
+		ctx->sges = ctx->one.sges;
+		ctx->refs = ctx->one.refs;
+		return 0;
+	}
 	if (ctx->is_recv)
 		ctx->recv = kvcalloc(num_wrs, sizeof(*ctx->recv), GFP_KERNEL);
 	else
@@ -354,7 +377,7 @@ static int krdma_post_build(struct krdma_post_ctx *ctx,
 			return ret;
 		if (!i)
 			ctx->is_recv = krdma_is_recv(&uwr);
-		if (!i && krdma_post_ctx_alloc(ctx, cmd->num_wrs))
+		if (!i && krdma_post_ctx_alloc(ctx, cmd->num_wrs, uwr.num_sge))
 			return -ENOMEM;
 		ret = krdma_check_wr(ctx, &uwr, ctx->is_recv);
 		if (ret)
@@ -422,10 +445,9 @@ static int krdma_post_chain(struct krdma_post_ctx *ctx, u32 *bad_index)
 		ret = ib_post_recv(ctx->conn->qp, ctx->recv, &bad_recv);
 		*bad_index = krdma_post_index(ctx, bad_recv);
 	} else {
-		ret = ib_post_send(ctx->conn->qp, &ctx->send[0].send,
-				   &bad_send);
+		ret = krdma_post_send(ctx->conn->qp, &ctx->send[0].send,
+				      &bad_send);
 		*bad_index = krdma_post_index(ctx, bad_send);
-		krdma_run_softirqs();
 	}
 	return ret;
 }

@@ -96,7 +96,15 @@ SERVER=$!
 sleep 1
 
 declare -A V
-add() { V[$1]="${V[$1]:-} $2"; }
+# a figure of 0 or none is a failed run (perftest printed 0.00 BW for one
+# -q 2 round once): left out of the median, and said so
+add() {
+	if awk -v v="${2:-x}" 'BEGIN { exit !(v + 0 > 0) }'; then
+		V[$1]="${V[$1]:-} $2"
+	else
+		log "$1: no figure in round ${r:-?} ('${2:-}'): left out"
+	fi
+}
 
 # guest memcpy: the ceiling, as rxe copies every byte
 for r in $(seq "$ROUNDS"); do

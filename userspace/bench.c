@@ -33,6 +33,9 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "krdmactl.h"
 #include "names.h"
@@ -372,6 +375,29 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * --via-ioctl times its pings with the CPU's counter, as perftest does and
+ * as the kernel's loop does (sched_clock()): where the clocksource is a
+ * device (the HPET under TCG) clock_gettime() is a system call and a device
+ * read, 2.6 us there, as much as a KRDMA_POST.  The counter's rate is
+ * taken against CLOCK_MONOTONIC over the run (counter_scale()).
+ */
+static uint64_t counter(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	return now_ns();
+#endif
+}
+
+/* Nanoseconds per counter tick between two (counter, CLOCK_MONOTONIC) pairs. */
+static double counter_scale(uint64_t c0, uint64_t ns0, uint64_t c1,
+			    uint64_t ns1)
+{
+	return c1 > c0 && ns1 > ns0 ? (double)(ns1 - ns0) / (c1 - c0) : 1.0;
 }
 
 static void fill_pattern(uint8_t *p, uint64_t len)
@@ -816,6 +842,7 @@ static int via_run(struct via *v, uint32_t size)
 	uint32_t opcode = bench_ops[o->op].opcode;
 	uint64_t iters = o->iters, posted = 0, completed = 0, *samples = NULL;
 	uint64_t n_samples = 0, max_samples, deadline = 0, start, last = 0;
+	uint64_t c_start, k;
 	uint64_t remote_slots = v->bc->adv.length / size;
 	struct krdma_wc wc[32];
 	bool pingpong = o->latency && two_sided(o->op);
@@ -830,6 +857,7 @@ static int via_run(struct via *v, uint32_t size)
 			return -ENOMEM;
 	}
 	start = now_ns();
+	c_start = counter();
 	if (!iters)
 		deadline = start + o->duration_s * 1000000000ULL;
 	while (!ret) {
@@ -845,7 +873,7 @@ static int via_run(struct via *v, uint32_t size)
 			if (pingpong)
 				ret = via_post(v, KRDMA_OP_RECV, 1 << 20, size,
 					       false, 0);
-			t0 = now_ns();
+			t0 = counter();
 			/* pings are signaled one in -Q, as in the kernel */
 			posted++;
 			if (!ret)
@@ -872,12 +900,12 @@ static int via_run(struct via *v, uint32_t size)
 			}
 			if (ret)
 				break;
-			now = now_ns();
+			now = counter();
+			/* (a process moved to another CPU may see it behind) */
+			now = now > t0 ? now - t0 : 0;
 			if (n_samples < max_samples)
-				samples[n_samples++] = pingpong ?
-					(now - t0) / 2 : now - t0;
+				samples[n_samples++] = pingpong ? now / 2 : now;
 			completed++;
-			last = now;
 			continue;
 		}
 		/* bandwidth: one WR per KRDMA_POST while there is room */
@@ -916,6 +944,14 @@ static int via_run(struct via *v, uint32_t size)
 			completed = wc[i].wr_id;
 		if (n)
 			last = now_ns();
+	}
+	if (o->latency && completed) {
+		double scale;
+
+		last = now_ns();
+		scale = counter_scale(c_start, start, counter(), last);
+		for (k = 0; k < n_samples; k++)
+			samples[k] = samples[k] * scale;
 	}
 	v->b->ops_done = completed;
 	v->b->bytes_done = completed * (is_atomic(o->op) ? 8 : size);
