@@ -612,17 +612,44 @@ FIXTURE(cli)
 {
 	struct kt_proc server;
 	struct kt_proc client;
+	struct kt_proc other;	/* a server of the test's own */
 	char addr[64];
 	unsigned int port;
 };
 
+/*
+ * Wait up to 10 s for the bench server @p to say it listens; 0, or -1 if
+ * it exited first or never did.
+ */
+static int cli_wait_listening(struct kt_proc *p)
+{
+	struct timespec delay = { 0, 100 * 1000 * 1000 };
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		char buf[256] = "";
+		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+			buf[n > 0 ? n : 0] = 0;
+			close(fd);
+		}
+		if (strstr(buf, "listening"))
+			return 0;
+		if (kt_check_exit(p))
+			return -1;
+		nanosleep(&delay, NULL);
+	}
+	return -1;
+}
+
 FIXTURE_SETUP(cli)
 {
 	const char *why = kt_krdmactl_unavailable("rxe0");
-	struct timespec delay = { 0, 100 * 1000 * 1000 };
 	static unsigned int next;
 	char cmd[256];
-	int i;
 
 	if (why)
 		SKIP(return, "%s", why);
@@ -633,25 +660,9 @@ FIXTURE_SETUP(cli)
 	/* serves every client of the longest test (the debug kernel is slow) */
 	ASSERT_OK(kt_spawn_for(&self->server, "krdma_bench", "srv", false,
 			       600, cmd));
-	for (i = 0; i < 100; i++) {
-		char buf[256] = "";
-		int fd = open(self->server.path, O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			ssize_t n = read(fd, buf, sizeof(buf) - 1);
-
-			buf[n > 0 ? n : 0] = 0;
-			close(fd);
-		}
-		if (strstr(buf, "listening"))
-			return;
-		ASSERT_FALSE(kt_check_exit(&self->server)) {
-			TH_LOG("server: %s", kt_out(&self->server));
-		}
-		nanosleep(&delay, NULL);
-	}
-	ASSERT_TRUE(false) {
-		TH_LOG("the bench server never listened");
+	ASSERT_EQ(0, cli_wait_listening(&self->server)) {
+		TH_LOG("the bench server never listened: %s",
+		       kt_out(&self->server));
 	}
 }
 
@@ -659,6 +670,7 @@ FIXTURE_TEARDOWN(cli)
 {
 	kt_proc_end(&self->server);
 	kt_proc_end(&self->client);
+	kt_proc_end(&self->other);
 }
 
 /* The @n-th number after "key": in JSON output, or -1. */
@@ -673,17 +685,23 @@ static double json_num(const char *out, const char *key, int n)
 	return p ? strtod(p + strlen(want), NULL) : -1;
 }
 
-static int cli_client(FIXTURE_DATA(cli) *self, const char *args)
+static int cli_client_to(FIXTURE_DATA(cli) *self, unsigned int port,
+			 const char *args)
 {
 	char cmd[512];
 
 	snprintf(cmd, sizeof(cmd), "krdmactl -j bench %s %s -p %u -T 20",
-		 args, self->addr, self->port);
+		 args, self->addr, port);
 	/* each run ends by itself (-T 20); the debug kernel is slow */
 	if (kt_spawn_for(&self->client, "krdma_bench", "cli", true, 300, cmd))
 		return -1;
 	kt_reap(&self->client);
 	return self->client.status;
+}
+
+static int cli_client(FIXTURE_DATA(cli) *self, const char *args)
+{
+	return cli_client_to(self, self->port, args);
 }
 
 #define CLI_OK(args, iters)						\
@@ -782,6 +800,46 @@ KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
 	EXPECT_EQ(200, json_num(kt_out(&self->client),
 				"server_validate_errors", 0)) {
 		TH_LOG("%s", kt_out(&self->client));
+	}
+}
+
+/*
+ * A server's -j output is one JSON list of events: it listens, then a
+ * record of each run its kernel loop served (two-sided ops).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, server_json, 120)
+{
+	unsigned int port = self->port + 1000;
+	const char *out;
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "krdmactl -j bench -p %u --once -T 20",
+		 port);
+	ASSERT_OK(kt_spawn(&self->other, "krdma_bench", "jsrv", true, cmd));
+	ASSERT_EQ(0, cli_wait_listening(&self->other)) {
+		TH_LOG("the JSON server never listened");
+	}
+	EXPECT_EQ(0, cli_client_to(self, port, "send -s 4096 -n 50 -t 16")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	kt_reap(&self->other);
+	out = kt_out(&self->other);
+	EXPECT_EQ(0, self->other.status);
+	out += strspn(out, " \n");
+	EXPECT_EQ('[', *out) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "\"event\":\"listening\"")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_EQ(port, json_num(out, "port", 0));
+	EXPECT_NE(NULL, strstr(out, "\"event\":\"served\"")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_EQ(50, json_num(out, "messages", 0));
+	/* every member has a name */
+	EXPECT_EQ(NULL, strstr(out, "\"\":")) {
+		TH_LOG("%s", out);
 	}
 }
 

@@ -1343,6 +1343,13 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->local_buf = g->buf.handle;
 	b->msg_size = g->max_size;
 	b->tx_depth = lat ? 4 : 2 * g->tx_depth;
+	/*
+	 * A ping-pong's replies are signaled one in as many as may be in
+	 * flight, not each (ib_send_lat's server signals as its client does,
+	 * one in 100 by default): a completion per reply is work, and a CQE
+	 * to poll, that perftest's server does not have.
+	 */
+	b->signal_every = lat ? b->tx_depth : 1;
 	b->timeout_ms = g->timeout_s * 1000;
 	ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
 	g->ran = true;
@@ -1502,8 +1509,14 @@ static int bench_serve(int fd, const struct bench_opts *o)
 		return 1;
 	}
 	s.listener = l.handle;
-	if (!pr_is_json())
+	if (pr_is_json()) {
+		pr_obj_begin(NULL);
+		pr_str("event", "listening");
+		pr_u64("port", l.port);
+		pr_obj_end();
+	} else {
 		printf("bench: listening on port %u\n", l.port);
+	}
 	fflush(stdout);
 	while (!xfer_stop && !(o->once && s.finished)) {
 		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 200);
@@ -1590,7 +1603,10 @@ int cmd_bench(int argc, char **argv)
 		return 1;
 	}
 	xfer_catch_signals();
-	if (pr_is_json())
+	/* a server's JSON is a list of events, a client's one object */
+	if (pr_is_json() && !o.host)
+		pr_arr_begin(NULL);
+	else if (pr_is_json())
 		pr_obj_begin(NULL);
 	if (!o.host)
 		ret = bench_serve(fd, &o);
@@ -1598,7 +1614,9 @@ int cmd_bench(int argc, char **argv)
 		ret = bench_conns(fd, &o);
 	else
 		ret = bench_client(fd, &o);
-	if (pr_is_json())
+	if (pr_is_json() && !o.host)
+		pr_arr_end();
+	else if (pr_is_json())
 		pr_obj_end();
 	close(fd);
 	return ret;
