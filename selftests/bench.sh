@@ -7,9 +7,15 @@
 # ratios (krdma / perftest) go to stdout as a table and to
 # $KRDMA_REPO/build/bench.json.
 #
-#   ROUNDS (5)  ITERS_BW (3000)  ITERS_LAT (2000)  ITERS_ATOMIC (20000)
-#   QPS_BW (the guest's CPUs, at least 2)  CONNS ("1 64 256 1024")
-#   BENCH_JSON (build/bench.json)
+#   ROUNDS (5)  LAT_ROUNDS (11)  ITERS_BW (3000)  ITERS_LAT (5000)
+#   ITERS_ATOMIC (20000)  QPS_BW (the guest's CPUs, at least 2)
+#   CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
+#
+# The SEND latency pairs run LAT_ROUNDS times, each round in the other
+# order: a ping-pong on this machine runs in one of two speeds, about 1.8x
+# apart, for tens of milliseconds to seconds at a time (for perftest as for
+# krdma, see README), so short runs, many, taking turns, give both programs
+# the same share of each.
 #
 # The bandwidth pairs run twice: with one QP each, and with QPS_BW QPs each
 # (iterations per QP, as both count them), where krdma shares its QPs out
@@ -22,7 +28,8 @@ ADDR=${RXE0_ADDR:-192.0.2.1}
 DEV=${BENCH_DEV:-rxe0}
 ROUNDS=${ROUNDS:-5}
 ITERS_BW=${ITERS_BW:-3000}
-ITERS_LAT=${ITERS_LAT:-2000}
+LAT_ROUNDS=${LAT_ROUNDS:-11}
+ITERS_LAT=${ITERS_LAT:-5000}
 ITERS_ATOMIC=${ITERS_ATOMIC:-20000}
 QPS_BW=${QPS_BW:-$(nproc)}
 [ "$QPS_BW" -ge 2 ] 2>/dev/null || QPS_BW=2
@@ -142,25 +149,42 @@ for r in $(seq "$ROUNDS"); do
 		-Q "$(cqmod "$o")" -q "$QPS_BW")
 	add k_read_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read_q"
 
-	o=$(perftest send_lat ib_send_lat -s 8 -n "$ITERS_LAT" -F)
-	add pt_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_lat"
-	# what perftest used: its inline size (0 on rxe, which it does not
-	# trust with inline data), and its CQ moderation, 100 by default,
-	# which ib_send_lat does not print: it signals one ping in 100
-	inl=$(awk -F: '/Max inline data/ { gsub(/[^0-9]/, "", $2); print $2; exit }' "$o")
-	o=$(krdma send_lat send "$ADDR" --lat -s 8 -n "$ITERS_LAT" \
-		-I "${inl:-0}" -Q "$LAT_CQ_MOD")
-	add k_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.k_lat"
-	o=$(krdma via send "$ADDR" --lat -s 8 -n "$ITERS_LAT" \
-		-I "${inl:-0}" -Q "$LAT_CQ_MOD" --via-ioctl)
-	add k_via "$(field "$o" 5)"; cp "$o" "$TMP/last.k_via"
-
 	o=$(perftest atomic ib_atomic_bw -n "$ITERS_ATOMIC" -F)
 	add pt_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_atomic"
 	od=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
 	o=$(krdma atomic fadd "$ADDR" -n "$ITERS_ATOMIC" -t "${od:-16}" \
 		-Q "$(cqmod "$o")")
 	add k_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.k_atomic"
+done
+
+pt_lat() {
+	local o
+	o=$(perftest send_lat ib_send_lat -s 8 -n "$ITERS_LAT" -F)
+	add pt_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_lat"
+	# what perftest used: its inline size (0 on rxe, which it does not
+	# trust with inline data), and its CQ moderation, 100 by default,
+	# which ib_send_lat does not print: it signals one ping in 100
+	inl=$(awk -F: '/Max inline data/ { gsub(/[^0-9]/, "", $2); print $2; exit }' "$o")
+}
+
+k_lat() {
+	local o
+	o=$(krdma send_lat send "$ADDR" --lat -s 8 -n "$ITERS_LAT" \
+		-I "${inl:-0}" -Q "$LAT_CQ_MOD")
+	add k_lat "$(field "$o" 5)"; cp "$o" "$TMP/last.k_lat"
+	o=$(krdma via send "$ADDR" --lat -s 8 -n "$ITERS_LAT" \
+		-I "${inl:-0}" -Q "$LAT_CQ_MOD" --via-ioctl)
+	add k_via "$(field "$o" 5)"; cp "$o" "$TMP/last.k_via"
+}
+
+inl=
+for r in $(seq "$LAT_ROUNDS"); do
+	log "latency round $r/$LAT_ROUNDS"
+	if [ $((r % 2)) = 1 ]; then
+		pt_lat; k_lat
+	else
+		k_lat; pt_lat
+	fi
 done
 
 # connection setup scale
@@ -187,6 +211,7 @@ r_atomic=$(ratio "$med_k_atomic" "$med_pt_atomic")
 r_via=$(ratio "$med_k_via" "$med_k_lat")
 
 printf '\n%-28s %14s %14s %10s %s\n' "figure (median of $ROUNDS)" krdma perftest ratio target
+printf '%-28s\n' "(latency: of $LAT_ROUNDS)"
 printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, 1 QP [MB/s]" "$med_k_write" "$med_pt_write" "$r_write" ">= 1.25"
 printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, 1 QP [MB/s]" "$med_k_read" "$med_pt_read" "$r_read" ">= 1.25"
 printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, $QPS_BW QPs [MB/s]" "$med_k_write_q" "$med_pt_write_q" "$r_write_q" ">= 1.25"
@@ -202,7 +227,7 @@ cat > "$OUT.tmp" <<EOF
 {
   "kernel": "$(uname -r)",
   "device": "$DEV",
-  "rounds": $ROUNDS,
+  "rounds": $ROUNDS, "lat_rounds": $LAT_ROUNDS,
   "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
              "bw_qps_multi": $QPS_BW,
              "lat_size": 8, "lat_iters": $ITERS_LAT, "lat_cq_mod": $LAT_CQ_MOD,
