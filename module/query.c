@@ -24,7 +24,7 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	cmd->features = KRDMA_FEATURE_QUERY_DEVICES | KRDMA_FEATURE_BUFFERS |
 			KRDMA_FEATURE_MANUAL_CONN | KRDMA_FEATURE_RDMA_CM |
 			KRDMA_FEATURE_USER_BUFFERS | KRDMA_FEATURE_SRQ |
-			KRDMA_FEATURE_BENCH;
+			KRDMA_FEATURE_BENCH | KRDMA_FEATURE_POST_POLL;
 	cmd->ops = krdma_supported_ops();
 	cmd->transports = BIT(KRDMA_TRANSPORT_RC) | BIT(KRDMA_TRANSPORT_UC) |
 			  BIT(KRDMA_TRANSPORT_UD);

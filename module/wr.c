@@ -22,8 +22,6 @@ union krdma_send_wr {
 	struct ib_ud_wr ud;
 };
 
-#define KRDMA_SGES_PER_WR (2 * KRDMA_MAX_SGE)
-#define KRDMA_REFS_PER_WR (KRDMA_MAX_SGE + 1)
 #define KRDMA_POST_ONE_SGES 2
 
 /**
@@ -33,7 +31,8 @@ union krdma_send_wr {
  * @kdev: the device of @conn or @srq
  * @send: the send chain (when posting sends)
  * @recv: the receive chain (when posting receives)
- * @sges: room for every WR's SGEs (inline ones may split at chunk edges)
+ * @sges: room for every WR's SGEs
+ * @sges_per_wr: entries of @sges each WR has: the queue's max_sge
  * @refs: buffers and address handles the chain uses, referenced
  * @num_refs: entries of @refs
  * @is_recv: the chain is receives
@@ -47,6 +46,7 @@ struct krdma_post_ctx {
 	union krdma_send_wr *send;
 	struct ib_recv_wr *recv;
 	struct ib_sge *sges;
+	unsigned int sges_per_wr;
 	struct krdma_object **refs;
 	unsigned int num_refs;
 	bool is_recv;
@@ -117,25 +117,45 @@ static void krdma_post_ctx_free(struct krdma_post_ctx *ctx)
 	kvfree(ctx->refs);
 }
 
+/* The most SGEs a WR of the chain may have: the queue's limit. */
+static u32 krdma_post_max_sge(const struct krdma_post_ctx *ctx, bool is_recv)
+{
+	if (ctx->srq)
+		return ctx->srq->max_sge;
+	return is_recv ? ctx->conn->caps.max_recv_sge :
+			 ctx->conn->caps.max_send_sge;
+}
+
+/*
+ * Room for @num_wrs WRs, sized by the queue's SGE limit rather than
+ * %KRDMA_MAX_SGE: the allocator zeroes what it hands out (init_on_alloc),
+ * and 16 receives of one SGE would otherwise clear 11 KiB.
+ */
 static int krdma_post_ctx_alloc(struct krdma_post_ctx *ctx, u32 num_wrs,
 				u32 num_sge)
 {
+	u32 max_sge = max(krdma_post_max_sge(ctx, ctx->is_recv), 1U);
+
 	if (num_wrs == 1 && num_sge <= KRDMA_POST_ONE_SGES) {
 		if (ctx->is_recv)
 			ctx->recv = &ctx->one.recv;
 		else
 			ctx->send = &ctx->one.send;
 		ctx->sges = ctx->one.sges;
+		ctx->sges_per_wr = min_t(u32, max_sge,
+					 ARRAY_SIZE(ctx->one.sges));
 		ctx->refs = ctx->one.refs;
 		return 0;
 	}
+	ctx->sges_per_wr = max_sge;
 	if (ctx->is_recv)
 		ctx->recv = kvcalloc(num_wrs, sizeof(*ctx->recv), GFP_KERNEL);
 	else
 		ctx->send = kvcalloc(num_wrs, sizeof(*ctx->send), GFP_KERNEL);
-	ctx->sges = kvcalloc((size_t)num_wrs * KRDMA_SGES_PER_WR,
+	ctx->sges = kvcalloc((size_t)num_wrs * ctx->sges_per_wr,
 			     sizeof(*ctx->sges), GFP_KERNEL);
-	ctx->refs = kvcalloc((size_t)num_wrs * KRDMA_REFS_PER_WR,
+	/* each SGE's buffer, and a UD send's address handle */
+	ctx->refs = kvcalloc((size_t)num_wrs * (max_sge + 1),
 			     sizeof(*ctx->refs), GFP_KERNEL);
 	if ((!ctx->recv && !ctx->send) || !ctx->sges || !ctx->refs)
 		return -ENOMEM;
@@ -176,11 +196,7 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 	ret = krdma_check_target(ctx, uwr, is_recv);
 	if (ret)
 		return ret;
-	if (ctx->srq)
-		max_sge = ctx->srq->max_sge;
-	else
-		max_sge = is_recv ? ctx->conn->caps.max_recv_sge :
-				    ctx->conn->caps.max_send_sge;
+	max_sge = krdma_post_max_sge(ctx, is_recv);
 	if (uwr->flags & ~(KRDMA_WR_SIGNALED | KRDMA_WR_INLINE |
 			   KRDMA_WR_FENCE | KRDMA_WR_SOLICITED))
 		return -EOPNOTSUPP;
@@ -225,9 +241,15 @@ static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 	for (i = 0; i < uwr->num_sge; i++) {
 		struct krdma_object **ref = &ctx->refs[ctx->num_refs];
 
+		/*
+		 * An inline SGE split where a chunk ends takes two of the
+		 * device's: more than the queue's max_sge in all is refused
+		 * here, as the device would refuse it.
+		 */
 		if (inline_data)
 			ret = krdma_buf_inline_sges(session, &uwr->sge[i],
-						    sges, n + 2, &n, ref);
+						    sges, ctx->sges_per_wr,
+						    &n, ref);
 		else
 			ret = krdma_buf_sge(session, &uwr->sge[i], &sges[n++],
 					    ref);
@@ -283,7 +305,7 @@ static int krdma_build_send(struct krdma_post_ctx *ctx, unsigned int i,
 	u64 total;
 	int ret;
 
-	wr->sg_list = &ctx->sges[(size_t)i * KRDMA_SGES_PER_WR];
+	wr->sg_list = &ctx->sges[(size_t)i * ctx->sges_per_wr];
 	ret = krdma_wr_sges(ctx, uwr, wr->sg_list, &wr->num_sge, &total);
 	if (ret)
 		return ret;
@@ -347,20 +369,42 @@ static int krdma_build_recv(struct krdma_post_ctx *ctx, unsigned int i,
 	u64 total;
 
 	wr->wr_id = uwr->wr_id;
-	wr->sg_list = &ctx->sges[(size_t)i * KRDMA_SGES_PER_WR];
+	wr->sg_list = &ctx->sges[(size_t)i * ctx->sges_per_wr];
 	if (i)
 		ctx->recv[i - 1].next = wr;
 	return krdma_wr_sges(ctx, uwr, wr->sg_list, &wr->num_sge, &total);
 }
 
+/*
+ * WR @i of the caller's array, as copy_struct_from_user() would read it but
+ * for the SGEs past its num_sge, which nothing looks at: the header and a
+ * one-SGE list are 88 of the 448 bytes, and a user copy is a string copy
+ * (rep movsb), byte by byte under emulation (TCG), ~1 us here per WR.
+ */
 static int krdma_read_wr(const struct krdma_post *cmd, u32 i,
 			 struct krdma_wr *uwr)
 {
+	/* the header and one SGE, then the others if it has more */
+	const size_t first = offsetof(struct krdma_wr, sge[1]);
 	void __user *src = u64_to_user_ptr(cmd->wrs_uptr) +
 			   (size_t)i * cmd->wr_entry_size;
+	u32 more;
+	int ret;
 
-	return copy_struct_from_user(uwr, sizeof(*uwr), src,
-				     cmd->wr_entry_size);
+	if (copy_from_user(uwr, src, first))
+		return -EFAULT;
+	more = min_t(u32, uwr->num_sge, KRDMA_MAX_SGE);
+	if (more > 1 && copy_from_user(&uwr->sge[1], src + first,
+				       (more - 1) * sizeof(uwr->sge[0])))
+		return -EFAULT;
+	/* wr_entry_size >= sizeof(*uwr): a newer caller's tail must be 0 */
+	if (cmd->wr_entry_size == sizeof(*uwr))
+		return 0;
+	ret = check_zeroed_user(src + sizeof(*uwr),
+				cmd->wr_entry_size - sizeof(*uwr));
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -E2BIG;
 }
 
 static int krdma_post_build(struct krdma_post_ctx *ctx,
@@ -452,48 +496,6 @@ static int krdma_post_chain(struct krdma_post_ctx *ctx, u32 *bad_index)
 	return ret;
 }
 
-int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
-{
-	struct krdma_post *cmd = ucmd->cmd;
-	struct krdma_post_ctx ctx = {};
-	u32 bad_index = 0, max_wrs;
-	int ret;
-
-	if (cmd->flags)
-		return -EOPNOTSUPP;
-	if (cmd->__reserved)
-		return -EINVAL;
-	if (cmd->wr_entry_size < sizeof(struct krdma_wr) || !cmd->num_wrs)
-		return -EINVAL;
-	ret = krdma_post_target(session, cmd->handle, &ctx, &max_wrs);
-	if (ret)
-		return ret;
-	if (cmd->num_wrs > max_wrs) {
-		ret = -EINVAL;
-		goto out;
-	}
-	ret = krdma_post_build(&ctx, cmd, &bad_index);
-	if (ret)
-		goto report;
-	ret = krdma_post_chain(&ctx, &bad_index);
-	if (!ret)
-		bad_index = cmd->num_wrs;
-report:
-	/*
-	 * On an error num_wrs says how many went; the rest were not posted.
-	 * When all went the struct is unchanged, and a write-back that
-	 * faults must not report posted work as failed.
-	 */
-	if (ret) {
-		cmd->num_wrs = bad_index;
-		krdma_ucmd_respond(ucmd, sizeof(*cmd));
-	}
-out:
-	krdma_post_target_put(&ctx);
-	krdma_post_ctx_free(&ctx);
-	return ret;
-}
-
 static u32 krdma_wc_opcode(enum ib_wc_opcode opcode)
 {
 	switch (opcode) {
@@ -538,19 +540,21 @@ static void krdma_wc_to_user(struct krdma_conn *conn, const struct ib_wc *wc,
 		WRITE_ONCE(conn->last_wc_status, wc->status);
 }
 
-/* Move up to cmd->num_wcs completions to the caller; returns how many. */
+/*
+ * Move up to cmd->num_wcs completions to the caller, by way of @wc (room
+ * for %KRDMA_POLL_BATCH); returns how many.
+ */
 static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
-			 u32 done)
+			 struct ib_wc *wc, u32 done)
 {
-	struct ib_wc wc[KRDMA_POLL_BATCH];
 	struct krdma_wc uwc;
-	int n, i;
+	int want, n, i;
 
 	while (done < cmd->num_wcs) {
-		n = ib_poll_cq(conn->cq, min_t(u32, cmd->num_wcs - done,
-					       KRDMA_POLL_BATCH), wc);
-		if (n <= 0)
-			return n < 0 ? n : done;
+		want = min_t(u32, cmd->num_wcs - done, KRDMA_POLL_BATCH);
+		n = ib_poll_cq(conn->cq, want, wc);
+		if (n < 0)
+			return n;
 		for (i = 0; i < n; i++, done++) {
 			krdma_wc_to_user(conn, &wc[i], &uwc);
 			if (krdma_copy_entries(cmd->wcs_uptr + (u64)done *
@@ -559,6 +563,12 @@ static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
 					       sizeof(uwc), 1))
 				return -EFAULT;
 		}
+		/*
+		 * A short batch emptied the CQ: one more look would be a lock
+		 * round trip between a ping-pong's reply and its next ping.
+		 */
+		if (n < want)
+			break;
 	}
 	return done;
 }
@@ -619,23 +629,21 @@ static int krdma_poll_wait(struct krdma_conn *conn, unsigned long deadline)
 	return krdma_object_lock_hw(obj) ?: ret;
 }
 
-int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
+/*
+ * Poll @conn as @cmd says: completions into its array, waiting up to its
+ * timeout for the first; returns how many, or -errno.  Takes over the
+ * caller's reference and hw lock on @conn and drops them.
+ */
+static int krdma_poll_put(struct krdma_conn *conn,
+			  const struct krdma_poll *cmd)
 {
-	struct krdma_poll *cmd = ucmd->cmd;
-	unsigned long deadline;
-	struct krdma_conn *conn;
-	int ret, done = 0;
+	unsigned long deadline = jiffies + msecs_to_jiffies(cmd->timeout_ms);
+	/* here, not per look: a stack this size is cleared on each entry */
+	struct ib_wc wc[KRDMA_POLL_BATCH];
+	int ret = 0, done = 0;
 
-	if (cmd->flags)
-		return -EOPNOTSUPP;
-	if (!cmd->num_wcs || cmd->wc_entry_size < sizeof(struct krdma_wc))
-		return -EINVAL;
-	ret = krdma_conn_get(session, cmd->handle, &conn);
-	if (ret)
-		return ret;
-	deadline = jiffies + msecs_to_jiffies(cmd->timeout_ms);
 	for (;;) {
-		done = krdma_poll_cq(conn, cmd, done);
+		done = krdma_poll_cq(conn, cmd, wc, done);
 		if (done < 0 || done == cmd->num_wcs)
 			break;
 		if (conn->notify)
@@ -655,12 +663,106 @@ int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		if (ret)
 			break;
 	}
-	if (done < 0) {
-		ret = done;
-	} else if (done > 0 || !ret) {
-		cmd->num_wcs = done;
-		ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
-	}
 	krdma_conn_put(conn);
+	/* (a wait that failed found nothing: done is 0 then) */
+	return done ?: ret;
+}
+
+int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_poll *cmd = ucmd->cmd;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (!cmd->num_wcs || cmd->wc_entry_size < sizeof(struct krdma_wc))
+		return -EINVAL;
+	ret = krdma_conn_get(session, cmd->handle, &conn);
+	if (ret)
+		return ret;
+	ret = krdma_poll_put(conn, cmd);
+	if (ret < 0)
+		return ret;
+	cmd->num_wcs = ret;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/* Both halves of a POST are checked before anything is posted. */
+static int krdma_post_check(const struct krdma_post *cmd)
+{
+	if (cmd->flags & ~KRDMA_POST_POLL)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved || cmd->__reserved2)
+		return -EINVAL;
+	if (cmd->wr_entry_size < sizeof(struct krdma_wr) || !cmd->num_wrs)
+		return -EINVAL;
+	if (cmd->flags & KRDMA_POST_POLL)
+		return !cmd->num_wcs ||
+		       cmd->wc_entry_size < sizeof(struct krdma_wc) ? -EINVAL : 0;
+	return cmd->num_wcs || cmd->wc_entry_size || cmd->timeout_ms ||
+	       cmd->wcs_uptr ? -EINVAL : 0;
+}
+
+/* KRDMA_POST_POLL: all posted, now reap; the target's lock and ref go. */
+static int krdma_post_poll(struct krdma_ucmd *ucmd, struct krdma_post_ctx *ctx)
+{
+	struct krdma_post *cmd = ucmd->cmd;
+	const struct krdma_poll poll = {
+		.handle = cmd->handle,
+		.num_wcs = cmd->num_wcs,
+		.wc_entry_size = cmd->wc_entry_size,
+		.timeout_ms = cmd->timeout_ms,
+		.wcs_uptr = cmd->wcs_uptr,
+	};
+	int ret;
+
+	krdma_post_ctx_free(ctx);
+	ret = krdma_poll_put(ctx->conn, &poll);
+	if (ret < 0)
+		return ret;
+	cmd->num_wcs = ret;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
+{
+	struct krdma_post *cmd = ucmd->cmd;
+	struct krdma_post_ctx ctx = {};
+	u32 bad_index = 0, max_wrs;
+	int ret;
+
+	ret = krdma_post_check(cmd);
+	if (ret)
+		return ret;
+	ret = krdma_post_target(session, cmd->handle, &ctx, &max_wrs);
+	if (ret)
+		return ret;
+	if (cmd->num_wrs > max_wrs ||
+	    (cmd->flags & KRDMA_POST_POLL && !ctx.conn)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = krdma_post_build(&ctx, cmd, &bad_index);
+	if (ret)
+		goto report;
+	ret = krdma_post_chain(&ctx, &bad_index);
+	if (!ret && cmd->flags & KRDMA_POST_POLL)
+		return krdma_post_poll(ucmd, &ctx);
+	if (!ret)
+		bad_index = cmd->num_wrs;
+report:
+	/*
+	 * On an error num_wrs says how many went; the rest were not posted.
+	 * When all went the struct is unchanged, and a write-back that
+	 * faults must not report posted work as failed.
+	 */
+	if (ret) {
+		cmd->num_wrs = bad_index;
+		krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	}
+out:
+	krdma_post_target_put(&ctx);
+	krdma_post_ctx_free(&ctx);
 	return ret;
 }

@@ -777,6 +777,14 @@ static uint32_t fz_gen(struct fz_thread *t, int slot, unsigned int nr, void *buf
 		p->num_wrs = fz_chance(&t->rng, 95) ? n : (uint32_t)fz_value(&t->rng);
 		p->wr_entry_size = fz_entry_size(t, sizeof(struct krdma_wr));
 		p->wrs_uptr = fz_chance(&t->rng, 90) ? (uintptr_t)wrs : fz_ptr(t, 0);
+		if (fz_chance(&t->rng, 30)) {
+			/* and reap, into the rest of the data area */
+			p->flags = KRDMA_POST_POLL;
+			p->num_wcs = fz_count(t, 8);
+			p->wc_entry_size = fz_entry_size(t, sizeof(struct krdma_wc));
+			p->timeout_ms = fz_timeout(t);
+			p->wcs_uptr = fz_ptr(t, (uint64_t)p->num_wcs * p->wc_entry_size);
+		}
 		return sizeof(*p);
 	}
 	case KRDMA_CMD_POLL: {

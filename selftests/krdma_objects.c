@@ -1784,6 +1784,8 @@ KRDMA_TEST_F(post, flags_reserved)
 
 	good_send(self, &wr, 1, 8);
 	for (bit = 0; bit < 32; bit++) {
+		if (KRDMA_POST_POLL & (1u << bit))
+			continue;
 		memset(&p, 0, sizeof(p));
 		p.size = sizeof(p);
 		p.flags = 1u << bit;
@@ -1797,6 +1799,181 @@ KRDMA_TEST_F(post, flags_reserved)
 	p.__reserved = 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
 	nothing_posted(_metadata, self);
+}
+
+/* A POST of @wr with KRDMA_POST_POLL, reaping into @wcs. */
+static void post_poll_init(FIXTURE_DATA(post) *self, struct krdma_post *p,
+			   struct krdma_wr *wr, struct krdma_wc *wcs,
+			   uint32_t num_wcs, uint32_t timeout_ms)
+{
+	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
+	p->flags = KRDMA_POST_POLL;
+	p->handle = self->a.handle;
+	p->num_wrs = 1;
+	p->wr_entry_size = sizeof(*wr);
+	p->wrs_uptr = (uintptr_t)wr;
+	p->num_wcs = num_wcs;
+	p->wc_entry_size = sizeof(*wcs);
+	p->timeout_ms = timeout_ms;
+	p->wcs_uptr = (uintptr_t)wcs;
+}
+
+/* The receive @good_send's message needs at b (UD: room for the GRH). */
+static void post_peer_recv(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(post) *self, uint64_t id)
+{
+	struct krdma_wr rwr;
+
+	kt_wr_init(&rwr, id, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&rwr, self->buf.handle, 32768, 4096);
+	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+}
+
+/* Without KRDMA_POST_POLL its fields must be zero: EINVAL, nothing posted. */
+KRDMA_TEST_F(post, with_poll_fields_need_flag)
+{
+	struct krdma_wc wc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+	unsigned int field;
+
+	good_send(self, &wr, 1, 8);
+	for (field = 0; field < 5; field++) {
+		post_poll_init(self, &p, &wr, &wc, 0, 0);
+		p.flags = 0;
+		p.wcs_uptr = 0;
+		switch (field) {
+		case 0: p.num_wcs = 1; break;
+		case 1: p.wc_entry_size = sizeof(wc); break;
+		case 2: p.timeout_ms = 10; break;
+		case 3: p.__reserved2 = 1; break;
+		case 4: p.wcs_uptr = (uintptr_t)&wc; break;
+		}
+		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p), "field %u", field);
+	}
+	nothing_posted(_metadata, self);
+}
+
+KRDMA_TEST_F(post, with_poll_num_wcs_zero)
+{
+	struct krdma_wc wc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	good_send(self, &wr, 1, 8);
+	post_poll_init(self, &p, &wr, &wc, 0, 10);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	nothing_posted(_metadata, self);
+}
+
+KRDMA_TEST_F(post, with_poll_entry_size_small)
+{
+	uint32_t sizes[] = { 0, 1, sizeof(struct krdma_wc) - 1 };
+	struct krdma_wc wc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+	unsigned int i;
+
+	good_send(self, &wr, 1, 8);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		post_poll_init(self, &p, &wr, &wc, 1, 10);
+		p.wc_entry_size = sizes[i];
+		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p),
+			     "entry size %u", sizes[i]);
+	}
+	nothing_posted(_metadata, self);
+}
+
+KRDMA_TEST_F(post, with_poll_reserved)
+{
+	struct krdma_wc wc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	good_send(self, &wr, 1, 8);
+	post_poll_init(self, &p, &wr, &wc, 1, 10);
+	p.__reserved2 = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	nothing_posted(_metadata, self);
+}
+
+/* A caller built before the poll fields cannot ask for the poll. */
+KRDMA_TEST_F(post, with_poll_old_size)
+{
+	struct krdma_wc wc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	good_send(self, &wr, 1, 8);
+	post_poll_init(self, &p, &wr, &wc, 1, 10);
+	p.size = offsetof(struct krdma_post, num_wcs);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	nothing_posted(_metadata, self);
+}
+
+/* One call posts the send and returns its completion. */
+KRDMA_TEST_F(post, with_poll_reaps)
+{
+	struct krdma_wc wcs[4], rwc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	post_peer_recv(_metadata, self, 7);
+	good_send(self, &wr, 8, 8);
+	post_poll_init(self, &p, &wr, wcs, ARRAY_SIZE(wcs), POLL_MS);
+	memset(wcs, 0xa5, sizeof(wcs));
+	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(1u, p.num_wrs);
+	ASSERT_EQ(1u, p.num_wcs);
+	EXPECT_EQ(8u, wcs[0].wr_id);
+	EXPECT_EQ(0u, wcs[0].status);
+	EXPECT_EQ((uint32_t)KRDMA_OP_SEND, wcs[0].opcode);
+	/* the entries past num_wcs are the caller's still */
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ull, wcs[1].wr_id);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &rwc, 1, POLL_MS));
+	EXPECT_EQ(7u, rwc.wr_id);
+	EXPECT_EQ(0u, rwc.status);
+	EXPECT_EQ(0, kt_poll(self->fd, self->a.handle, wcs, 1, 0));
+}
+
+/* Nothing completed (an unsignaled send) and no wait: success, no WCs. */
+KRDMA_TEST_F(post, with_poll_nothing_yet)
+{
+	struct krdma_wc wc, rwc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	post_peer_recv(_metadata, self, 9);
+	good_send(self, &wr, 10, 8);
+	wr.flags &= ~KRDMA_WR_SIGNALED;
+	post_poll_init(self, &p, &wr, &wc, 1, 0);
+	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(1u, p.num_wrs);
+	EXPECT_EQ(0u, p.num_wcs);
+	/* it went all the same */
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &rwc, 1, POLL_MS));
+	EXPECT_EQ(9u, rwc.wr_id);
+}
+
+/*
+ * The completions' array faults: EFAULT, after the post, which num_wrs
+ * (unchanged) reports and the peer's receive proves.
+ */
+KRDMA_TEST_F(post, with_poll_efault)
+{
+	struct krdma_wc rwc;
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	post_peer_recv(_metadata, self, 11);
+	good_send(self, &wr, 12, 8);
+	post_poll_init(self, &p, &wr, NULL, 1, POLL_MS);
+	p.wcs_uptr = 1;
+	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(1u, p.num_wrs);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &rwc, 1, POLL_MS));
+	EXPECT_EQ(11u, rwc.wr_id);
 }
 
 KRDMA_TEST_F(post, unknown_conn)

@@ -268,6 +268,33 @@ KRDMA_TEST_F(srq, post_to_the_wrong_queue)
 					      &wrs[0]));
 }
 
+/*
+ * KRDMA_POST_POLL reaps a connection's CQ; an SRQ has none of its own:
+ * EINVAL, before anything is looked at (the struct comes back unchanged).
+ */
+KRDMA_TEST_F(srq, post_poll_is_for_connections)
+{
+	struct krdma_wc wc;
+	struct krdma_wr wr;
+	struct krdma_post p = {
+		.size = sizeof(p),
+		.flags = KRDMA_POST_POLL,
+		.handle = self->srq.handle,
+		.num_wrs = 1,
+		.wr_entry_size = sizeof(wr),
+		.wrs_uptr = (uintptr_t)&wr,
+		.num_wcs = 1,
+		.wc_entry_size = sizeof(wc),
+		.wcs_uptr = (uintptr_t)&wc,
+	};
+
+	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, self->dst.handle, 0, MSG);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(1u, p.num_wrs);
+	EXPECT_EQ(1u, p.num_wcs);
+}
+
 /* An SRQ in use is EBUSY to DESTROY; once its users are gone it goes. */
 KRDMA_TEST_F(srq, destroy_in_use_is_busy)
 {

@@ -872,6 +872,71 @@ KRDMA_TEST_F(xfer, inline_send)
 	xbufs_free(self, &x);
 }
 
+/*
+ * A chain of inline SENDs whose every SGE straddles a chunk (page) edge: an
+ * inline SGE is copied from kernel addresses, so each takes two of the
+ * device's SGEs, and a WR may name half the queue's max_send_sge of them.
+ * Each WR's pieces fill its room in the chain exactly; if they overran it,
+ * the next WR's would overwrite them and the payloads arrive mixed up.  One
+ * SGE more is refused (EINVAL) before anything is posted.
+ */
+KRDMA_TEST_F(xfer, inline_chain_chunk_edges)
+{
+	enum { WRS = 4, PIECE = 4 };
+	uint32_t nsge = self->a.caps.max_send_sge / 2, at, i, j, len;
+	uint8_t expect[WRS][KRDMA_MAX_SGE * PIECE];
+	struct krdma_wr wrs[WRS], rwr;
+	uint32_t accepted = 99;
+	struct krdma_wc wc;
+	struct xbufs x = {};
+
+	ASSERT_LE(1u, nsge);
+	len = nsge * PIECE;
+	ASSERT_LE(len + PIECE, self->a.caps.max_inline_data);
+	at = self->a.transport == KRDMA_TRANSPORT_UD ? KT_GRH_LEN : 0;
+	xbufs_alloc(_metadata, self, &x, (WRS * KRDMA_MAX_SGE + 2) * 4096);
+	kt_fill(x.src_map, x.len, kt_seed(450, WRS, nsge));
+	memset(x.dst_map, POISON, x.len);
+	for (i = 0; i < WRS; i++) {
+		kt_wr_init(&wrs[i], 80 + i, KRDMA_OP_SEND,
+			   KRDMA_WR_SIGNALED | KRDMA_WR_INLINE);
+		for (j = 0; j < nsge; j++) {
+			/* PIECE / 2 bytes either side of a page edge */
+			uint64_t off = (uint64_t)(1 + i * KRDMA_MAX_SGE + j) *
+				       4096 - PIECE / 2;
+
+			kt_wr_sge(&wrs[i], x.src.handle, off, PIECE);
+			memcpy(&expect[i][j * PIECE], x.src_map + off, PIECE);
+		}
+		wr_dest(self, &wrs[i]);
+	}
+	/* one straddling SGE more than the queue has room for: refused */
+	kt_wr_sge(&wrs[WRS - 1], x.src.handle, 4096 * (WRS * KRDMA_MAX_SGE + 1) -
+		  PIECE / 2, PIECE);
+	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, WRS, &accepted));
+	EXPECT_EQ((uint32_t)WRS - 1, accepted);
+	wrs[WRS - 1].num_sge--;
+	for (i = 0; i < WRS; i++) {
+		kt_wr_init(&rwr, 70 + i, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&rwr, x.dst.handle, (uint64_t)i * 4096, at + 1024);
+		ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	}
+	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, WRS, &accepted));
+	EXPECT_EQ((uint32_t)WRS, accepted);
+	memset(x.src_map, 0, x.len);
+	for (i = 0; i < WRS; i++) {
+		expect_wc(_metadata, self->fd, self->b.handle, 70 + i, 0, &wc);
+		EXPECT_EQ(at + len, wc.byte_len);
+		EXPECT_EQ(0, memcmp(x.dst_map + (uint64_t)i * 4096 + at,
+				    expect[i], len)) {
+			TH_LOG("message %u of the chain is not what its SGEs named", i);
+		}
+	}
+	for (i = 0; i < WRS; i++)
+		expect_wc(_metadata, self->fd, self->a.handle, 80 + i, 0, &wc);
+	xbufs_free(self, &x);
+}
+
 KRDMA_TEST_F(xfer, inline_write)
 {
 	struct krdma_wr wr;

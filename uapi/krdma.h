@@ -108,6 +108,7 @@ enum {
  *	windows.  Fast registration plus LOCAL_INV / SEND_WITH_INV is the
  *	kernel's way to hand out and revoke a remote key.
  * @KRDMA_FEATURE_BENCH: %KRDMA_BENCH
+ * @KRDMA_FEATURE_POST_POLL: %KRDMA_POST takes %KRDMA_POST_POLL
  *
  * A command whose feature bit is clear answers %ENOTTY.
  */
@@ -120,6 +121,7 @@ enum krdma_feature {
 	KRDMA_FEATURE_SRQ = 1 << 5,
 	KRDMA_FEATURE_MEMORY_WINDOWS = 1 << 6,
 	KRDMA_FEATURE_BENCH = 1 << 7,
+	KRDMA_FEATURE_POST_POLL = 1 << 8,
 };
 
 /**
@@ -1063,15 +1065,42 @@ struct krdma_wr {
 };
 
 /**
+ * enum krdma_post_flags - &struct krdma_post.flags
+ * @KRDMA_POST_POLL: once the WRs are posted, poll the connection's CQ as
+ *	%KRDMA_POLL would, with @num_wcs, @wc_entry_size, @timeout_ms and
+ *	@wcs_uptr: one system call to post an operation and reap what
+ *	completed (a ping-pong's send and its reply), where %KRDMA_POST then
+ *	%KRDMA_POLL make two.  Connections only (%EINVAL for an SRQ).
+ */
+enum krdma_post_flags {
+	KRDMA_POST_POLL = 1 << 0,
+};
+
+/**
  * struct krdma_post - ioctl(KRDMA_POST): post WRs as one chain
- * @size: sizeof(struct krdma_post)
- * @flags: must be 0
+ * @size: sizeof(struct krdma_post); up to the end of @wrs_uptr is enough
+ *	without %KRDMA_POST_POLL
+ * @flags: &enum krdma_post_flags
  * @handle: the connection, or an SRQ (RECVs only; %EINVAL for sends)
  * @num_wrs: in, WRs in @wrs_uptr; out, WRs the device accepted (on error,
  *	the index of the first WR it refused)
  * @wr_entry_size: sizeof(struct krdma_wr) of the caller
  * @__reserved: must be 0
  * @wrs_uptr: array of &struct krdma_wr
+ * @num_wcs: %KRDMA_POST_POLL: in, capacity of @wcs_uptr (at least 1); out,
+ *	completions returned; without the flag it must be 0, as must every
+ *	field after it
+ * @wc_entry_size: %KRDMA_POST_POLL: sizeof(struct krdma_wc) of the caller
+ * @timeout_ms: %KRDMA_POST_POLL: wait for the first completion this long
+ *	(0: do not wait); none by then is success with @num_wcs 0
+ * @__reserved2: must be 0
+ * @wcs_uptr: %KRDMA_POST_POLL: array of &struct krdma_wc
+ *
+ * With %KRDMA_POST_POLL every check of both halves is made before anything
+ * is posted.  An error after the post (%EINTR while waiting, %ENODEV,
+ * %EFAULT writing a completion) leaves @num_wrs as it was, which says all
+ * the WRs went; their completions are for a later poll, but for those an
+ * %EFAULT call had taken from the CQ already (as with %KRDMA_POLL).
  */
 struct krdma_post {
 	__u32 size;
@@ -1081,6 +1110,11 @@ struct krdma_post {
 	__u32 wr_entry_size;
 	__u32 __reserved;
 	__aligned_u64 wrs_uptr;
+	__u32 num_wcs;
+	__u32 wc_entry_size;
+	__u32 timeout_ms;
+	__u32 __reserved2;
+	__aligned_u64 wcs_uptr;
 };
 
 #define KRDMA_POST _IO(KRDMA_TYPE, KRDMA_CMD_POST)

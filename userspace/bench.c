@@ -17,8 +17,9 @@
  * Integers on the wire are big-endian.
  *
  * --via-ioctl runs the same loop in this process instead, one KRDMA_POST
- * per operation and KRDMA_POLL for completions: the difference is what the
- * ioctl path costs.
+ * per operation (in latency mode with KRDMA_POST_POLL, which returns what
+ * completed in the same call) and KRDMA_POLL for the rest: the difference
+ * is what the ioctl path costs.  A ping-pong's receives go 16 to a POST.
  */
 #include <endian.h>
 #include <errno.h>
@@ -50,6 +51,8 @@
 #define BENCH_MAX_BUF (64ULL << 20)	/* a side's buffer, unless validating */
 #define BENCH_ALL_MAX (8U << 20)	/* -a: 2 B ... 8 MiB */
 #define MIB 1048576.0
+#define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
+#define VIA_RECV_BATCH 16		/* ... posted this many at a time */
 
 enum bench_op {
 	BOP_NONE = 0,		/* --conns: connect only */
@@ -143,6 +146,7 @@ static const char bench_usage[] =
 	"      --bw | --lat     bandwidth (default) or latency\n"
 	"      --validate       check payloads at the receiver\n"
 	"      --via-ioctl      one KRDMA_POST per operation from userspace\n"
+	"                       (--lat: which also reaps, KRDMA_POST_POLL)\n"
 	"      --conns N        connection setup scale: N connections, time and\n"
 	"                       kernel memory per connection\n"
 	"  -p, --port N         port (default 18517)\n"
@@ -556,6 +560,7 @@ struct bench_conn {
 	uint32_t handle;
 	uint32_t dev_index;
 	struct bench_adv adv;
+	uint32_t via_recvs;	/* receives --via-ioctl has posted, not taken */
 };
 
 static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
@@ -601,7 +606,8 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.transport = KRDMA_TRANSPORT_RC,
 		.timeout_ms = o->timeout_s * 1000,
 		.caps = { .max_send_wr = o->op ? depth + 2 : 4,
-			  .max_recv_wr = o->op ? 8 : 4,
+			  .max_recv_wr = o->op ? 8 + (o->via_ioctl ? VIA_RECVS :
+							     0) : 4,
 			  .max_send_sge = 1, .max_recv_sge = 1,
 			  .max_inline_data = o->inline_size },
 		.private_data_len = sizeof(struct bench_hello),
@@ -767,40 +773,118 @@ struct via {
 	uint32_t conn;
 	const struct bench_opts *o;
 	const struct xfer_buf *buf;
-	const struct bench_conn *bc;
+	struct bench_conn *bc;
 	struct krdma_bench *b;
+	bool post_poll;		/* KRDMA_POST_POLL works */
+	struct krdma_wr wr;	/* via_post()'s */
 };
 
-static int via_post(struct via *v, uint32_t opcode, uint64_t wr_id,
-		    uint32_t size, bool signaled, uint64_t roff)
+/* Completions a poll returned: @n, or -EIO at the first that failed. */
+static int via_check_wcs(struct via *v, const struct krdma_wc *wc, uint32_t n)
 {
-	struct krdma_wr wr = {
-		.wr_id = wr_id,
-		.opcode = opcode,
-		.flags = (signaled ? KRDMA_WR_SIGNALED : 0) |
-			 (opcode != KRDMA_OP_RECV && size <= v->o->inline_size &&
-			  opcode != KRDMA_OP_RDMA_READ &&
-			  opcode != KRDMA_OP_ATOMIC_FETCH_ADD &&
-			  opcode != KRDMA_OP_ATOMIC_CMP_SWP ?
-			  KRDMA_WR_INLINE : 0),
-		.num_sge = 1,
-		.remote_addr = v->bc->adv.addr + roff,
-		.rkey = v->bc->adv.rkey,
-		.compare_add = 1,
-		.sge[0] = { .buf_handle = v->buf->handle, .length = size },
-	};
+	uint32_t i;
+
+	v->b->cq_polls++;
+	if (!n)
+		v->b->empty_polls++;
+	for (i = 0; i < n; i++) {
+		if (wc[i].status) {
+			v->b->wc_status = wc[i].status;
+			v->b->failed_conn = v->conn;
+			return -EIO;
+		}
+	}
+	return n;
+}
+
+/*
+ * KRDMA_POST of @wrs; with @wc, KRDMA_POST_POLL, which also returns in
+ * the same call what completed, as KRDMA_POLL would (up to 100 ms for the
+ * first): returns completions, or -errno.
+ */
+static int via_post_wrs(struct via *v, struct krdma_wr *wrs, uint32_t n,
+			struct krdma_wc *wc, uint32_t max)
+{
 	struct krdma_post post = {
 		.size = sizeof(post),
 		.handle = v->conn,
-		.num_wrs = 1,
-		.wr_entry_size = sizeof(wr),
-		.wrs_uptr = (uintptr_t)&wr,
+		.num_wrs = n,
+		.wr_entry_size = sizeof(*wrs),
+		.wrs_uptr = (uintptr_t)wrs,
 	};
 	int ret;
 
+	if (wc && v->post_poll) {
+		post.flags = KRDMA_POST_POLL;
+		post.num_wcs = max;
+		post.wc_entry_size = sizeof(*wc);
+		post.timeout_ms = 100;
+		post.wcs_uptr = (uintptr_t)wc;
+	}
 	ret = ioctl(v->fd, KRDMA_POST, &post) ? -errno : 0;
+	if (ret == -EOPNOTSUPP && post.flags) {
+		/* an older krdma.ko, which posted nothing: post, poll apart */
+		v->post_poll = false;
+		return via_post_wrs(v, wrs, n, NULL, 0);
+	}
 	v->b->post_calls++;
+	if (ret || !post.flags)
+		return ret;
+	return via_check_wcs(v, wc, post.num_wcs);
+}
+
+/*
+ * A ping-pong's receives, VIA_RECV_BATCH to a KRDMA_POST once as many are
+ * taken, as ib_send_lat keeps rx_depth of them posted: one ioctl per ping
+ * for the ping itself, not a second one for its receive.  Each spans the
+ * whole buffer, so what is left posted after one size fits the next.
+ */
+static int via_post_recvs(struct via *v)
+{
+	struct krdma_wr wrs[VIA_RECV_BATCH];
+	uint32_t i;
+	int ret;
+
+	if (v->bc->via_recvs > VIA_RECVS - VIA_RECV_BATCH)
+		return 0;
+	for (i = 0; i < VIA_RECV_BATCH; i++)
+		wrs[i] = (struct krdma_wr){
+			.wr_id = 1 << 20,
+			.opcode = KRDMA_OP_RECV,
+			.num_sge = 1,
+			.sge[0] = { .buf_handle = v->buf->handle,
+				    .length = (uint32_t)v->buf->length },
+		};
+	ret = via_post_wrs(v, wrs, VIA_RECV_BATCH, NULL, 0);
+	if (!ret)
+		v->bc->via_recvs += VIA_RECV_BATCH;
 	return ret;
+}
+
+/*
+ * One WR; with @wc, also what completed (via_post_wrs()).  The WR is the
+ * run's, zeroed once: only the fields an operation sets change.
+ */
+static int via_post(struct via *v, uint32_t opcode, uint64_t wr_id,
+		    uint32_t size, bool signaled, uint64_t roff,
+		    struct krdma_wc *wc, uint32_t max)
+{
+	struct krdma_wr *wr = &v->wr;
+
+	wr->wr_id = wr_id;
+	wr->opcode = opcode;
+	wr->flags = (signaled ? KRDMA_WR_SIGNALED : 0) |
+		    (opcode != KRDMA_OP_RECV && size <= v->o->inline_size &&
+		     opcode != KRDMA_OP_RDMA_READ &&
+		     opcode != KRDMA_OP_ATOMIC_FETCH_ADD &&
+		     opcode != KRDMA_OP_ATOMIC_CMP_SWP ? KRDMA_WR_INLINE : 0);
+	wr->num_sge = 1;
+	wr->remote_addr = v->bc->adv.addr + roff;
+	wr->rkey = v->bc->adv.rkey;
+	wr->compare_add = 1;
+	wr->sge[0].buf_handle = v->buf->handle;
+	wr->sge[0].length = size;
+	return via_post_wrs(v, wr, 1, wc, max);
 }
 
 /*
@@ -819,21 +903,10 @@ static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 		.timeout_ms = 100,
 		.wcs_uptr = (uintptr_t)wc,
 	};
-	uint32_t i;
 
 	if (ioctl(v->fd, KRDMA_POLL, &p))
-		return errno == ETIMEDOUT ? 0 : -errno;
-	v->b->cq_polls++;
-	if (!p.num_wcs)
-		v->b->empty_polls++;
-	for (i = 0; i < p.num_wcs; i++) {
-		if (wc[i].status) {
-			v->b->wc_status = wc[i].status;
-			v->b->failed_conn = v->conn;
-			return -EIO;
-		}
-	}
-	return p.num_wcs;
+		return -errno;
+	return via_check_wcs(v, wc, p.num_wcs);
 }
 
 static int via_run(struct via *v, uint32_t size)
@@ -871,23 +944,17 @@ static int via_run(struct via *v, uint32_t size)
 			break;
 		if (o->latency) {
 			if (pingpong)
-				ret = via_post(v, KRDMA_OP_RECV, 1 << 20, size,
-					       false, 0);
+				ret = via_post_recvs(v);
 			t0 = counter();
 			/* pings are signaled one in -Q, as in the kernel */
 			posted++;
-			if (!ret)
-				ret = via_post(v, opcode, posted, size,
-					       !pingpong ||
-					       !(posted % o->cq_mod) ||
-					       posted == iters, 0);
-			/* the reply (ping-pong) or the completion */
-			while (!ret) {
-				n = via_poll(v, wc, ARRAY_SIZE(wc));
-				if (n < 0) {
-					ret = n;
-					break;
-				}
+			/* the op, and in the same call what completed */
+			n = ret ? ret :
+			    via_post(v, opcode, posted, size,
+				     !pingpong || !(posted % o->cq_mod) ||
+				     posted == iters, 0, wc, ARRAY_SIZE(wc));
+			/* until the reply (ping-pong) or the completion */
+			while (n >= 0) {
 				for (i = 0; i < n; i++)
 					if (pingpong ?
 					    wc[i].opcode == KRDMA_OP_RECV :
@@ -895,17 +962,21 @@ static int via_run(struct via *v, uint32_t size)
 						break;
 				if (i < n)
 					break;
-				if (xfer_stop)
-					ret = -EINTR;
+				n = xfer_stop ? -EINTR :
+				    via_poll(v, wc, ARRAY_SIZE(wc));
 			}
-			if (ret)
+			if (n < 0) {
+				ret = n;
 				break;
+			}
 			now = counter();
 			/* (a process moved to another CPU may see it behind) */
 			now = now > t0 ? now - t0 : 0;
 			if (n_samples < max_samples)
 				samples[n_samples++] = pingpong ? now / 2 : now;
 			completed++;
+			if (pingpong)
+				v->bc->via_recvs--;
 			continue;
 		}
 		/* bandwidth: one WR per KRDMA_POST while there is room */
@@ -917,7 +988,7 @@ static int via_run(struct via *v, uint32_t size)
 			ret = via_post(v, opcode, posted + 1,
 				       is_atomic(o->op) ? 8 : size, sig,
 				       is_atomic(o->op) ? 0 :
-				       posted % remote_slots * size);
+				       posted % remote_slots * size, NULL, 0);
 			if (ret)
 				break;
 			posted++;
@@ -934,7 +1005,8 @@ static int via_run(struct via *v, uint32_t size)
 	while (!ret && completed < posted && !o->latency) {
 		if (posted % o->cq_mod) {
 			ret = via_post(v, opcode, posted + 1,
-				       is_atomic(o->op) ? 8 : size, true, 0);
+				       is_atomic(o->op) ? 8 : size, true, 0,
+				       NULL, 0);
 			posted++;
 		}
 		n = ret ? 0 : via_poll(v, wc, ARRAY_SIZE(wc));
@@ -983,7 +1055,8 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 		handles[i] = conns[i].handle;
 	if (o->via_ioctl) {
 		struct via v = { .fd = fd, .conn = conns[0].handle, .o = o,
-				 .buf = buf, .bc = &conns[0], .b = b };
+				 .buf = buf, .bc = &conns[0], .b = b,
+				 .post_poll = true };
 
 		r->err = via_run(&v, size);
 		return r->err;

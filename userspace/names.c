@@ -19,6 +19,7 @@ const char *const feature_names[] = {
 	"srq",
 	"memory_windows",
 	"bench",
+	"post_poll",
 };
 const unsigned int nr_feature_names = ARRAY_SIZE(feature_names);
 
