@@ -319,7 +319,13 @@ static int krdma_bench_post(struct ib_qp *qp, const struct ib_send_wr *wr)
 	return krdma_post_send(qp, wr, &bad);
 }
 
-/* Receives into consecutive slots, as many as @n. */
+/*
+ * Receives, as many as @n: a server's into consecutive slots; a ping-pong
+ * client's replies at offset 0, where its pings come from.  A reply carries
+ * its ping back, so that rewrites the pattern with itself; in a slot of its
+ * own, a reply of one size would overwrite the source of a larger one's
+ * pings (-a: a reply of 2 bytes in slot 1 is bytes 2-3 of a 4-byte ping).
+ */
 static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 				  struct krdma_bench_conn *bc, u32 n)
 {
@@ -330,7 +336,7 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 	if (!n)
 		return 0;
 	for (i = 0; i < n; i++) {
-		u64 slot = (bc->recv_posted + i) % run->nslots;
+		u64 slot = run->server ? (bc->recv_posted + i) % run->nslots : 0;
 
 		run->rsges[i].addr = run->iova + slot * run->cmd->msg_size;
 		run->rwrs[i].wr_id = KRDMA_BENCH_RECV_WRID | slot;
@@ -463,23 +469,33 @@ static int krdma_bench_fill(struct krdma_bench_run *run,
 	return krdma_bench_post_sends(run, bc, n, run->cmd->msg_size, last);
 }
 
-/* Latency client: the next operation, once the previous one is back. */
+/*
+ * Latency client: the next operation, once the previous one is back.  A
+ * ping-pong keeps the receive for the next reply posted one ping ahead:
+ * each ping's goes in after the ping itself, while the ping is in flight,
+ * not between a reply and the next ping.
+ */
 static int krdma_bench_next(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc)
 {
+	bool ahead = run->pingpong && bc->recv_posted > bc->posted;
 	u64 iters = run->cmd->iters;
 	bool last;
 	int ret;
 
 	if (bc->waiting || !krdma_bench_room(bc))
 		return 0;
-	/* closing, unsignaled pings at the tail: one more, signaled, covers them */
-	if (run->phase == KRDMA_BENCH_CLOSE ? bc->signaled == bc->posted :
+	/*
+	 * Closing: one more ping, signaled, covers unsignaled ones at the tail
+	 * and takes the receive posted ahead for it.
+	 */
+	if (run->phase == KRDMA_BENCH_CLOSE ?
+	    bc->signaled == bc->posted && !ahead :
 	    iters && bc->ops >= iters)
 		return 0;
 	last = run->phase == KRDMA_BENCH_CLOSE ||
 	       (iters && bc->ops + 1 == iters);
-	if (run->pingpong) {
+	if (run->pingpong && !ahead) {	/* the first ping's */
 		ret = krdma_bench_post_recvs(run, bc, 1);
 		if (ret)
 			return ret;
@@ -488,8 +504,11 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 	run->t0 = krdma_bench_now();
 	if (!run->start_ns)
 		krdma_bench_start(run, run->t0);
-	return krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
-				      last || !run->pingpong);
+	ret = krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
+				     last || !run->pingpong);
+	if (ret || !run->pingpong || last)
+		return ret;
+	return krdma_bench_post_recvs(run, bc, 1);
 }
 
 /*

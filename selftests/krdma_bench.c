@@ -774,6 +774,16 @@ KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
 		TH_LOG("%s", kt_out(&self->client));
 	}
 	EXPECT_EQ(0, json_num(kt_out(&self->client), "validate_errors", 0));
+	/*
+	 * every size, one ping each: a reply of one size must not change
+	 * what the next size's pings send
+	 */
+	EXPECT_EQ(0, cli_client(self, "send --lat -a -n 1 --validate")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, json_num(kt_out(&self->client), "validate_errors", 22));
+	EXPECT_EQ(0, json_num(kt_out(&self->client),
+			      "server_validate_errors", 0));
 	EXPECT_EQ(0, cli_client(self, "read -s 4096 -n 200 -t 16 --validate")) {
 		TH_LOG("%s", kt_out(&self->client));
 	}
