@@ -719,6 +719,12 @@ static int krdma_post_poll(struct krdma_ucmd *ucmd, struct krdma_post_ctx *ctx)
 
 	krdma_post_ctx_free(ctx);
 	ret = krdma_poll_put(ctx->conn, &poll);
+	/*
+	 * A signal ends the wait as the timeout would: the WRs went, and
+	 * EINTR would have the caller post them again.
+	 */
+	if (ret == -EINTR)
+		ret = 0;
 	if (ret < 0)
 		return ret;
 	cmd->num_wcs = ret;

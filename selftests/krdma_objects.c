@@ -1956,6 +1956,44 @@ KRDMA_TEST_F(post, with_poll_nothing_yet)
 	EXPECT_EQ(9u, rwc.wr_id);
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A signal ends the wait as the timeout does: success, no completion (the
+ * send went; EINTR would have the caller post it again).
+ */
+KRDMA_TEST_F(post, with_poll_signal_ends_wait)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct krdma_wc wc, rwc;
+	struct timespec t0, t1;
+	struct krdma_post p;
+	struct krdma_wr wr;
+	int ret;
+
+	sigemptyset(&sa.sa_mask);	/* no SA_RESTART */
+	ASSERT_OK(sigaction(SIGALRM, &sa, &old));
+	post_peer_recv(_metadata, self, 13);
+	good_send(self, &wr, 14, 8);
+	wr.flags &= ~KRDMA_WR_SIGNALED;	/* nothing will complete */
+	post_poll_init(self, &p, &wr, &wc, 1, 60000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	alarm(1);
+	ret = ioctl(self->fd, KRDMA_POST, &p);
+	alarm(0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	sigaction(SIGALRM, &old, NULL);
+	EXPECT_OK(ret);
+	EXPECT_EQ(1u, p.num_wrs);
+	EXPECT_EQ(0u, p.num_wcs);
+	EXPECT_LT(t1.tv_sec - t0.tv_sec, 30);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &rwc, 1, POLL_MS));
+	EXPECT_EQ(13u, rwc.wr_id);
+}
+
 /*
  * The completions' array faults: EFAULT, after the post, which num_wrs
  * (unchanged) reports and the peer's receive proves.

@@ -1092,15 +1092,17 @@ enum krdma_post_flags {
  *	field after it
  * @wc_entry_size: %KRDMA_POST_POLL: sizeof(struct krdma_wc) of the caller
  * @timeout_ms: %KRDMA_POST_POLL: wait for the first completion this long
- *	(0: do not wait); none by then is success with @num_wcs 0
+ *	(0: do not wait); none by then, or a signal first, is success with
+ *	@num_wcs 0 (the WRs went: %EINTR would have the caller post again)
  * @__reserved2: must be 0
  * @wcs_uptr: %KRDMA_POST_POLL: array of &struct krdma_wc
  *
  * With %KRDMA_POST_POLL every check of both halves is made before anything
- * is posted.  An error after the post (%EINTR while waiting, %ENODEV,
- * %EFAULT writing a completion) leaves @num_wrs as it was, which says all
- * the WRs went; their completions are for a later poll, but for those an
- * %EFAULT call had taken from the CQ already (as with %KRDMA_POLL).
+ * is posted.  An error after the post (%ENODEV or %ENOENT: the device or
+ * the connection went while waiting; %EFAULT writing a completion) leaves
+ * @num_wrs as it was, which says all the WRs went; their completions are
+ * for a later poll, but for those an %EFAULT call had taken from the CQ
+ * already (as with %KRDMA_POLL).
  */
 struct krdma_post {
 	__u32 size;
