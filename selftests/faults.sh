@@ -61,6 +61,17 @@ fault_netem() {
 	tc qdisc add dev "$FAULT_IFB" root netem "$@" || return 1
 }
 
+# fault_netem_change NETEM-ARGS...: new parameters for fault_netem's two
+# netem qdiscs, in place.  Installing a root qdisc swaps the device's
+# queue under packets in flight, which on rxe 6.12 can move a live RC QP
+# to the error state (a flush at once, seen with "tc qdisc add ... root"
+# during a copy); a change of netem's parameters leaves the qdiscs be.
+fault_netem_change() {
+	tc qdisc change dev "$FAULT_DEV" parent 1:4 handle 40: netem "$@" ||
+		return 1
+	tc qdisc change dev "$FAULT_IFB" root netem "$@"
+}
+
 # fault_drop_every N OPCODE: egress packets with that BTH opcode (IP
 # offset 28), every N-th dropped; the count starts with the filter
 fault_drop_every() {
@@ -163,6 +174,8 @@ f_stream_loss() {
 f_flap() {
 	log=/tmp/krdma-flap.$$
 	head -c 33554432 /dev/urandom > /tmp/krdma-flap.bin
+	# the qdiscs go in before the copy; the flap changes netem's loss
+	fault_netem loss 0% || { echo "tc netem failed"; fault_clear; return 1; }
 	krdmactl -j copy --progress --reconnect 5 -T 4 /tmp/krdma-flap.bin \
 		"$F_RC" > "$log" 2>&1 &
 	pid=$!
@@ -175,14 +188,15 @@ f_flap() {
 	done
 	grep -q 'chunk 7 done' "$log" || {
 		echo "the copy never reached chunk 7"; cat "$log"
-		wait $pid; rm -f "$log"; return 1; }
-	fault_netem loss 100% || { fault_clear; kill $pid; return 1; }
+		fault_clear; wait $pid; rm -f "$log"; return 1; }
+	fault_netem_change loss 100% || { fault_clear; kill $pid; return 1; }
 	echo "link down (netem loss 100% on UDP 4791) for ${FLAP_SECS:-7} s"
 	sleep "${FLAP_SECS:-7}"
-	fault_clear
+	fault_netem_change loss 0% || fault_clear
 	echo "link up"
 	wait $pid
 	rc=$?
+	fault_clear
 	grep -v 'chunk .* done' "$log"
 	echo "copy: exit $rc"
 	fr=0
