@@ -609,6 +609,9 @@ static int krdma_cm_accept_check(const struct krdma_cm_accept *cmd,
 {
 	if (cmd->__reserved || cmd->qp_num)
 		return -EINVAL;
+	/* an accept that does not wait has nothing to time */
+	if ((cmd->flags & KRDMA_CONN_ACCEPT_ASYNC) && cmd->timeout_ms)
+		return -EINVAL;
 	if (cmd->private_data_len > max_pdata)
 		return -EINVAL;
 	return 0;
@@ -622,7 +625,8 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_conn *conn;
 	int ret;
 
-	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ))
+	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ |
+			   KRDMA_CONN_ACCEPT_ASYNC))
 		return -EOPNOTSUPP;
 	ret = krdma_cm_accept_check(cmd, sizeof(cmd->private_data));
 	if (ret)
@@ -658,8 +662,12 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	cmd->qp_num = conn->qp_num;
 	krdma_object_get_ref(&conn->obj);
 	krdma_conn_put(conn);
-	/* a SIDR reply is the whole UD handshake: no ESTABLISHED follows */
-	if (!ret && conn->transport != KRDMA_TRANSPORT_UD)
+	/*
+	 * A SIDR reply is the whole UD handshake: no ESTABLISHED follows.  An
+	 * async accept leaves the outcome to the session's events.
+	 */
+	if (!ret && conn->transport != KRDMA_TRANSPORT_UD &&
+	    !(cmd->flags & KRDMA_CONN_ACCEPT_ASYNC))
 		ret = krdma_cm_wait(conn, timeout);
 	krdma_object_put(&conn->obj);
 	if (ret)

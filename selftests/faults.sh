@@ -166,6 +166,36 @@ f_stream_loss() {
 		{ echo "lossy stream: not the seqs dropped"; return 1; }
 }
 
+# f_rtu_lost: every RTU this VM sends dropped (the CM's MAD class 7,
+# attribute 0x0014: the active side's last handshake message, and its
+# resends when the server's CM sends its reply again).  The client is
+# connected once the reply came; the server never sees the handshake end
+# and takes the client's first request as its end (as IB's COMM_EST), so
+# the write and the copy succeed.  An accept that waited for ESTABLISHED
+# would stall the server, and the clients fail at their -T.
+f_rtu_lost() {
+	fault_clear
+	tc qdisc add dev "$FAULT_DEV" root handle 1: prio bands 4 || return 1
+	# the MAD after IPv4 20 + UDP 8 + BTH 12 + DETH 8: class at 49,
+	# attribute at 64
+	# shellcheck disable=SC2086
+	tc filter add dev "$FAULT_DEV" parent 1: protocol ip prio 1 \
+		u32 $FAULT_ROCE $FAULT_QP1 match u8 0x07 0xff at 49 \
+		match u16 0x0014 0xffff at 64 flowid 1:1 action drop ||
+		{ echo "tc filter failed"; fault_clear; return 1; }
+	echo "RTUs (CM MAD attribute 0x0014) dropped on egress"
+	fr=0
+	krdmactl write -T 30 -s 65536 -o 0 "$F_RC" || fr=1
+	krdmactl copy -T 30 /tmp/krdma-fault.bin "$F_RC" || fr=1
+	drops=$(tc -s filter show dev "$FAULT_DEV" parent 1: |
+		sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' | head -n 1)
+	fault_clear
+	echo "RTUs dropped: ${drops:-none counted}"
+	[ "${drops:-0}" -ge 2 ] ||
+		{ echo "want one RTU per connection dropped"; fr=1; }
+	return $fr
+}
+
 # A link flap (every RoCE packet dropped, both ways, CM included) of
 # FLAP_SECS, longer than the copy's -T (on rxe an rdma_cm RC QP retries
 # forever, see f_total_loss, so the tool's -T is the retry budget), in the

@@ -1044,6 +1044,131 @@ KRDMA_TEST_F(cm, accept_bad_caps_then_accept)
 }
 
 /* ------------------------------------------------------------------------
+ * ACCEPT that does not wait for the handshake (KRDMA_CONN_ACCEPT_ASYNC)
+ */
+
+static void kc_accept_async_init(struct krdma_cm_accept *a, uint32_t handle)
+{
+	kc_accept_init(a, handle, NULL, 0);
+	a->flags = KRDMA_CONN_ACCEPT_ASYNC;
+	a->timeout_ms = 0;
+}
+
+/* The flag is ACCEPT's alone, and an accept that does not wait has no timeout. */
+KRDMA_TEST_F(cm, accept_async_bad_arguments)
+{
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.flags = KRDMA_CONN_ACCEPT_ASYNC;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	kc_accept_async_init(&a, ev.handle);
+	a.timeout_ms = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	kc_accept_async_init(&a, ev.handle);
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_REJECT, &a));
+	/* both refused before anything was sent: the request still pends */
+	EXPECT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+}
+
+/* The accept returns with the QP ready; ESTABLISHED follows as an event. */
+KRDMA_TEST_F(cm, accept_async_established)
+{
+	static const char pdata[] = "async";
+	struct krdma_event ev, est;
+	struct krdma_cm_accept a;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	kc_accept_async_init(&a, ev.handle);
+	a.private_data_len = sizeof(pdata);
+	memcpy(a.private_data, pdata, sizeof(pdata));
+	ASSERT_OK(ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	EXPECT_NE(0u, a.qp_num);
+	/* a second answer to the same request still loses */
+	EXPECT_ERRNO(EINVAL, kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	EXPECT_ERRNO(EINVAL, kc_reject(self->sfd, ev.handle, NULL, 0));
+
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_ESTABLISHED, ev.handle,
+				CM_MS, &est));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	kc_send_check(_metadata, self->cfd, c.cmd.handle, c.cmd.dev_index,
+		      self->sfd, ev.handle, self->dev.dev_index, 1000, 23);
+	kc_send_check(_metadata, self->sfd, ev.handle, self->dev.dev_index,
+		      self->cfd, c.cmd.handle, c.cmd.dev_index, 1000, 29);
+}
+
+/*
+ * A peer gone before the reply (its CONNECT timed out, which destroys its
+ * id and rejects): the accept fails at once, or returns and the failure
+ * comes as an event; never ESTABLISHED, and the handle is the caller's to
+ * destroy either way.
+ */
+KRDMA_TEST_F_TIMEOUT(cm, accept_async_peer_gone, 60)
+{
+	struct krdma_cm_accept a;
+	struct krdma_event ev, out;
+	struct kc_connect c;
+	uint64_t end;
+	int ret, err;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.timeout_ms = 1000;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(-1, c.ret);
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+
+	kc_accept_async_init(&a, ev.handle);
+	ret = ioctl(self->sfd, KRDMA_CM_ACCEPT, &a);
+	err = errno;
+	TH_LOG("async ACCEPT for a peer gone: %s",
+	       ret ? strerror(err) : "sent");
+	end = kt_now_ms() + CM_MS;
+	for (;;) {
+		uint64_t now = kt_now_ms();
+
+		/* the REJECTED that came first, or the one the reply drew */
+		if (ret || now >= end)
+			break;
+		if (kc_events(self->sfd, &out, 1, (uint32_t)(end - now)) != 1 ||
+		    out.handle != ev.handle)
+			continue;
+		TH_LOG("event %s", kc_event_name(out.type));
+		EXPECT_NE((uint32_t)KRDMA_EVENT_ESTABLISHED, out.type);
+		if (out.type == KRDMA_EVENT_REJECTED ||
+		    out.type == KRDMA_EVENT_UNREACHABLE ||
+		    out.type == KRDMA_EVENT_CONNECT_ERROR)
+			break;
+	}
+	EXPECT_TRUE(ret || kt_now_ms() < end) {
+		TH_LOG("no outcome of the async accept in %u ms", CM_MS);
+	}
+	EXPECT_OK(kt_destroy(self->sfd, ev.handle));
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, ev.handle));
+}
+
+/* ------------------------------------------------------------------------
  * DISCONNECT
  */
 

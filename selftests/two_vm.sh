@@ -134,6 +134,7 @@ check rc_total_loss_retry_exc f_total_loss
 check ud_stream_exact_loss f_stream_loss ud 0x65 "$F_RC"
 check uc_stream_exact_loss f_stream_loss uc 0x25 "$F_UC"
 check copy_link_flap_resume f_flap
+check accept_rtu_lost f_rtu_lost
 fault_clear
 
 echo "$pass passed, $fail failed, $skip skipped"

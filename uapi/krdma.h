@@ -109,6 +109,7 @@ enum {
  *	kernel's way to hand out and revoke a remote key.
  * @KRDMA_FEATURE_BENCH: %KRDMA_BENCH
  * @KRDMA_FEATURE_POST_POLL: %KRDMA_POST takes %KRDMA_POST_POLL
+ * @KRDMA_FEATURE_ACCEPT_ASYNC: %KRDMA_CM_ACCEPT takes %KRDMA_CONN_ACCEPT_ASYNC
  *
  * A command whose feature bit is clear answers %ENOTTY.
  */
@@ -122,6 +123,7 @@ enum krdma_feature {
 	KRDMA_FEATURE_MEMORY_WINDOWS = 1 << 6,
 	KRDMA_FEATURE_BENCH = 1 << 7,
 	KRDMA_FEATURE_POST_POLL = 1 << 8,
+	KRDMA_FEATURE_ACCEPT_ASYNC = 1 << 9,
 };
 
 /**
@@ -594,7 +596,8 @@ struct krdma_qp_caps {
 };
 
 /**
- * enum krdma_conn_flags - flags of %KRDMA_CONN_CREATE and %KRDMA_CM_CONNECT
+ * enum krdma_conn_flags - flags of %KRDMA_CONN_CREATE, %KRDMA_CM_CONNECT and
+ *	%KRDMA_CM_ACCEPT
  * @KRDMA_CONN_NOTIFY: completions wake poll(2) through ib_req_notify_cq
  *	instead of being busy-polled by %KRDMA_POLL
  * @KRDMA_CONN_SRQ: receives come from the SRQ @srq_handle (of this
@@ -604,11 +607,22 @@ struct krdma_qp_caps {
  * @KRDMA_CONN_CM_TIMERS: %KRDMA_CM_CONNECT on RC only (else %EINVAL): take
  *	@ack_timeout, @retry_cnt, @rnr_retry and @min_rnr_timer as given
  *	instead of the defaults (with the flag clear they must be 0)
+ * @KRDMA_CONN_ACCEPT_ASYNC: %KRDMA_CM_ACCEPT only (elsewhere %EOPNOTSUPP),
+ *	with @timeout_ms 0 (else %EINVAL): return once the reply is sent
+ *	instead of waiting for the handshake to end.  The QP can then take
+ *	receives and sends (rdma_cm moved it to RTS); the outcome arrives
+ *	as an event of the connection, for %KRDMA_GET_EVENTS: ESTABLISHED,
+ *	or REJECTED, UNREACHABLE (the peer never answered the reply; the CM
+ *	gives up after its retries, about a minute), CONNECT_ERROR or
+ *	DISCONNECTED.  A server taking many clients uses it so that one
+ *	peer whose last handshake message is lost does not hold up the rest;
+ *	how long to wait for the outcome is its own choice (DESTROY ends it)
  */
 enum krdma_conn_flags {
 	KRDMA_CONN_NOTIFY = 1 << 0,
 	KRDMA_CONN_SRQ = 1 << 1,
 	KRDMA_CONN_CM_TIMERS = 1 << 2,
+	KRDMA_CONN_ACCEPT_ASYNC = 1 << 3,
 };
 
 /**
@@ -870,7 +884,8 @@ struct krdma_cm_connect {
  * @private_data_len: bytes of @private_data for the peer (accept <= 196,
  *	reject <= 148; UD, whose SIDR reply carries less: <= 136, else the
  *	CM's %EINVAL)
- * @timeout_ms: accept waits this long for ESTABLISHED (0: 5000)
+ * @timeout_ms: accept waits this long for ESTABLISHED (0: 5000); 0 with
+ *	%KRDMA_CONN_ACCEPT_ASYNC
  * @qp_num: out (accept), the local QP number
  * @__reserved: must be 0
  * @private_data: reply private data, or the reject's consumer data
@@ -880,7 +895,10 @@ struct krdma_cm_connect {
  * connection learns no peer, so its sends name an address handle and QP),
  * or fails with the handshake's outcome: %ETIMEDOUT, %ECONNREFUSED (the
  * peer rejected), %ECONNRESET (it disconnected first), %EHOSTUNREACH,
- * %ECONNABORTED (the connection was destroyed meanwhile), %EINTR.
+ * %ECONNABORTED (the connection was destroyed meanwhile), %EINTR.  With
+ * %KRDMA_CONN_ACCEPT_ASYNC it returns once the reply is sent, and the
+ * outcome comes as an event; a request its peer already withdrew (its
+ * REJ came first) is %EINVAL at once.
  * Reject answers the request and destroys the handle; a UD peer sees
  * %ECONNREFUSED with reject reason 2 (IB_SIDR_REJECT).
  */

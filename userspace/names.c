@@ -20,6 +20,7 @@ const char *const feature_names[] = {
 	"memory_windows",
 	"bench",
 	"post_poll",
+	"accept_async",
 };
 const unsigned int nr_feature_names = ARRAY_SIZE(feature_names);
 

@@ -94,8 +94,10 @@ struct sv_client {
 	bool gone;		/* over: flushed, an error, a UD client's BYE */
 	bool failed;
 	bool superseded;	/* its copy went on over another connection */
+	int64_t accepting;	/* when its reply went, until ESTABLISHED; or 0 */
 	int64_t disconnected;	/* when the DISCONNECTED event came, or 0 */
 	uint32_t conn;
+	uint32_t qpn;
 	uint32_t transport;
 	uint32_t ah;		/* UD: to the client */
 	uint32_t peer_qpn;	/* UD: the client's QP, from src_qp */
@@ -137,6 +139,7 @@ struct sv {
 	char dev_name[KRDMA_NAME_MAX];
 	uint32_t listeners[KRDMA_TRANSPORT_UD + 1];	/* by transport */
 	uint32_t ud_mtu;	/* the device's smallest active MTU */
+	bool accept_waits;	/* a module without async accepts: ACCEPT waits */
 	struct xfer_buf data;
 	struct sv_client clients[SV_MAX_CLIENTS];
 	struct sv_copy copy;
@@ -413,8 +416,13 @@ static uint32_t sv_transport_of(const struct sv *s, uint32_t listener)
 	return KRDMA_TRANSPORT_RC;
 }
 
-/* Accept with the data buffer advertised: 0 or -errno (reported). */
-static int sv_accept(struct sv *s, struct sv_client *c, uint32_t *qpn)
+/*
+ * Accept with the data buffer advertised: 0 or -errno (reported).  The
+ * accept does not wait for the handshake to end (c->accepting until an
+ * event tells), so that a client whose last handshake message is lost does
+ * not hold up the others for the accept's timeout.
+ */
+static int sv_accept(struct sv *s, struct sv_client *c)
 {
 	bool ud = c->transport == KRDMA_TRANSPORT_UD;
 	struct krdma_cm_accept ac = {
@@ -441,12 +449,81 @@ static int sv_accept(struct sv *s, struct sv_client *c, uint32_t *qpn)
 	int ret;
 
 	memcpy(ac.private_data, &adv, sizeof(adv));
+	if (!s->accept_waits) {
+		ac.flags |= KRDMA_CONN_ACCEPT_ASYNC;
+		ac.timeout_ms = 0;
+	}
 	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	if (ret == -EOPNOTSUPP && !s->accept_waits) {
+		/* a module older than the flag refused it: accept and wait */
+		s->accept_waits = true;
+		return sv_accept(s, c);
+	}
 	if (ret)
 		err_msg("serve: accepting %s over %s: %s", c->peer,
 			xfer_transport_name(c->transport), strerror(-ret));
-	*qpn = ac.qp_num;
+	c->qpn = ac.qp_num;
+	/* UD's passive side has no ESTABLISHED: the SIDR reply ends it */
+	if (!ret && !s->accept_waits && !ud)
+		c->accepting = xfer_now_ms();
 	return ret;
+}
+
+/* The handshake is over: the client is announced. */
+static void sv_established(struct sv_client *c)
+{
+	c->accepting = 0;
+	sv_event("connect", c);
+	pr_str("transport", xfer_transport_name(c->transport));
+	pr_u64("qpn", c->qpn);
+	sv_event_end();
+}
+
+/* The handshake of an accept failed: the client was never served. */
+static void sv_accept_failed(struct sv *s, struct sv_client *c, int err)
+{
+	err_msg("serve: accepting %s over %s: %s", c->peer,
+		xfer_transport_name(c->transport), strerror(err));
+	xfer_destroy(s->fd, c->conn);
+	xfer_buf_free(s->fd, &c->ctrl);
+	free(c->seen);
+	c->seen = NULL;
+	c->used = false;
+	s->failures++;
+}
+
+/* An event of a connection still accepting: how its handshake ended. */
+static void sv_accept_event(struct sv *s, struct sv_client *c,
+			    const struct krdma_event *ev)
+{
+	switch (ev->type) {
+	case KRDMA_EVENT_ESTABLISHED:
+		sv_established(c);
+		break;
+	case KRDMA_EVENT_REJECTED:
+		sv_accept_failed(s, c, ECONNREFUSED);
+		break;
+	case KRDMA_EVENT_UNREACHABLE:
+	case KRDMA_EVENT_CONNECT_ERROR:
+		sv_accept_failed(s, c, ev->status == -ETIMEDOUT ? ETIMEDOUT :
+				 EHOSTUNREACH);
+		break;
+	case KRDMA_EVENT_DISCONNECTED:
+		/*
+		 * Only a connected peer disconnects: its answer to the reply
+		 * was lost, and its requests may wait in the CQ (drained as
+		 * any client's after a disconnect).
+		 */
+		sv_established(c);
+		c->disconnected = xfer_now_ms();
+		break;
+	case KRDMA_EVENT_CONN_ERROR:
+		sv_accept_failed(s, c, ECONNRESET);
+		break;
+	case KRDMA_EVENT_DEVICE_REMOVAL:
+		sv_accept_failed(s, c, ENODEV);
+		break;
+	}
 }
 
 /*
@@ -482,7 +559,7 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 	const struct xfer_hello *h = (const void *)ev->private_data;
 	const char *why = sv_check_request(ev);
 	struct sv_client *c = why ? NULL : sv_free_client(s);
-	uint32_t qpn = 0, i;
+	uint32_t i;
 	int ret;
 
 	if (!why && !c)
@@ -502,7 +579,7 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 		sv_reject(s, ev, "out of buffers");
 		return;
 	}
-	ret = sv_accept(s, c, &qpn);
+	ret = sv_accept(s, c);
 	if (!ret && c->transport == KRDMA_TRANSPORT_UD)
 		ret = sv_ud_ah(s, c, &ev->peer);
 	if (ret) {
@@ -517,10 +594,8 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 		if (xfer_post_slot(s->fd, c->conn, i + 1, &c->ctrl, i,
 				   c->transport))
 			c->failed = c->gone = true;
-	sv_event("connect", c);
-	pr_str("transport", xfer_transport_name(c->transport));
-	pr_u64("qpn", qpn);
-	sv_event_end();
+	if (!c->accepting)
+		sv_established(c);
 }
 
 /* The copy in progress is dropped, its temporary file removed. */
@@ -1113,9 +1188,14 @@ static void sv_poll_client(struct sv *s, struct sv_client *c)
 				continue;
 			}
 			/*
-			 * what came before a disconnect still counts, and a
-			 * client answered BAD may ask again (a lost answer)
+			 * A request before ESTABLISHED: the client had the
+			 * reply and its answer was lost or is late, as IB's
+			 * COMM_EST.  What came before a disconnect still
+			 * counts, and a client answered BAD may ask again (a
+			 * lost answer).
 			 */
+			if (wc->wr_id != SV_SEND_WRID && c->accepting)
+				sv_established(c);
 			if (wc->wr_id != SV_SEND_WRID && !c->gone)
 				sv_on_recv(s, c, wc);
 		}
@@ -1143,6 +1223,10 @@ static void sv_events(struct sv *s)
 				continue;
 			}
 			c = sv_find(s, ev->handle);
+			if (c && c->accepting) {
+				sv_accept_event(s, c, ev);
+				continue;
+			}
 			/*
 			 * Receives that completed before a disconnect (the
 			 * client's BYE) may still be in the CQ: the flush of
@@ -1178,6 +1262,13 @@ static void sv_loop(struct sv *s)
 			if (!c->used)
 				continue;
 			sv_poll_client(s, c);
+			if (c->accepting) {
+				if (c->gone)
+					sv_accept_failed(s, c, ECONNRESET);
+				else if (xfer_now_ms() - c->accepting > idle)
+					sv_accept_failed(s, c, ETIMEDOUT);
+				continue;
+			}
 			if (c->disconnected &&
 			    xfer_now_ms() - c->disconnected > SV_DRAIN_MS)
 				c->gone = true;
@@ -1226,11 +1317,16 @@ int cmd_serve(int argc, char **argv)
 	ret = sv_setup(&s, &addr);
 	if (!ret)
 		sv_loop(&s);
-	for (i = 0; i < SV_MAX_CLIENTS; i++)
-		if (s.clients[i].used) {
-			s.clients[i].failed = true;
-			sv_finish(&s, &s.clients[i], "server stopping");
+	for (i = 0; i < SV_MAX_CLIENTS; i++) {
+		if (!s.clients[i].used)
+			continue;
+		if (s.clients[i].accepting) {
+			sv_accept_failed(&s, &s.clients[i], ECANCELED);
+			continue;
 		}
+		s.clients[i].failed = true;
+		sv_finish(&s, &s.clients[i], "server stopping");
+	}
 	sv_copy_drop_parked(&s, "parked copy dropped: server stopping");
 	pr_arr_end();
 	if (!ret) {
