@@ -195,6 +195,8 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	 * rdma_cm leaves answering a peer's disconnect to its consumer: reply
 	 * (and move the QP to error, flushing what is posted) as kernel ULPs do.
 	 */
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+		set_bit(KRDMA_CONN_ESTABLISHED, &conn->state);
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED &&
 	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		rdma_disconnect(id);
@@ -698,6 +700,22 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	krdma_object_erase(&conn->obj);
 	krdma_object_put(&conn->obj);
 	return ret;
+}
+
+/*
+ * A receive completed, or the QP raised COMM_EST, on a connection whose
+ * handshake has not ended: the peer had the reply and is sending, so its
+ * RTU was lost or is late.  Tell the CM, as kernel ULPs do on COMM_EST
+ * (rxe raises none), so that it stops resending the reply and reports
+ * ESTABLISHED.  Once per connection; hw lock held, which keeps the id.
+ */
+void krdma_cm_comm_est(struct krdma_conn *conn)
+{
+	if (!conn->cm_id || conn->transport == KRDMA_TRANSPORT_UD ||
+	    test_bit(KRDMA_CONN_ESTABLISHED, &conn->state) ||
+	    test_and_set_bit(KRDMA_CONN_NOTIFIED, &conn->state))
+		return;
+	rdma_notify(conn->cm_id, IB_EVENT_COMM_EST);
 }
 
 int krdma_cm_disconnect(struct krdma_session *session,

@@ -64,6 +64,9 @@ static void krdma_conn_qp_event(struct ib_event *event, void *context)
 	    event->event == IB_EVENT_QP_REQ_ERR ||
 	    event->event == IB_EVENT_QP_ACCESS_ERR)
 		set_bit(KRDMA_CONN_QP_ERROR, &conn->state);
+	/* told to the CM at the next poll, which holds the id */
+	if (event->event == IB_EVENT_COMM_EST)
+		set_bit(KRDMA_CONN_COMM_EST, &conn->state);
 	wake_up_all(&conn->obj.session->wait);
 }
 

@@ -236,6 +236,9 @@ enum {
 	KRDMA_CONN_CONNECTED,	/* KRDMA_CONN_MODIFY has run */
 	KRDMA_CONN_QP_ERROR,	/* a fatal QP event arrived */
 	KRDMA_CONN_DISCONNECTED,	/* rdma_cm: disconnect sent or answered */
+	KRDMA_CONN_ESTABLISHED,	/* rdma_cm: ESTABLISHED came */
+	KRDMA_CONN_COMM_EST,	/* a QP's COMM_EST event came */
+	KRDMA_CONN_NOTIFIED,	/* rdma_cm: told of COMM_EST (once) */
 };
 
 /**
@@ -428,6 +431,7 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd);
+void krdma_cm_comm_est(struct krdma_conn *conn);
 int krdma_cm_disconnect(struct krdma_session *session,
 			struct krdma_ucmd *ucmd);
 int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd);

@@ -548,6 +548,7 @@ static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
 			 struct ib_wc *wc, u32 done)
 {
 	struct krdma_wc uwc;
+	bool received = false;
 	int want, n, i;
 
 	while (done < cmd->num_wcs) {
@@ -556,6 +557,8 @@ static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++, done++) {
+			received |= wc[i].status == IB_WC_SUCCESS &&
+				    wc[i].opcode & IB_WC_RECV;
 			krdma_wc_to_user(conn, &wc[i], &uwc);
 			if (krdma_copy_entries(cmd->wcs_uptr + (u64)done *
 					       cmd->wc_entry_size,
@@ -570,6 +573,8 @@ static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
 		if (n < want)
 			break;
 	}
+	if (received || test_bit(KRDMA_CONN_COMM_EST, &conn->state))
+		krdma_cm_comm_est(conn);
 	return done;
 }
 

@@ -101,7 +101,7 @@ FAULTS_SOURCED=1
 . "$KRDMA_REPO/selftests/faults.sh"
 
 echo "TAP version 13"
-echo "1..18"
+echo "1..20"
 check ping ping -c 2 -W 5 "$PEER_ADDR"
 
 # The server's buffer starts filled with its pattern: read it before the

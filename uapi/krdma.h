@@ -613,10 +613,16 @@ struct krdma_qp_caps {
  *	receives and sends (rdma_cm moved it to RTS); the outcome arrives
  *	as an event of the connection, for %KRDMA_GET_EVENTS: ESTABLISHED,
  *	or REJECTED, UNREACHABLE (the peer never answered the reply; the CM
- *	gives up after its retries, about a minute), CONNECT_ERROR or
- *	DISCONNECTED.  A server taking many clients uses it so that one
- *	peer whose last handshake message is lost does not hold up the rest;
- *	how long to wait for the outcome is its own choice (DESTROY ends it)
+ *	gives up after its retries, about a minute), CONNECT_ERROR,
+ *	DISCONNECTED or DEVICE_REMOVAL.  A peer whose answer to the reply
+ *	(the RTU) is lost is connected all the same: the first receive
+ *	%KRDMA_POLL returns on the connection (or the QP's COMM_EST event)
+ *	ends the handshake as the RTU would, and ESTABLISHED follows.  UD
+ *	has no outcome to wait for (the SIDR reply is the whole handshake):
+ *	there the flag changes nothing and no event follows.  A server
+ *	taking many clients uses it so that one peer whose RTU is lost does
+ *	not hold up the rest; how long to wait for the outcome is its own
+ *	choice (DESTROY ends it)
  */
 enum krdma_conn_flags {
 	KRDMA_CONN_NOTIFY = 1 << 0,

@@ -311,11 +311,16 @@ static int sv_listen(struct sv *s, struct krdma_sockaddr *addr,
 
 static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 {
+	struct krdma_info info = { .size = sizeof(info) };
 	char where[80];
 	uint32_t t;
 	int ret;
 
-	ret = sv_pick_device(s);
+	/* a module older than async accepts: each ACCEPT waits for the end */
+	ret = krdma_ioctl(s->fd, KRDMA_GET_INFO, &info);
+	s->accept_waits = !(info.features & KRDMA_FEATURE_ACCEPT_ASYNC);
+	if (!ret)
+		ret = sv_pick_device(s);
 	if (!ret && (s->o->transports & 1U << KRDMA_TRANSPORT_UD)) {
 		s->ud_mtu = xfer_port_mtu(s->fd, s->dev_index);
 		if (!s->ud_mtu)
@@ -454,11 +459,6 @@ static int sv_accept(struct sv *s, struct sv_client *c)
 		ac.timeout_ms = 0;
 	}
 	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
-	if (ret == -EOPNOTSUPP && !s->accept_waits) {
-		/* a module older than the flag refused it: accept and wait */
-		s->accept_waits = true;
-		return sv_accept(s, c);
-	}
 	if (ret)
 		err_msg("serve: accepting %s over %s: %s", c->peer,
 			xfer_transport_name(c->transport), strerror(-ret));
@@ -469,10 +469,11 @@ static int sv_accept(struct sv *s, struct sv_client *c)
 	return ret;
 }
 
-/* The handshake is over: the client is announced. */
+/* The handshake is over: the client is announced; -T counts from here. */
 static void sv_established(struct sv_client *c)
 {
 	c->accepting = 0;
+	c->last = xfer_now_ms();
 	sv_event("connect", c);
 	pr_str("transport", xfer_transport_name(c->transport));
 	pr_u64("qpn", c->qpn);
@@ -1262,10 +1263,15 @@ static void sv_loop(struct sv *s)
 			if (!c->used)
 				continue;
 			sv_poll_client(s, c);
+			/*
+			 * A flush before any event: the peer connected and
+			 * left (its DISCONNECTED, read first, would say the
+			 * same), or a local failure; it ends as any client.
+			 */
+			if (c->accepting && c->gone)
+				sv_established(c);
 			if (c->accepting) {
-				if (c->gone)
-					sv_accept_failed(s, c, ECONNRESET);
-				else if (xfer_now_ms() - c->accepting > idle)
+				if (xfer_now_ms() - c->accepting > idle)
 					sv_accept_failed(s, c, ETIMEDOUT);
 				continue;
 			}
