@@ -191,12 +191,13 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	struct krdma_event kev;
 	int outcome;
 
+	/* no COMM_EST to tell the CM of from here on */
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+		set_bit(KRDMA_CONN_ESTABLISHED, &conn->state);
 	/*
 	 * rdma_cm leaves answering a peer's disconnect to its consumer: reply
 	 * (and move the QP to error, flushing what is posted) as kernel ULPs do.
 	 */
-	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
-		set_bit(KRDMA_CONN_ESTABLISHED, &conn->state);
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED &&
 	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		rdma_disconnect(id);
