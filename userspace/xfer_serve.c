@@ -480,16 +480,24 @@ static void sv_established(struct sv_client *c)
 	sv_event_end();
 }
 
+/* What a client holds, released; its slot free again. */
+static void sv_release(struct sv *s, struct sv_client *c)
+{
+	xfer_destroy(s->fd, c->conn);
+	if (c->ah)
+		xfer_destroy(s->fd, c->ah);
+	xfer_buf_free(s->fd, &c->ctrl);
+	free(c->seen);
+	c->seen = NULL;
+	c->used = false;
+}
+
 /* The handshake of an accept failed: the client was never served. */
 static void sv_accept_failed(struct sv *s, struct sv_client *c, int err)
 {
 	err_msg("serve: accepting %s over %s: %s", c->peer,
 		xfer_transport_name(c->transport), strerror(err));
-	xfer_destroy(s->fd, c->conn);
-	xfer_buf_free(s->fd, &c->ctrl);
-	free(c->seen);
-	c->seen = NULL;
-	c->used = false;
+	sv_release(s, c);
 	s->failures++;
 }
 
@@ -584,8 +592,7 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 	if (!ret && c->transport == KRDMA_TRANSPORT_UD)
 		ret = sv_ud_ah(s, c, &ev->peer);
 	if (ret) {
-		xfer_destroy(s->fd, c->conn);
-		xfer_buf_free(s->fd, &c->ctrl);
+		sv_release(s, c);
 		s->failures++;
 		return;
 	}
@@ -656,13 +663,7 @@ static void sv_finish(struct sv *s, struct sv_client *c, const char *why)
 	if (why)
 		pr_str("reason", why);
 	sv_event_end();
-	xfer_destroy(s->fd, c->conn);
-	if (c->ah)
-		xfer_destroy(s->fd, c->ah);
-	xfer_buf_free(s->fd, &c->ctrl);
-	free(c->seen);
-	c->seen = NULL;
-	c->used = false;
+	sv_release(s, c);
 	s->served++;
 	if (c->failed)
 		s->failures++;
