@@ -103,10 +103,13 @@ SERVER=$!
 sleep 1
 
 declare -A V
-# a figure of 0 or none is a failed run (perftest printed 0.00 BW for one
-# -q 2 round once): left out of the median, and said so
+# a figure of 0, none or not a number is a failed run (perftest printed
+# 0.00 BW for one -q 2 round once, and "inf" for every latency of a round
+# whose estimate of the CPU clock failed: "Correlation coefficient r^2:
+# 0.23 < 0.9"): left out of the median and of bench.json, and said so
 add() {
-	if awk -v v="${2:-x}" 'BEGIN { exit !(v + 0 > 0) }'; then
+	if [[ ${2:-} =~ ^[0-9]+(\.[0-9]+)?$ ]] &&
+	   awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
 		V[$1]="${V[$1]:-} $2"
 	else
 		log "$1: no figure in round ${r:-?} ('${2:-}'): left out"
