@@ -20,7 +20,15 @@ struct krdma_ah {
 static void krdma_ah_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_ah *kah = container_of(obj, struct krdma_ah, obj);
+	struct krdma_session *session = obj->session;
 
+	/*
+	 * Dead already (hw_dead, or never published): a POST that looks it
+	 * up from now on refuses it, and one that found it alive before is
+	 * waited for here, until its ib_post_send() has returned.
+	 */
+	down_write(&session->ah_post_rwsem);
+	up_write(&session->ah_post_rwsem);
 	if (kah->ah)
 		rdma_destroy_ah(kah->ah, RDMA_DESTROY_AH_SLEEPABLE);
 	kah->ah = NULL;
@@ -124,23 +132,28 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	return krdma_object_respond(&kah->obj, ucmd, sizeof(*cmd));
 }
 
-/* The verbs AH behind a handle, for a UD send; takes a reference. */
+/*
+ * The verbs AH behind a handle, for a UD send; takes a reference.  The
+ * caller holds the session's ah_post_rwsem for read until the send is
+ * posted: that, not the AH's hw lock, keeps the ib_ah (a teardown holding
+ * that lock for write waits for the rwsem, so the lock is not taken here).
+ */
 int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 		 struct krdma_object **ref)
 {
 	struct krdma_object *obj;
 	int ret;
 
+	lockdep_assert_held_read(&session->ah_post_rwsem);
 	obj = krdma_object_get(session, handle, &krdma_ah_ops);
 	if (!obj)
 		return -ENOENT;
-	ret = krdma_object_lock_hw_nested(obj);
+	ret = krdma_object_hw_alive(obj);
 	if (ret) {
 		krdma_object_put(obj);
 		return ret;
 	}
 	*ah = container_of(obj, struct krdma_ah, obj)->ah;
-	krdma_object_unlock_hw(obj);
 	*ref = obj;
 	return 0;
 }

@@ -131,12 +131,23 @@ static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
 		kfree(mem);
 		return ERR_PTR(ret);
 	}
+	/*
+	 * Charged to the caller's memory cgroup: mapped with remap_pfn_range(),
+	 * the pages count in no process's RSS, and RLIMIT_MEMLOCK is all that
+	 * bounds them otherwise (often unlimited on RDMA hosts).
+	 */
 	mem->chunks = kvcalloc(mem->num_chunks, sizeof(*mem->chunks),
-			       GFP_KERNEL);
+			       GFP_KERNEL_ACCOUNT);
+	ret = -ENOMEM;
 	if (!mem->chunks)
 		goto err_put;
 	for (i = 0; i < mem->num_chunks; i++) {
-		mem->chunks[i] = alloc_pages(GFP_KERNEL | __GFP_ZERO |
+		/* up to 2 GiB: a killed caller stops here */
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto err_put;
+		}
+		mem->chunks[i] = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO |
 					     __GFP_NOWARN, order);
 		if (!mem->chunks[i])
 			goto err_put;
@@ -145,7 +156,7 @@ static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
 
 err_put:
 	krdma_buf_mem_put(mem);
-	return ERR_PTR(-ENOMEM);
+	return ERR_PTR(ret);
 }
 
 static void krdma_buf_destroy_hw(struct krdma_object *obj)

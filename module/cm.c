@@ -49,13 +49,6 @@ static void krdma_listener_free(struct krdma_object *obj)
 	kfree(container_of(obj, struct krdma_listener, obj));
 }
 
-static const struct krdma_object_ops krdma_listener_ops = {
-	.name = "listener",
-	.destroy_pass = 0,
-	.destroy_hw = krdma_listener_destroy_hw,
-	.free = krdma_listener_free,
-};
-
 static int krdma_sockaddr_from_user(const struct krdma_sockaddr *ua,
 				    struct sockaddr_storage *ss)
 {
@@ -103,6 +96,45 @@ static void krdma_sockaddr_to_user(const struct sockaddr *sa,
 		memcpy(ua->addr, &sin6->sin6_addr, 16);
 	}
 }
+
+/*
+ * The device an rdma_cm object is on is being removed: krdma destroys the
+ * id before rdma_cm would report it (its ib_client goes first), so the
+ * DEVICE_REMOVAL the session would have had from rdma_cm is queued here.
+ * Called by removal only, before the kill, with the object's hw lock held,
+ * which keeps @id.
+ */
+void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id *id)
+{
+	struct krdma_event kev = {
+		.type = KRDMA_EVENT_DEVICE_REMOVAL,
+		.handle = obj->handle,
+	};
+
+	if (!id)
+		return;
+	krdma_sockaddr_to_user((struct sockaddr *)&id->route.addr.dst_addr,
+			       &kev.peer);
+	krdma_event_queue(obj->session, &kev);
+}
+
+static void krdma_listener_device_removal(struct krdma_object *obj)
+{
+	struct krdma_listener *l = container_of(obj, struct krdma_listener, obj);
+
+	if (krdma_object_lock_hw(obj))
+		return;		/* destroyed meanwhile: no one to tell */
+	krdma_cm_device_removal(obj, l->cm_id);
+	krdma_object_unlock_hw(obj);
+}
+
+static const struct krdma_object_ops krdma_listener_ops = {
+	.name = "listener",
+	.destroy_pass = 0,
+	.device_removal = krdma_listener_device_removal,
+	.destroy_hw = krdma_listener_destroy_hw,
+	.free = krdma_listener_free,
+};
 
 static void krdma_cm_fill_event(struct krdma_event *kev, u32 handle,
 				struct rdma_cm_id *id,
@@ -234,6 +266,7 @@ static int krdma_listener_request(struct krdma_listener *l,
 				  struct rdma_cm_id *id,
 				  const struct rdma_cm_event *ev)
 {
+	struct krdma_queued_event *qe;
 	struct krdma_conn *conn;
 	struct krdma_event kev;
 	u32 handle;
@@ -242,9 +275,15 @@ static int krdma_listener_request(struct krdma_listener *l,
 	/* an RC listener and a UC request share the TCP port space */
 	if (krdma_cm_transport(id->qp_type) != l->transport)
 		return -EINVAL;
+	/* all that can fail, before the connection is published */
+	qe = krdma_event_alloc(l->obj.session);
+	if (!qe)
+		return -ENOMEM;
 	conn = krdma_conn_alloc_cm(l->obj.session, id);
-	if (IS_ERR(conn))
+	if (IS_ERR(conn)) {
+		kfree(qe);
 		return PTR_ERR(conn);
+	}
 	krdma_cm_timers(conn, NULL);
 	if (l->transport != KRDMA_TRANSPORT_UD) {
 		conn->peer_initiator_depth = ev->param.conn.initiator_depth;
@@ -256,24 +295,23 @@ static int krdma_listener_request(struct krdma_listener *l,
 	if (ret)
 		goto err;
 
+	/*
+	 * Published: a DESTROY that guessed the handle may be destroying the
+	 * id already, waiting for this handler to return.  So nothing fails
+	 * from here: a non-zero return would have the CM destroy it too.
+	 */
 	krdma_cm_fill_event(&kev, handle, id, ev);
 	kev.listener = l->obj.handle;
-	ret = krdma_event_queue(l->obj.session, &kev);
-	if (ret)
-		goto err_unpublish;
+	krdma_event_post(l->obj.session, qe, &kev);
 	id->context = &conn->obj;
 	krdma_object_put(&conn->obj);
 	return 0;
 
-err_unpublish:
+err:
 	/* The CM destroys the id when we return non-zero: not us. */
 	conn->cm_id = NULL;
-	krdma_object_erase(&conn->obj);
 	krdma_object_put(&conn->obj);
-	return ret;
-err:
-	conn->cm_id = NULL;
-	krdma_object_put(&conn->obj);
+	kfree(qe);
 	return ret;
 }
 
@@ -309,6 +347,7 @@ static struct rdma_cm_id *krdma_cm_create_id(struct krdma_object *obj,
 int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_cm_listen *cmd = ucmd->cmd;
+	struct krdma_device *kdev = NULL;
 	struct krdma_listener *l;
 	struct sockaddr_storage ss;
 	struct krdma_sockaddr bound;
@@ -316,7 +355,8 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
-	if (cmd->transport > KRDMA_TRANSPORT_UD)
+	/* rdma_listen() takes an int */
+	if (cmd->transport > KRDMA_TRANSPORT_UD || cmd->backlog > S32_MAX)
 		return -EINVAL;
 	ret = krdma_sockaddr_from_user(&cmd->addr, &ss);
 	if (ret)
@@ -341,10 +381,23 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 				  KRDMA_CM_DEFAULT_BACKLOG);
 	if (ret)
 		goto err_free;
+	/*
+	 * Bound to one device's address, the id is that device's: rdma_cm's
+	 * removal waits until it is destroyed.  On the device's list, krdma's
+	 * removal, which runs first, destroys it (and says so, an event).
+	 */
+	if (l->cm_id->device) {
+		ret = krdma_device_enter_ib(l->cm_id->device, &kdev);
+		if (ret)
+			goto err_free;
+		l->obj.kdev = kdev;
+	}
 	krdma_sockaddr_to_user((struct sockaddr *)&l->cm_id->route.addr.src_addr,
 			       &bound);
 	cmd->port = bound.port;
 	ret = krdma_object_publish(&l->obj, &cmd->handle);
+	if (kdev)
+		krdma_device_exit(kdev);
 	if (ret)
 		goto err_free;
 	return krdma_object_respond(&l->obj, ucmd, sizeof(*cmd));
@@ -556,7 +609,7 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		goto err_put;
 
 	/* Published: from here on a DESTROY or removal may end it. */
-	ret = krdma_object_lock_hw(&conn->obj);
+	ret = krdma_object_lock_hw(&conn->obj) ? -ECONNABORTED : 0;
 	if (!ret) {
 		krdma_cm_conn_param(conn, &param, cmd->private_data,
 				    cmd->private_data_len);

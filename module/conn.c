@@ -38,9 +38,21 @@ static void krdma_conn_free(struct krdma_object *obj)
 	kfree(container_of(obj, struct krdma_conn, obj));
 }
 
+/* Only an rdma_cm connection has events to tell it by. */
+static void krdma_conn_device_removal(struct krdma_object *obj)
+{
+	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
+
+	if (krdma_object_lock_hw(obj))
+		return;		/* destroyed meanwhile: no one to tell */
+	krdma_cm_device_removal(obj, conn->cm_id);
+	krdma_object_unlock_hw(obj);
+}
+
 static const struct krdma_object_ops krdma_conn_ops = {
 	.name = "connection",
 	.destroy_pass = 1,
+	.device_removal = krdma_conn_device_removal,
 	.destroy_hw = krdma_conn_destroy_hw,
 	.free = krdma_conn_free,
 };
@@ -143,13 +155,13 @@ int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle)
 }
 
 /* rdma_cm chose the UD QP's Q_Key: our sends default to it. */
-static int krdma_conn_cm_qkey(struct krdma_conn *conn)
+static int krdma_conn_cm_qkey(struct krdma_conn *conn, struct ib_qp *qp)
 {
 	struct ib_qp_init_attr init;
 	struct ib_qp_attr attr;
 	int ret;
 
-	ret = ib_query_qp(conn->qp, &attr, IB_QP_QKEY, &init);
+	ret = ib_query_qp(qp, &attr, IB_QP_QKEY, &init);
 	if (!ret)
 		conn->qkey = attr.qkey;
 	return ret;
@@ -179,6 +191,7 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	};
 	struct ib_qp *qp;
 	u32 recv_room;
+	int ret = 0;
 
 	if (conn->srq) {
 		init.srq = conn->srq->srq;
@@ -188,16 +201,14 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	conn->cq = ib_create_cq(kdev->ibdev, krdma_conn_comp, NULL, conn,
 				&cq_attr);
 	if (IS_ERR(conn->cq)) {
-		int ret = PTR_ERR(conn->cq);
-
+		ret = PTR_ERR(conn->cq);
 		conn->cq = NULL;
 		return ret;
 	}
 	init.send_cq = conn->cq;
 	init.recv_cq = conn->cq;
 	if (conn->cm_id) {
-		int ret = rdma_create_qp(conn->cm_id, conn->obj.kpd->pd, &init);
-
+		ret = rdma_create_qp(conn->cm_id, conn->obj.kpd->pd, &init);
 		if (ret)
 			return ret;
 		qp = conn->cm_id->qp;
@@ -206,26 +217,23 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		if (IS_ERR(qp))
 			return PTR_ERR(qp);
 	}
-	conn->qp = qp;
-	conn->qp_num = qp->qp_num;
 	/*
 	 * Devices round queues up: a CQ sized to the request could overflow.
 	 * With an SRQ, every receive it holds may complete here.
 	 */
 	recv_room = conn->srq ? conn->srq->max_wr : init.cap.max_recv_wr;
-	if (init.cap.max_send_wr + recv_room > conn->cq->cqe) {
-		int ret = ib_resize_cq(conn->cq, init.cap.max_send_wr +
-					      recv_room);
-
-		if (ret)
-			return ret;
+	if (init.cap.max_send_wr + recv_room > conn->cq->cqe)
+		ret = ib_resize_cq(conn->cq, init.cap.max_send_wr + recv_room);
+	if (!ret && conn->cm_id && conn->transport == KRDMA_TRANSPORT_UD)
+		ret = krdma_conn_cm_qkey(conn, qp);
+	if (ret) {
+		if (conn->cm_id)
+			rdma_destroy_qp(conn->cm_id);
+		else
+			ib_destroy_qp(qp);
+		return ret;
 	}
-	if (conn->cm_id && conn->transport == KRDMA_TRANSPORT_UD) {
-		int ret = krdma_conn_cm_qkey(conn);
-
-		if (ret)
-			return ret;
-	}
+	conn->qp_num = qp->qp_num;
 	caps->cq_depth = conn->cq->cqe;
 	caps->max_send_wr = init.cap.max_send_wr;
 	caps->max_recv_wr = init.cap.max_recv_wr;
@@ -235,6 +243,13 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	conn->caps = *caps;
 	if (conn->notify)
 		ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP);
+	/*
+	 * Last, and released: an accept builds the QP of a published
+	 * connection under its hw lock taken for read, and a POST or POLL on
+	 * the handle may look meanwhile (krdma_conn_lookup()); it must find
+	 * no QP, or one that is complete and stays.
+	 */
+	smp_store_release(&conn->qp, qp);
 	return 0;
 }
 
@@ -582,6 +597,7 @@ static int krdma_conn_lookup(struct krdma_session *session, u32 handle,
 {
 	struct krdma_object *obj;
 	struct krdma_conn *conn;
+	struct ib_qp *qp;
 	int ret;
 
 	obj = krdma_object_get(session, handle, &krdma_conn_ops);
@@ -593,7 +609,9 @@ static int krdma_conn_lookup(struct krdma_session *session, u32 handle,
 		return ret;
 	}
 	conn = container_of(obj, struct krdma_conn, obj);
-	if (want_qp ? !conn->qp : (conn->qp || !conn->cm_id)) {
+	/* pairs with the release in krdma_conn_create_hw() */
+	qp = smp_load_acquire(&conn->qp);
+	if (want_qp ? !qp : (qp || !conn->cm_id)) {
 		krdma_conn_put(conn);
 		return -EINVAL;
 	}

@@ -262,6 +262,8 @@ static void krdma_device_kill_pass(struct krdma_device *kdev, int pass)
 		/* a linked object still has its destroyer's reference */
 		krdma_object_get_ref(obj);
 		mutex_unlock(&kdev->lock);
+		if (obj->ops->device_removal)
+			obj->ops->device_removal(obj);
 		krdma_object_kill_hw(obj);
 		krdma_object_put(obj);
 		mutex_lock(&kdev->lock);

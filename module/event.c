@@ -16,30 +16,46 @@ struct krdma_queued_event {
 	struct krdma_event event;
 };
 
-/* May be called from CM handlers: never sleeps on anything but memory. */
+/*
+ * An entry for one event, or NULL if there is no memory or the session
+ * already holds its cap of unfetched events.  May be called from CM
+ * handlers: never sleeps on anything but memory.
+ */
+struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session)
+{
+	if (READ_ONCE(session->num_events) >= KRDMA_MAX_QUEUED_EVENTS)
+		return NULL;
+	return kmalloc(sizeof(struct krdma_queued_event), GFP_KERNEL);
+}
+
+/*
+ * Queue @qe, from krdma_event_alloc(), and wake the waiters.  Never fails:
+ * a CONNECT_REQUEST's connection is published before its event is
+ * queued, and failing then would leave the CM to destroy an id the
+ * published connection still names.  (The cap may be passed by the
+ * handlers running at once, which are few.)
+ */
+void krdma_event_post(struct krdma_session *session,
+		      struct krdma_queued_event *qe,
+		      const struct krdma_event *event)
+{
+	qe->event = *event;
+	spin_lock(&session->event_lock);
+	list_add_tail(&qe->entry, &session->events);
+	session->num_events++;
+	spin_unlock(&session->event_lock);
+	wake_up_all(&session->wait);
+}
+
 int krdma_event_queue(struct krdma_session *session,
 		      const struct krdma_event *event)
 {
-	struct krdma_queued_event *qe;
-	int ret = 0;
+	struct krdma_queued_event *qe = krdma_event_alloc(session);
 
-	qe = kmalloc(sizeof(*qe), GFP_KERNEL);
 	if (!qe)
-		return -ENOMEM;
-	qe->event = *event;
-	spin_lock(&session->event_lock);
-	if (session->num_events >= KRDMA_MAX_QUEUED_EVENTS) {
-		ret = -ENOSPC;
-	} else {
-		list_add_tail(&qe->entry, &session->events);
-		session->num_events++;
-	}
-	spin_unlock(&session->event_lock);
-	if (ret)
-		kfree(qe);
-	else
-		wake_up_all(&session->wait);
-	return ret;
+		return -ENOSPC;
+	krdma_event_post(session, qe, event);
+	return 0;
 }
 
 bool krdma_events_pending(struct krdma_session *session)

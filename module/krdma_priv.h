@@ -89,6 +89,13 @@ struct krdma_pd {
 struct krdma_session {
 	struct kref kref;		/* the file's, and one per object */
 	struct xarray objects;
+	u32 next_handle;		/* protected by objects' xa_lock */
+	/*
+	 * Read by a POST on a UD connection from looking up its address
+	 * handles until ib_post_send() returns; written by an address
+	 * handle's teardown, so that no post still uses the ib_ah it frees.
+	 */
+	struct rw_semaphore ah_post_rwsem;
 	wait_queue_head_t wait;
 	atomic_t ready_conns;
 	spinlock_t event_lock;		/* protects events, num_events */
@@ -108,6 +115,8 @@ struct krdma_object;
  * @name: for messages
  * @destroy_pass: when the object goes in a teardown, 0 first
  * @release: optional: may DESTROY take the object now? (else its errno)
+ * @device_removal: optional: tell the session the device is going (an
+ *	event), just before removal kills the object
  * @destroy_hw: free the verbs objects; called once, hw_rwsem held for write
  * @free: free the memory once the last reference is gone
  */
@@ -115,6 +124,7 @@ struct krdma_object_ops {
 	const char *name;
 	int destroy_pass;
 	int (*release)(struct krdma_object *obj);
+	void (*device_removal)(struct krdma_object *obj);
 	void (*destroy_hw)(struct krdma_object *obj);
 	void (*free)(struct krdma_object *obj);
 };
@@ -355,6 +365,7 @@ void krdma_object_put(struct krdma_object *obj);
 int krdma_object_lock_hw(struct krdma_object *obj);
 int krdma_object_lock_hw_nested(struct krdma_object *obj);
 void krdma_object_unlock_hw(struct krdma_object *obj);
+int krdma_object_hw_alive(const struct krdma_object *obj);
 void krdma_object_kill_hw(struct krdma_object *obj);
 
 /**
@@ -399,6 +410,12 @@ int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle);
 enum ib_qp_type krdma_qp_type(u32 transport);
 u32 krdma_cm_transport(enum ib_qp_type type);
 void krdma_conn_destroy_hw(struct krdma_object *obj);
+struct krdma_queued_event;
+void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id *id);
+struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session);
+void krdma_event_post(struct krdma_session *session,
+		      struct krdma_queued_event *qe,
+		      const struct krdma_event *event);
 int krdma_event_queue(struct krdma_session *session,
 		      const struct krdma_event *event);
 bool krdma_events_pending(struct krdma_session *session);

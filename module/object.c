@@ -24,6 +24,7 @@ struct krdma_session *krdma_session_create(void)
 	if (!session)
 		return NULL;
 	xa_init_flags(&session->objects, XA_FLAGS_ALLOC1);
+	init_rwsem(&session->ah_post_rwsem);
 	init_waitqueue_head(&session->wait);
 	spin_lock_init(&session->event_lock);
 	INIT_LIST_HEAD(&session->events);
@@ -91,8 +92,17 @@ void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
  */
 int krdma_object_reserve(struct krdma_object *obj)
 {
-	return xa_alloc(&obj->session->objects, &obj->handle, NULL,
-			xa_limit_31b, GFP_KERNEL);
+	struct krdma_session *session = obj->session;
+	int ret;
+
+	/*
+	 * Round robin: a handle comes back only after 2^31 others, so that
+	 * the events still queued for a destroyed object (a failed connect's
+	 * REJECTED) are not taken for those of a new one.
+	 */
+	ret = xa_alloc_cyclic(&session->objects, &obj->handle, NULL,
+			      xa_limit_31b, &session->next_handle, GFP_KERNEL);
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -147,25 +157,31 @@ int krdma_object_publish(struct krdma_object *obj, u32 *handle)
  * Answer a create command with the handle of the object it published, and
  * drop the caller's reference.  A caller the answer cannot reach never
  * learns the handle: as uverbs and ucma do, the object goes again (unless
- * a DESTROY that guessed the handle got there first).
+ * a DESTROY that guessed the handle got there first), if a DESTROY could
+ * take it now: an SRQ that a connection bound meanwhile (its handle
+ * guessed too) stays, as a DESTROY would leave it, until the fd closes.
  */
 int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,
 			 size_t len)
 {
 	int ret = krdma_ucmd_respond(ucmd, len);
 
-	if (ret)
+	if (ret && (!obj->ops->release || !obj->ops->release(obj)))
 		krdma_object_erase(obj);
 	krdma_object_put(obj);
 	return ret;
 }
 
-/* Undo the creation of an object never published. */
+/*
+ * Undo the creation of an object never published.  Its verbs state goes
+ * first: a listener's id may still be taking requests, whose events carry
+ * the handle, until it is destroyed.
+ */
 void krdma_object_discard(struct krdma_object *obj)
 {
+	obj->ops->destroy_hw(obj);
 	if (obj->handle)
 		xa_release(&obj->session->objects, obj->handle);
-	obj->ops->destroy_hw(obj);
 	krdma_object_put(obj);
 }
 
@@ -192,6 +208,16 @@ struct krdma_object *krdma_object_get(struct krdma_session *session,
 static int krdma_object_dead_errno(const struct krdma_object *obj)
 {
 	return obj->destroyed ? -ENOENT : -ENODEV;
+}
+
+/*
+ * Whether @obj's verbs state still stands, without its hw lock: for a
+ * caller that keeps it standing another way (a UD POST holds its
+ * session's ah_post_rwsem across its address handles' use).
+ */
+int krdma_object_hw_alive(const struct krdma_object *obj)
+{
+	return READ_ONCE(obj->hw_dead) ? krdma_object_dead_errno(obj) : 0;
 }
 
 /*

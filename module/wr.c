@@ -204,10 +204,15 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 		return -EINVAL;
 	if (uwr->num_sge > max_sge)
 		return -EINVAL;
-	if ((uwr->opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
-	     uwr->opcode == KRDMA_OP_ATOMIC_CMP_SWP) &&
-	    (uwr->num_sge != 1 || uwr->sge[0].length != sizeof(u64)))
-		return -EINVAL;
+	if (uwr->opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
+	    uwr->opcode == KRDMA_OP_ATOMIC_CMP_SWP) {
+		if (uwr->num_sge != 1 || uwr->sge[0].length != sizeof(u64) ||
+		    !IS_ALIGNED(uwr->remote_addr, sizeof(u64)))
+			return -EINVAL;
+		/* else the device would refuse it at post, mid-chain */
+		if (ctx->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+			return -EOPNOTSUPP;
+	}
 	if (uwr->opcode == KRDMA_OP_LOCAL_INV && uwr->num_sge)
 		return -EINVAL;
 	/* the device copies an inline payload at post: nothing lands there */
@@ -741,6 +746,7 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_post *cmd = ucmd->cmd;
 	struct krdma_post_ctx ctx = {};
 	u32 bad_index = 0, max_wrs;
+	bool ud;
 	int ret;
 
 	ret = krdma_post_check(cmd);
@@ -754,15 +760,19 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = -EINVAL;
 		goto out;
 	}
+	/* the AHs a UD send names stand until it is posted (ah.c) */
+	ud = ctx.conn && ctx.conn->transport == KRDMA_TRANSPORT_UD;
+	if (ud)
+		down_read(&session->ah_post_rwsem);
 	ret = krdma_post_build(&ctx, cmd, &bad_index);
-	if (ret)
-		goto report;
-	ret = krdma_post_chain(&ctx, &bad_index);
+	if (!ret)
+		ret = krdma_post_chain(&ctx, &bad_index);
+	if (ud)
+		up_read(&session->ah_post_rwsem);
 	if (!ret && cmd->flags & KRDMA_POST_POLL)
 		return krdma_post_poll(ucmd, &ctx);
 	if (!ret)
 		bad_index = cmd->num_wrs;
-report:
 	/*
 	 * On an error num_wrs says how many went; the rest were not posted.
 	 * When all went the struct is unchanged, and a write-back that

@@ -215,6 +215,13 @@ KRDMA_TEST_F(cm, listen_flags_and_transport)
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
 	l.transport = 0xffffffff;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+
+	/* rdma_listen() takes an int: no backlog turns negative */
+	kc_listen_init(&l, self->addr, 0);
+	l.backlog = 1u << 31;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
+	l.backlog = 0xffffffff;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_LISTEN, &l));
 	/* Only the fixture's listener exists in sfd. */
 	kc_expect_no_handles(_metadata, self->sfd, 0);
 	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, self->listener + 1));

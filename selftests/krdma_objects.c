@@ -1555,6 +1555,22 @@ KRDMA_TEST_F(obj, ah_create_flags_reserved)
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
 }
 
+/*
+ * A destroyed object's handle does not come back at once: events still
+ * queued for it (a failed connect's REJECTED) must not name a new object.
+ */
+KRDMA_TEST_F(obj, handles_not_reused)
+{
+	struct kt_buf a, b;
+
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &a));
+	ASSERT_OK(kt_destroy(self->fd, a.handle));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &b));
+	EXPECT_NE(a.handle, b.handle);
+	EXPECT_GT(b.handle, a.handle);
+	EXPECT_OK(kt_destroy(self->fd, b.handle));
+}
+
 /* An AH is a handle of its own: destroyed, posting with it is ENOENT. */
 KRDMA_TEST_F(obj, ah_create_destroy)
 {
@@ -2219,6 +2235,29 @@ KRDMA_TEST_F(post, atomic_sge)
 			wr.rkey = self->buf.rkey;
 			EXPECT_POST1_ERRNO(EINVAL, &wr, "op %u num_sge %u length %u",
 					   op, bad[i].num_sge, bad[i].len);
+		}
+	nothing_posted(_metadata, self);
+}
+
+/* The peer's 8 bytes are naturally aligned (IBA 9.4.5), checked at post. */
+KRDMA_TEST_F(post, atomic_unaligned)
+{
+	uint64_t off[] = { 1, 4, 7, 12 };
+	uint32_t op;
+	unsigned int i;
+
+	if (variant->transport != KRDMA_TRANSPORT_RC)
+		SKIP(return, "atomics are RC");
+	for (op = KRDMA_OP_ATOMIC_FETCH_ADD; op <= KRDMA_OP_ATOMIC_CMP_SWP; op++)
+		for (i = 0; i < ARRAY_SIZE(off); i++) {
+			struct krdma_wr wr;
+
+			kt_wr_init(&wr, 1, op, KRDMA_WR_SIGNALED);
+			kt_wr_sge(&wr, self->buf.handle, 0, 8);
+			wr.remote_addr = self->buf.addr + off[i];
+			wr.rkey = self->buf.rkey;
+			EXPECT_POST1_ERRNO(EINVAL, &wr, "op %u remote_addr +%llu",
+					   op, (unsigned long long)off[i]);
 		}
 	nothing_posted(_metadata, self);
 }
@@ -2906,6 +2945,33 @@ KRDMA_TEST_F(removal, close_after_removal)
 	close(fd2);
 	ASSERT_OK(wait_contexts(self->fd, self->before.num_device_contexts, &info));
 	EXPECT_EQ(self->before.num_device_contexts, info.num_device_contexts);
+}
+
+/*
+ * A listener bound to the device's own address: rdma_cm's removal waits
+ * until its id is destroyed, so krdma's removal must destroy it (else
+ * "rdma link delete" hangs until the fd closes) and say so, an event.
+ */
+KRDMA_TEST_F_TIMEOUT(removal, bound_listener, 90)
+{
+	const char *addr = "198.51.100.7";
+	struct krdma_event ev;
+	uint32_t listener;
+	uint64_t t0;
+
+	ASSERT_EQ(0, krdma_run("ip addr add %s/24 dev " TMP_NETDEV, addr));
+	ASSERT_EQ(0, kc_listen(self->fd, addr, 0, &listener, NULL)) {
+		TH_LOG("listen on %s (" TMP_DEV "): %s", addr, strerror(errno));
+	}
+	t0 = kt_now_ms();
+	remove_tmp_dev(_metadata);
+	EXPECT_GT(20000ull, kt_now_ms() - t0);
+	ASSERT_OK(kc_wait_event(self->fd, KRDMA_EVENT_DEVICE_REMOVAL, listener,
+				5000, &ev));
+	EXPECT_EQ(listener, ev.handle);
+	EXPECT_EQ(0u, ev.listener);
+	EXPECT_OK(kt_destroy(self->fd, listener));
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, listener));
 }
 
 struct sleeper {

@@ -745,6 +745,89 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_while_in_use, 180)
 	EXPECT_OK(kt_destroy(self->fd, c.handle));
 }
 
+/*
+ * DESTROY of an address handle against UD sends naming it: a send that
+ * found the AH posts with it before DESTROY frees the verbs AH (KASAN
+ * in the debug kernel sees a use after free otherwise), a later one is
+ * refused (ENOENT), nothing else.
+ */
+struct kr_ud_sender {
+	int fd;
+	uint32_t conn, qpn, ah;
+	bool stop;
+	unsigned long ok, gone, bad;
+	int bad_err;
+};
+
+static void *kr_ud_sender_fn(void *arg)
+{
+	struct kr_ud_sender *u = arg;
+	struct krdma_wr wrs[32];
+	struct krdma_wc wc;
+	unsigned int i, n = ARRAY_SIZE(wrs);
+
+	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
+		uint32_t ah = __atomic_load_n(&u->ah, __ATOMIC_ACQUIRE);
+
+		/* the last one signaled: its completion frees every slot */
+		for (i = 0; i < n; i++) {
+			kt_wr_init(&wrs[i], i, KRDMA_OP_SEND,
+				   i == n - 1 ? KRDMA_WR_SIGNALED : 0);
+			wrs[i].ah_handle = ah;
+			wrs[i].remote_qpn = u->qpn;
+		}
+		if (!kt_post(u->fd, u->conn, wrs, n, NULL)) {
+			if (kt_poll_n(u->fd, u->conn, &wc, 1, 5000) == 1 &&
+			    !wc.status) {
+				u->ok++;
+				continue;
+			}
+			errno = EIO;
+		} else if (errno == ENOENT) {
+			u->gone++;
+			continue;
+		}
+		if (!u->bad++)
+			u->bad_err = errno;
+	}
+	return NULL;
+}
+
+KRDMA_TEST_F_TIMEOUT(races, destroy_ah_while_sending, 180)
+{
+	struct kr_ud_sender u = { .fd = self->fd };
+	struct kt_conn c;
+	pthread_t t;
+	int i;
+
+	if (!self->have_dev || !(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
+		SKIP(return, "no manual connections or no device");
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 NULL, &c));
+	ASSERT_OK(kt_conn_connect(self->fd, &c, NULL));
+	u.conn = c.handle;
+	u.qpn = c.qp_num;
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &u.ah));
+	ASSERT_EQ(0, pthread_create(&t, NULL, kr_ud_sender_fn, &u));
+	for (i = 0; i < 300; i++) {
+		uint32_t old = u.ah, ah;
+
+		ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+		__atomic_store_n(&u.ah, ah, __ATOMIC_RELEASE);
+		ASSERT_OK(kt_destroy(self->fd, old));
+		usleep(1000);
+	}
+	__atomic_store_n(&u.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	TH_LOG("%lu chains sent, %lu found their AH gone", u.ok, u.gone);
+	EXPECT_LT(0ul, u.ok);
+	EXPECT_EQ(0ul, u.bad) {
+		TH_LOG("first unexpected failure: %s", strerror(u.bad_err));
+	}
+	EXPECT_OK(kt_destroy(self->fd, u.ah));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+}
+
 /* ------------------------------------------------------------------------
  * 8. size rules and unknown commands, for every command
  */

@@ -18,6 +18,9 @@
  *    min(entry_size, its entry size) bytes per entry and zero-fills the rest,
  *    so old and new callers keep working.  A too-small array is %EMSGSIZE with
  *    the needed count written back and nothing else written.
+ *  - A session's handles (every object's, one number space) are handed out
+ *    in turn from 1 and not reused before 2^31 others, so the events still
+ *    queued for a destroyed object are never taken for a newer object's.
  *
  * Errno contract common to all commands:
  *  %ENOTTY      unknown command (or a command this build does not implement;
@@ -43,7 +46,7 @@
  *  %EBUSY       DESTROY of an object another one still uses (an SRQ)
  *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
  *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH); nothing is left
- *               half done
+ *               half done (an accepted connection stays: CM_ACCEPT)
  *  %ENETDOWN    the device has no active port (a buffer's fast
  *               registration runs on one)
  *
@@ -786,12 +789,17 @@ struct krdma_sockaddr {
  * @addr: local address; the any-address listens on every device; an
  *	address no local device has is %EADDRNOTAVAIL, one in use
  *	%EADDRINUSE, a family other than AF_INET/AF_INET6 %EAFNOSUPPORT
- * @backlog: pending CONNECT_REQUESTs (0: default 128)
+ * @backlog: pending CONNECT_REQUESTs (0: default 128; above 2^31 - 1
+ *	%EINVAL)
  * @transport: &enum krdma_transport of the connections it accepts: RC and
  *	UC share the rdma_cm TCP port space (a request of the other transport
  *	is rejected), UD listens in the UDP port space (SIDR)
  * @handle: out, the listener's handle
  * @port: out, the port bound (useful when @addr.port was 0)
+ *
+ * A listener bound to one device's address ends with that device: its
+ * removal queues a DEVICE_REMOVAL event for the listener, as for each
+ * rdma_cm connection on it, and stops it; DESTROY then frees the handle.
  */
 struct krdma_cm_listen {
 	__u32 size;
@@ -901,10 +909,12 @@ struct krdma_cm_connect {
  * connection learns no peer, so its sends name an address handle and QP),
  * or fails with the handshake's outcome: %ETIMEDOUT, %ECONNREFUSED (the
  * peer rejected), %ECONNRESET (it disconnected first), %EHOSTUNREACH,
- * %ECONNABORTED (the connection was destroyed meanwhile), %EINTR.  With
- * %KRDMA_CONN_ACCEPT_ASYNC it returns once the reply is sent, and the
- * outcome comes as an event; a request its peer already withdrew (its
- * REJ came first) is %EINVAL at once.
+ * %ECONNABORTED (the connection was destroyed meanwhile), %EINTR.
+ * %ETIMEDOUT and %EINTR end the wait, not the handshake: the reply went,
+ * the connection stays, and its outcome comes as an event (a second
+ * accept is %EINVAL).  With %KRDMA_CONN_ACCEPT_ASYNC it returns
+ * once the reply is sent, and the outcome comes as an event; a request its
+ * peer already withdrew (its REJ came first) is %EINVAL at once.
  * Reject answers the request and destroys the handle; a UD peer sees
  * %ECONNREFUSED with reject reason 2 (IB_SIDR_REJECT).
  */
@@ -1069,8 +1079,10 @@ enum krdma_wr_flags {
  * @swap: compare-and-swap: the value to store on match
  * @sge: scatter/gather list
  *
- * An opcode the transport lacks is %EOPNOTSUPP; a UD message over the path
- * MTU is %EMSGSIZE; both are refused before anything is posted.
+ * An opcode the transport lacks, or an atomic on a device without atomics
+ * (&struct krdma_device_info.atomic_cap NONE), is %EOPNOTSUPP; an atomic
+ * whose @remote_addr is not 8-byte aligned is %EINVAL; a UD message over
+ * the path MTU is %EMSGSIZE; all are refused before anything is posted.
  */
 struct krdma_wr {
 	__aligned_u64 wr_id;
