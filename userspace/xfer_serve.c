@@ -145,6 +145,7 @@ struct sv {
 	struct sv_copy copy;
 	uint32_t served;
 	uint32_t failures;
+	bool device_gone;	/* a listener's device was removed */
 };
 
 /* ---- options ---- */
@@ -409,6 +410,16 @@ static struct sv_client *sv_free_client(struct sv *s)
 		if (!s->clients[i].used)
 			return &s->clients[i];
 	return NULL;
+}
+
+static bool sv_is_listener(const struct sv *s, uint32_t handle)
+{
+	uint32_t t;
+
+	for (t = 0; t < ARRAY_SIZE(s->listeners); t++)
+		if (handle && s->listeners[t] == handle)
+			return true;
+	return false;
 }
 
 static uint32_t sv_transport_of(const struct sv *s, uint32_t listener)
@@ -1224,6 +1235,13 @@ static void sv_events(struct sv *s)
 				sv_request(s, ev);
 				continue;
 			}
+			/* no more clients can come: stop, as on a signal */
+			if (ev->type == KRDMA_EVENT_DEVICE_REMOVAL &&
+			    sv_is_listener(s, ev->handle)) {
+				err_msg("serve: the RDMA device was removed");
+				s->device_gone = true;
+				continue;
+			}
 			c = sv_find(s, ev->handle);
 			if (c && c->accepting) {
 				sv_accept_event(s, c, ev);
@@ -1251,7 +1269,7 @@ static void sv_loop(struct sv *s)
 	int64_t idle = (int64_t)s->o->timeout_s * 1000;
 	unsigned int i;
 
-	while (!xfer_stop) {
+	while (!xfer_stop && !s->device_gone) {
 		if (s->o->count && s->served >= s->o->count)
 			break;
 		poll(&pfd, 1, 200);
@@ -1343,5 +1361,5 @@ int cmd_serve(int argc, char **argv)
 	pr_obj_end();
 	xfer_buf_free(s.fd, &s.data);
 	close(s.fd);
-	return ret || s.failures ? 1 : 0;
+	return ret || s.failures || s.device_gone ? 1 : 0;
 }
