@@ -23,9 +23,13 @@ static void krdma_ah_destroy_hw(struct krdma_object *obj)
 	struct krdma_session *session = obj->session;
 
 	/*
-	 * Dead already (hw_dead, or never published): a POST that looks it
-	 * up from now on refuses it, and one that found it alive before is
-	 * waited for here, until its ib_post_send() has returned.
+	 * Dead already (hw_dead, or never published): a POST that checks it
+	 * from now on refuses it, and one that found it alive before is
+	 * waited for here, until its ib_post_send() has returned.  The
+	 * device may still be sending it then: verbs want an AH kept until
+	 * the completions of its sends (uapi/krdma.h), and a driver that
+	 * looks it up later fails such a send, it does not touch freed
+	 * memory (rxe takes a reference by index; hardware copied the AV).
 	 */
 	down_write(&session->ah_post_rwsem);
 	up_write(&session->ah_post_rwsem);
@@ -133,10 +137,10 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 }
 
 /*
- * The verbs AH behind a handle, for a UD send; takes a reference.  The
- * caller holds the session's ah_post_rwsem for read until the send is
- * posted: that, not the AH's hw lock, keeps the ib_ah (a teardown holding
- * that lock for write waits for the rwsem, so the lock is not taken here).
+ * The verbs AH behind a handle, for a UD send; takes a reference.  Not the
+ * AH's hw lock but the session's ah_post_rwsem keeps the ib_ah: the caller
+ * checks the AH is still alive under it, and holds it, until the send is
+ * posted (krdma_post_chain()).
  */
 int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 		 struct krdma_object **ref)
@@ -144,7 +148,6 @@ int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 	struct krdma_object *obj;
 	int ret;
 
-	lockdep_assert_held_read(&session->ah_post_rwsem);
 	obj = krdma_object_get(session, handle, &krdma_ah_ops);
 	if (!obj)
 		return -ENOENT;

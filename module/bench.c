@@ -929,6 +929,10 @@ static int krdma_bench_check_conn(struct krdma_bench_run *run,
 		return -EINVAL;
 	if (!krdma_bench_transport_ok(conn->transport, cmd->opcode))
 		return -EOPNOTSUPP;
+	/* else the device would refuse the first post */
+	if (krdma_bench_is_atomic(cmd->opcode) &&
+	    conn->obj.kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+		return -EOPNOTSUPP;
 	if (run->notify && !conn->notify)
 		return -EINVAL;
 	if (!cmd->tx_depth)	/* the default, as deep as every queue */

@@ -100,32 +100,31 @@ static void krdma_sockaddr_to_user(const struct sockaddr *sa,
 /*
  * The device an rdma_cm object is on is being removed: krdma destroys the
  * id before rdma_cm would report it (its ib_client goes first), so the
- * DEVICE_REMOVAL the session would have had from rdma_cm is queued here.
- * Called by removal only, before the kill, with the object's hw lock held,
- * which keeps @id.
+ * DEVICE_REMOVAL the session would have had from rdma_cm is queued here,
+ * for the object whose id is *@idp.  Called by removal only, before the
+ * kill; the object's hw lock keeps the id meanwhile.
  */
-void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id *id)
+void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id **idp)
 {
 	struct krdma_event kev = {
 		.type = KRDMA_EVENT_DEVICE_REMOVAL,
 		.handle = obj->handle,
 	};
 
-	if (!id)
-		return;
-	krdma_sockaddr_to_user((struct sockaddr *)&id->route.addr.dst_addr,
-			       &kev.peer);
-	krdma_event_queue(obj->session, &kev);
+	if (krdma_object_lock_hw(obj))
+		return;		/* destroyed meanwhile: no one to tell */
+	if (*idp) {
+		krdma_sockaddr_to_user((struct sockaddr *)
+				       &(*idp)->route.addr.dst_addr, &kev.peer);
+		krdma_event_queue(obj->session, &kev);
+	}
+	krdma_object_unlock_hw(obj);
 }
 
 static void krdma_listener_device_removal(struct krdma_object *obj)
 {
-	struct krdma_listener *l = container_of(obj, struct krdma_listener, obj);
-
-	if (krdma_object_lock_hw(obj))
-		return;		/* destroyed meanwhile: no one to tell */
-	krdma_cm_device_removal(obj, l->cm_id);
-	krdma_object_unlock_hw(obj);
+	krdma_cm_device_removal(obj, &container_of(obj, struct krdma_listener,
+						   obj)->cm_id);
 }
 
 static const struct krdma_object_ops krdma_listener_ops = {

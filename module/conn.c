@@ -41,12 +41,8 @@ static void krdma_conn_free(struct krdma_object *obj)
 /* Only an rdma_cm connection has events to tell it by. */
 static void krdma_conn_device_removal(struct krdma_object *obj)
 {
-	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
-
-	if (krdma_object_lock_hw(obj))
-		return;		/* destroyed meanwhile: no one to tell */
-	krdma_cm_device_removal(obj, conn->cm_id);
-	krdma_object_unlock_hw(obj);
+	krdma_cm_device_removal(obj, &container_of(obj, struct krdma_conn,
+						   obj)->cm_id);
 }
 
 static const struct krdma_object_ops krdma_conn_ops = {

@@ -91,9 +91,9 @@ struct krdma_session {
 	struct xarray objects;
 	u32 next_handle;		/* protected by objects' xa_lock */
 	/*
-	 * Read by a POST on a UD connection from looking up its address
-	 * handles until ib_post_send() returns; written by an address
-	 * handle's teardown, so that no post still uses the ib_ah it frees.
+	 * Read by a UD send's POST across ib_post_send(), once it has checked
+	 * its address handles are alive; written by an address handle's
+	 * teardown, so that no post still uses the ib_ah it frees.
 	 */
 	struct rw_semaphore ah_post_rwsem;
 	wait_queue_head_t wait;
@@ -411,7 +411,7 @@ enum ib_qp_type krdma_qp_type(u32 transport);
 u32 krdma_cm_transport(enum ib_qp_type type);
 void krdma_conn_destroy_hw(struct krdma_object *obj);
 struct krdma_queued_event;
-void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id *id);
+void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id **idp);
 struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session);
 void krdma_event_post(struct krdma_session *session,
 		      struct krdma_queued_event *qe,

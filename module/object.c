@@ -264,7 +264,7 @@ void krdma_object_kill_hw(struct krdma_object *obj)
 {
 	down_write(&obj->hw_rwsem);
 	if (!obj->hw_dead) {
-		obj->hw_dead = true;
+		WRITE_ONCE(obj->hw_dead, true);
 		obj->ops->destroy_hw(obj);
 		wake_up_all(&obj->session->wait);
 	}

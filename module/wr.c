@@ -481,7 +481,7 @@ static void krdma_post_target_put(struct krdma_post_ctx *ctx)
 	krdma_object_put(obj);
 }
 
-static int krdma_post_chain(struct krdma_post_ctx *ctx, u32 *bad_index)
+static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
 {
 	const struct ib_send_wr *bad_send = NULL;
 	const struct ib_recv_wr *bad_recv = NULL;
@@ -498,6 +498,34 @@ static int krdma_post_chain(struct krdma_post_ctx *ctx, u32 *bad_index)
 				      &bad_send);
 		*bad_index = krdma_post_index(ctx, bad_send);
 	}
+	return ret;
+}
+
+/*
+ * Post the chain built.  A UD send's address handles were looked up with
+ * no lock held (the WRs came from user memory meanwhile): the session's
+ * ah_post_rwsem, held across the post, keeps their ib_ah, and what was
+ * destroyed since is refused here, as at the lookup (nothing is posted).
+ */
+static int krdma_post_chain(struct krdma_session *session,
+			    struct krdma_post_ctx *ctx, u32 *bad_index)
+{
+	bool ud = ctx->conn && ctx->conn->transport == KRDMA_TRANSPORT_UD &&
+		  !ctx->is_recv;
+	unsigned int i;
+	int ret = 0;
+
+	if (ud) {
+		down_read(&session->ah_post_rwsem);
+		for (i = 0; i < ctx->num_refs && !ret; i++)
+			ret = krdma_object_hw_alive(ctx->refs[i]);
+	}
+	if (!ret)
+		ret = krdma_post_wrs(ctx, bad_index);
+	else
+		*bad_index = 0;		/* none went */
+	if (ud)
+		up_read(&session->ah_post_rwsem);
 	return ret;
 }
 
@@ -746,7 +774,6 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_post *cmd = ucmd->cmd;
 	struct krdma_post_ctx ctx = {};
 	u32 bad_index = 0, max_wrs;
-	bool ud;
 	int ret;
 
 	ret = krdma_post_check(cmd);
@@ -760,15 +787,9 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = -EINVAL;
 		goto out;
 	}
-	/* the AHs a UD send names stand until it is posted (ah.c) */
-	ud = ctx.conn && ctx.conn->transport == KRDMA_TRANSPORT_UD;
-	if (ud)
-		down_read(&session->ah_post_rwsem);
 	ret = krdma_post_build(&ctx, cmd, &bad_index);
 	if (!ret)
-		ret = krdma_post_chain(&ctx, &bad_index);
-	if (ud)
-		up_read(&session->ah_post_rwsem);
+		ret = krdma_post_chain(session, &ctx, &bad_index);
 	if (!ret && cmd->flags & KRDMA_POST_POLL)
 		return krdma_post_poll(ucmd, &ctx);
 	if (!ret)

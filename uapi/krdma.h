@@ -1229,6 +1229,10 @@ struct krdma_poll {
  * @dest_gid: the peer's GID
  * @handle: out, the address handle
  * @__reserved: must be 0
+ *
+ * As in verbs, keep an address handle until the completions of the sends
+ * that name it: DESTROY waits only for a POST in progress, and a send the
+ * device takes up after it may complete in error (and its QP with it).
  */
 struct krdma_ah_create {
 	__u32 size;
