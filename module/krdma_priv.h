@@ -89,7 +89,6 @@ struct krdma_pd {
 struct krdma_session {
 	struct kref kref;		/* the file's, and one per object */
 	struct xarray objects;
-	u32 next_handle;		/* protected by objects' xa_lock */
 	/*
 	 * Read by a UD send's POST across ib_post_send(), once it has checked
 	 * its address handles are alive; written by an address handle's

@@ -92,17 +92,8 @@ void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
  */
 int krdma_object_reserve(struct krdma_object *obj)
 {
-	struct krdma_session *session = obj->session;
-	int ret;
-
-	/*
-	 * Round robin: a handle comes back only after 2^31 others, so that
-	 * the events still queued for a destroyed object (a failed connect's
-	 * REJECTED) are not taken for those of a new one.
-	 */
-	ret = xa_alloc_cyclic(&session->objects, &obj->handle, NULL,
-			      xa_limit_31b, &session->next_handle, GFP_KERNEL);
-	return ret < 0 ? ret : 0;
+	return xa_alloc(&obj->session->objects, &obj->handle, NULL,
+			xa_limit_31b, GFP_KERNEL);
 }
 
 /*

@@ -1555,22 +1555,6 @@ KRDMA_TEST_F(obj, ah_create_flags_reserved)
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
 }
 
-/*
- * A destroyed object's handle does not come back at once: events still
- * queued for it (a failed connect's REJECTED) must not name a new object.
- */
-KRDMA_TEST_F(obj, handles_not_reused)
-{
-	struct kt_buf a, b;
-
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &a));
-	ASSERT_OK(kt_destroy(self->fd, a.handle));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &b));
-	EXPECT_NE(a.handle, b.handle);
-	EXPECT_GT(b.handle, a.handle);
-	EXPECT_OK(kt_destroy(self->fd, b.handle));
-}
-
 /* An AH is a handle of its own: destroyed, posting with it is ENOENT. */
 KRDMA_TEST_F(obj, ah_create_destroy)
 {

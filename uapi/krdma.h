@@ -18,9 +18,6 @@
  *    min(entry_size, its entry size) bytes per entry and zero-fills the rest,
  *    so old and new callers keep working.  A too-small array is %EMSGSIZE with
  *    the needed count written back and nothing else written.
- *  - A session's handles (every object's, one number space) are handed out
- *    in turn from 1 and not reused before 2^31 others, so the events still
- *    queued for a destroyed object are never taken for a newer object's.
  *
  * Errno contract common to all commands:
  *  %ENOTTY      unknown command (or a command this build does not implement;
