@@ -213,6 +213,8 @@ static void krdma_bench_wc_failed(struct krdma_bench_run *run,
 	struct krdma_bench_shared *sh = run->shared;
 
 	WRITE_ONCE(bc->conn->last_wc_status, status);
+	if (status != IB_WC_WR_FLUSH_ERR)
+		krdma_conn_error(bc->conn, status);
 	spin_lock(&sh->lock);
 	if (status != IB_WC_WR_FLUSH_ERR && !sh->wc_status) {
 		sh->wc_status = status;
@@ -734,6 +736,25 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 }
 
 /*
+ * Empty @conn's CQ; whether anything was there.  A failure that is not a
+ * flush still tells the session its connection is in error.
+ */
+static bool krdma_bench_drain_cq(struct krdma_conn *conn, struct ib_wc *wc)
+{
+	bool any = false;
+	int n, i;
+
+	while ((n = ib_poll_cq(conn->cq, KRDMA_BENCH_POLL_BATCH, wc)) > 0) {
+		for (i = 0; i < n; i++)
+			if (wc[i].status != IB_WC_SUCCESS &&
+			    wc[i].status != IB_WC_WR_FLUSH_ERR)
+				krdma_conn_error(conn, wc[i].status);
+		any = true;
+	}
+	return any;
+}
+
+/*
  * After a failure or an interruption, or at the end of a server run: move
  * every QP to the error state and reap the flushed WRs, so that nothing
  * the run posted is left behind.
@@ -761,9 +782,7 @@ static void krdma_bench_flush(struct krdma_bench_run *run)
 
 			if (krdma_object_lock_hw(&conn->obj))
 				continue;
-			while (ib_poll_cq(conn->cq, KRDMA_BENCH_POLL_BATCH,
-					  run->wc) > 0)
-				any = true;
+			any |= krdma_bench_drain_cq(conn, run->wc);
 			krdma_object_unlock_hw(&conn->obj);
 		}
 		if (any)

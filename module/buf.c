@@ -263,6 +263,12 @@ static u32 krdma_mr_pages(struct krdma_device *kdev, u32 pages)
  * inside krdma_device_enter()).  The MR's iova keeps only the
  * offset into the first chunk: peers address the buffer from there, and
  * no kernel address leaves the module.
+ *
+ * The mapping lives as long as the buffer and the CPU (BUF_RW, the
+ * caller's mmap) reads and writes it while the device may: as ib_umem does
+ * for user memory, this relies on cache-coherent DMA without bouncing,
+ * which RDMA devices have; there is no point at which ib_dma_sync_*()
+ * could be called for a page a peer writes while it is mapped.
  */
 int krdma_buf_map(struct krdma_buf *buf)
 {

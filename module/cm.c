@@ -129,6 +129,7 @@ static void krdma_listener_device_removal(struct krdma_object *obj)
 
 static const struct krdma_object_ops krdma_listener_ops = {
 	.name = "listener",
+	.queues_events = true,
 	.destroy_pass = 0,
 	.device_removal = krdma_listener_device_removal,
 	.destroy_hw = krdma_listener_destroy_hw,

@@ -35,7 +35,10 @@ void krdma_conn_destroy_hw(struct krdma_object *obj)
 
 static void krdma_conn_free(struct krdma_object *obj)
 {
-	kfree(container_of(obj, struct krdma_conn, obj));
+	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
+
+	kfree(conn->error_event);	/* never queued */
+	kfree(conn);
 }
 
 /* Only an rdma_cm connection has events to tell it by. */
@@ -47,6 +50,7 @@ static void krdma_conn_device_removal(struct krdma_object *obj)
 
 static const struct krdma_object_ops krdma_conn_ops = {
 	.name = "connection",
+	.queues_events = true,
 	.destroy_pass = 1,
 	.device_removal = krdma_conn_device_removal,
 	.destroy_hw = krdma_conn_destroy_hw,
@@ -64,14 +68,45 @@ static void krdma_conn_comp(struct ib_cq *cq, void *cq_context)
 	wake_up_all(&session->wait);
 }
 
+/*
+ * The connection's QP entered the error state: a failed completion (its
+ * status, positive) or the device's asynchronous QP error (a negative
+ * errno).  The session hears of it once, by the event allocated with the
+ * connection: the QP's event handler may run in interrupt context.
+ */
+void krdma_conn_error(struct krdma_conn *conn, int status)
+{
+	struct krdma_event kev = {
+		.type = KRDMA_EVENT_CONN_ERROR,
+		.status = status,
+		.handle = conn->obj.handle,
+	};
+	struct krdma_queued_event *qe;
+
+	if (test_and_set_bit(KRDMA_CONN_QP_ERROR, &conn->state))
+		return;
+	qe = xchg(&conn->error_event, NULL);
+	if (qe)
+		krdma_event_post(conn->obj.session, qe, &kev);
+}
+
 static void krdma_conn_qp_event(struct ib_event *event, void *context)
 {
 	struct krdma_conn *conn = context;
 
-	if (event->event == IB_EVENT_QP_FATAL ||
-	    event->event == IB_EVENT_QP_REQ_ERR ||
-	    event->event == IB_EVENT_QP_ACCESS_ERR)
-		set_bit(KRDMA_CONN_QP_ERROR, &conn->state);
+	switch (event->event) {
+	case IB_EVENT_QP_FATAL:
+		krdma_conn_error(conn, -EIO);
+		break;
+	case IB_EVENT_QP_REQ_ERR:
+		krdma_conn_error(conn, -EPROTO);
+		break;
+	case IB_EVENT_QP_ACCESS_ERR:
+		krdma_conn_error(conn, -EACCES);
+		break;
+	default:
+		break;
+	}
 	/* told to the CM at the next poll, which holds the id */
 	if (event->event == IB_EVENT_COMM_EST)
 		set_bit(KRDMA_CONN_COMM_EST, &conn->state);
@@ -258,6 +293,11 @@ struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	if (!conn)
 		return NULL;
+	conn->error_event = krdma_event_prealloc();
+	if (!conn->error_event) {
+		kfree(conn);
+		return NULL;
+	}
 	krdma_object_init(&conn->obj, session, &krdma_conn_ops);
 	init_completion(&conn->cm_done);
 	conn->transport = transport;

@@ -74,15 +74,24 @@ struct krdma_pd {
 	bool dead;
 };
 
+struct krdma_queued_event;
+
 /**
  * struct krdma_session - one open /dev/krdma
  * @objects: handle -> &struct krdma_object; the xarray's lock protects a
  *	lookup and the kref it takes
  * @wait: woken by completions and device removal, for poll(2) and waits
  * @ready_conns: interrupt-driven connections with completions to fetch
- * @event_lock: protects @events and @num_events
- * @events: CM events not yet fetched
+ * @event_lock: protects @events, @num_events, @overflow, @events_lost and
+ *	the handles the events keep reserved; taken from QP event handlers,
+ *	which may run in interrupt context
+ * @events: events not yet fetched
  * @num_events: entries of @events
+ * @overflow: the OVERFLOW event of @events still counting lost ones
+ * @events_lost: lost events no OVERFLOW event could be queued for yet
+ * @fetch_lock: held by GET_EVENTS from taking events off @events until it
+ *	delivered or put them back, and by krdma_handle_retire(), which must
+ *	see every event not yet delivered
  * @pd_lock: protects @pds: its inserts and the erase of the last put
  * @pds: device id -> the session's &struct krdma_pd there
  */
@@ -97,9 +106,14 @@ struct krdma_session {
 	struct rw_semaphore ah_post_rwsem;
 	wait_queue_head_t wait;
 	atomic_t ready_conns;
-	spinlock_t event_lock;		/* protects events, num_events */
+	/* protects events, num_events, overflow, events_lost */
+	spinlock_t event_lock;
 	struct list_head events;
 	unsigned int num_events;
+	struct krdma_queued_event *overflow;
+	u64 events_lost;
+	/* serializes deliveries with handle retires: see above */
+	struct mutex fetch_lock;
 	struct mutex pd_lock;		/* protects pds */
 	struct xarray pds;
 };
@@ -113,6 +127,7 @@ struct krdma_object;
  * struct krdma_object_ops - what differs between object types
  * @name: for messages
  * @destroy_pass: when the object goes in a teardown, 0 first
+ * @queues_events: events may name it (its handle is retired, not freed)
  * @release: optional: may DESTROY take the object now? (else its errno)
  * @device_removal: optional: tell the session the device is going (an
  *	event), just before removal kills the object
@@ -122,6 +137,7 @@ struct krdma_object;
 struct krdma_object_ops {
 	const char *name;
 	int destroy_pass;
+	bool queues_events;
 	int (*release)(struct krdma_object *obj);
 	void (*device_removal)(struct krdma_object *obj);
 	void (*destroy_hw)(struct krdma_object *obj);
@@ -243,7 +259,7 @@ int krdma_qp_default_sgid(struct ib_device *ibdev, u32 port, u32 *index,
 enum {
 	KRDMA_CONN_CQ_READY,	/* armed CQ signalled, not yet drained */
 	KRDMA_CONN_CONNECTED,	/* KRDMA_CONN_MODIFY has run */
-	KRDMA_CONN_QP_ERROR,	/* a fatal QP event arrived */
+	KRDMA_CONN_QP_ERROR,	/* in error: CONN_ERROR queued */
 	KRDMA_CONN_DISCONNECTED,	/* rdma_cm: disconnect sent or answered */
 	KRDMA_CONN_ESTABLISHED,	/* rdma_cm: ESTABLISHED came */
 	KRDMA_CONN_COMM_EST,	/* a QP's COMM_EST event came */
@@ -273,6 +289,7 @@ enum {
  * @qkey: UD Q_Key
  * @caps: what the device granted
  * @last_wc_status: the last error completion's status
+ * @error_event: the CONN_ERROR event, allocated ahead; NULL once queued
  * @cm_id: rdma_cm id of a CM connection (NULL for manual ones)
  * @cm_done: completed by the CM event that ends a connect/accept step
  * @cm_status: that step's outcome (0 or -errno)
@@ -305,6 +322,7 @@ struct krdma_conn {
 	u32 qkey;
 	struct krdma_qp_caps caps;
 	u32 last_wc_status;
+	struct krdma_queued_event *error_event;
 	struct rdma_cm_id *cm_id;
 	struct completion cm_done;
 	int cm_status;
@@ -380,6 +398,16 @@ struct krdma_ucmd {
 };
 
 int krdma_ucmd_respond(struct krdma_ucmd *ucmd, size_t cmd_len);
+
+/*
+ * An array entry size the caller may give: at least the entry's first
+ * version, at most KRDMA_MAX_ENTRY_SIZE.
+ */
+static inline bool krdma_entry_size_ok(u32 entry_size, size_t min_size)
+{
+	return entry_size >= min_size && entry_size <= KRDMA_MAX_ENTRY_SIZE;
+}
+
 int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
 		       u32 n);
 
@@ -409,9 +437,11 @@ int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle);
 enum ib_qp_type krdma_qp_type(u32 transport);
 u32 krdma_cm_transport(enum ib_qp_type type);
 void krdma_conn_destroy_hw(struct krdma_object *obj);
-struct krdma_queued_event;
+void krdma_conn_error(struct krdma_conn *conn, int status);
 void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id **idp);
 struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session);
+struct krdma_queued_event *krdma_event_prealloc(void);
+void krdma_handle_retire(struct krdma_session *session, u32 handle);
 void krdma_event_post(struct krdma_session *session,
 		      struct krdma_queued_event *qe,
 		      const struct krdma_event *event);

@@ -5,8 +5,11 @@
  * The lifetime rules follow drivers/infiniband/core/ucma.c and uverbs:
  *  - a session is one open /dev/krdma; its objects live in an xarray keyed
  *    by handle, and a lookup takes a kref under the xarray lock;
- *  - exactly one destroyer wins: DESTROY, release() and nothing else erase a
- *    handle, and xa_erase() decides who got it (the loser sees -ENOENT);
+ *  - exactly one destroyer wins: DESTROY, release() and nothing else take
+ *    an object out of the table, and the xarray's lock decides who got it
+ *    (the loser sees -ENOENT);
+ *  - a destroyed object's slot stays reserved while an unfetched event
+ *    names its handle (krdma_handle_retire()), so no newer object gets it;
  *  - device removal does not touch handles: it destroys the verbs objects
  *    under each object's hw_rwsem and marks it dead, so later calls on the
  *    handle answer -ENODEV until the session destroys it.
@@ -27,6 +30,7 @@ struct krdma_session *krdma_session_create(void)
 	init_rwsem(&session->ah_post_rwsem);
 	init_waitqueue_head(&session->wait);
 	spin_lock_init(&session->event_lock);
+	mutex_init(&session->fetch_lock);
 	INIT_LIST_HEAD(&session->events);
 	mutex_init(&session->pd_lock);
 	xa_init(&session->pds);
@@ -164,6 +168,20 @@ int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,
 }
 
 /*
+ * The slot of a destroyed object, left reserved: free, or kept while an
+ * unfetched event names it, if its type queues events.
+ */
+static void krdma_object_free_handle(struct krdma_session *session,
+				     const struct krdma_object_ops *ops,
+				     u32 handle)
+{
+	if (ops->queues_events)
+		krdma_handle_retire(session, handle);
+	else
+		xa_release(&session->objects, handle);
+}
+
+/*
  * Undo the creation of an object never published.  Its verbs state goes
  * first: a listener's id may still be taking requests, whose events carry
  * the handle, until it is destroyed.
@@ -172,7 +190,7 @@ void krdma_object_discard(struct krdma_object *obj)
 {
 	obj->ops->destroy_hw(obj);
 	if (obj->handle)
-		xa_release(&obj->session->objects, obj->handle);
+		krdma_object_free_handle(obj->session, obj->ops, obj->handle);
 	krdma_object_put(obj);
 }
 
@@ -262,7 +280,7 @@ void krdma_object_kill_hw(struct krdma_object *obj)
 	up_write(&obj->hw_rwsem);
 }
 
-/* The winner of xa_erase() tears the object down. */
+/* Whoever took the object out of the table tears it down. */
 static void krdma_object_destroy(struct krdma_object *obj)
 {
 	struct krdma_device *kdev = obj->kdev;
@@ -285,14 +303,22 @@ static void krdma_object_destroy(struct krdma_object *obj)
 	krdma_object_put(obj);
 }
 
-/* Take a published object out of its session and tear it down, if no one
- * else did; the caller keeps any reference of its own.
+/*
+ * Take a published object out of its session and tear it down, if no one
+ * else did; the caller keeps any reference of its own.  The slot stays
+ * reserved (as xa_reserve() leaves one) until the handle is retired.
  */
 void krdma_object_erase(struct krdma_object *obj)
 {
-	if (xa_cmpxchg(&obj->session->objects, obj->handle, obj, NULL, 0) ==
+	const struct krdma_object_ops *ops = obj->ops;
+	struct krdma_session *session = obj->session;
+	u32 handle = obj->handle;
+
+	if (xa_cmpxchg(&session->objects, handle, obj, XA_ZERO_ENTRY, 0) !=
 	    obj)
-		krdma_object_destroy(obj);
+		return;
+	krdma_object_destroy(obj);
+	krdma_object_free_handle(session, ops, handle);
 }
 
 void krdma_object_get_ref(struct krdma_object *obj)
@@ -303,6 +329,7 @@ void krdma_object_get_ref(struct krdma_object *obj)
 int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_destroy *cmd = ucmd->cmd;
+	const struct krdma_object_ops *ops;
 	struct krdma_object *obj;
 	bool won = false;
 	int ret;
@@ -326,8 +353,9 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!ret) {
 		xa_lock(&session->objects);
 		won = xa_load(&session->objects, cmd->handle) == obj;
+		/* reserved, empty: retired below */
 		if (won)
-			__xa_erase(&session->objects, cmd->handle);
+			__xa_store(&session->objects, cmd->handle, NULL, 0);
 		xa_unlock(&session->objects);
 	}
 	/* the table's reference, if we won, keeps the object for destroy */
@@ -336,7 +364,9 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return ret;
 	if (!won)
 		return -ENOENT;
+	ops = obj->ops;
 	krdma_object_destroy(obj);
+	krdma_object_free_handle(session, ops, cmd->handle);
 	return 0;
 }
 
@@ -346,12 +376,11 @@ int krdma_destroy(struct krdma_session *session, struct krdma_ucmd *ucmd)
  */
 void krdma_session_destroy(struct krdma_session *session)
 {
+	struct krdma_object *obj;
+	unsigned long handle;
 	int pass;
 
 	for (pass = 0; pass < KRDMA_OBJECT_PASSES; pass++) {
-		struct krdma_object *obj;
-		unsigned long handle;
-
 		xa_for_each(&session->objects, handle, obj) {
 			if (obj->ops->destroy_pass != pass)
 				continue;
@@ -359,7 +388,9 @@ void krdma_session_destroy(struct krdma_session *session)
 				krdma_object_destroy(obj);
 		}
 	}
-	WARN_ON(!xa_empty(&session->objects));
+	/* what is left are slots retired handles keep reserved */
+	handle = 0;
+	WARN_ON(xa_find(&session->objects, &handle, ULONG_MAX, XA_PRESENT));
 	xa_destroy(&session->objects);
 	krdma_events_flush(session);
 	krdma_session_put(session);

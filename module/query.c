@@ -261,7 +261,7 @@ static int krdma_check_array(u32 num, u32 entry_size, size_t min_size)
 
 	if (!num)
 		return 0;
-	if (entry_size < min_size)
+	if (!krdma_entry_size_ok(entry_size, min_size))
 		return -EINVAL;
 	if (check_mul_overflow((size_t)num, (size_t)entry_size, &bytes))
 		return -EINVAL;

@@ -569,8 +569,10 @@ static void krdma_wc_to_user(struct krdma_conn *conn, const struct ib_wc *wc,
 			(wc->wc_flags & IB_WC_WITH_INVALIDATE ?
 			 KRDMA_WC_WITH_INVALIDATE : 0);
 	uwc->vendor_err = wc->vendor_err;
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
 		WRITE_ONCE(conn->last_wc_status, wc->status);
+		krdma_conn_error(conn, wc->status);
+	}
 }
 
 /*
@@ -714,7 +716,8 @@ int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
-	if (!cmd->num_wcs || cmd->wc_entry_size < sizeof(struct krdma_wc))
+	if (!cmd->num_wcs ||
+	    !krdma_entry_size_ok(cmd->wc_entry_size, sizeof(struct krdma_wc)))
 		return -EINVAL;
 	ret = krdma_conn_get(session, cmd->handle, &conn);
 	if (ret)
@@ -733,11 +736,13 @@ static int krdma_post_check(const struct krdma_post *cmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved || cmd->__reserved2)
 		return -EINVAL;
-	if (cmd->wr_entry_size < sizeof(struct krdma_wr) || !cmd->num_wrs)
+	if (!krdma_entry_size_ok(cmd->wr_entry_size, sizeof(struct krdma_wr)) ||
+	    !cmd->num_wrs)
 		return -EINVAL;
 	if (cmd->flags & KRDMA_POST_POLL)
 		return !cmd->num_wcs ||
-		       cmd->wc_entry_size < sizeof(struct krdma_wc) ? -EINVAL : 0;
+		       !krdma_entry_size_ok(cmd->wc_entry_size,
+					    sizeof(struct krdma_wc)) ? -EINVAL : 0;
 	return cmd->num_wcs || cmd->wc_entry_size || cmd->timeout_ms ||
 	       cmd->wcs_uptr ? -EINVAL : 0;
 }

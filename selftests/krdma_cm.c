@@ -155,6 +155,8 @@ static int64_t kc_dev_index(int fd, const char *name)
 	return d.dev_index;
 }
 
+#define KC_MAX_EVENTS "/sys/module/krdma/parameters/max_events"
+
 FIXTURE(cm)
 {
 	int sfd, cfd;		/* server and client sessions */
@@ -162,6 +164,7 @@ FIXTURE(cm)
 	const char *addr, *addr6;
 	uint32_t listener;	/* on $RXE0_ADDR:port, in sfd */
 	uint16_t port;
+	char max_events[32];	/* the module parameter, to restore, or "" */
 };
 
 FIXTURE_SETUP(cm)
@@ -190,6 +193,8 @@ FIXTURE_SETUP(cm)
 
 FIXTURE_TEARDOWN(cm)
 {
+	if (self->max_events[0])
+		kt_write_file(KC_MAX_EVENTS, self->max_events);
 	if (self->cfd >= 0)
 		close(self->cfd);
 	if (self->sfd >= 0)
@@ -1314,6 +1319,10 @@ KRDMA_TEST_F(cm, get_events_bad_arguments)
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
 	g.event_entry_size = 0;
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	g.event_entry_size = KRDMA_MAX_ENTRY_SIZE + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
+	g.event_entry_size = UINT32_MAX;
+	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
 	kc_get_events_init(&g, ev, 0, 0);
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_GET_EVENTS, &g));
 	kc_get_events_init(&g, ev, 1, 0);
@@ -1373,6 +1382,225 @@ KRDMA_TEST_F(cm, get_events_order_partial_and_entry_size)
 		}
 		EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 0));
 	}
+}
+
+/* A buffer on @fd's rxe0, its handle; destroyed at once. */
+static uint32_t kc_next_handle(struct __test_metadata *_metadata, int fd,
+			       uint32_t dev_index)
+{
+	struct kt_buf b;
+
+	if (kt_buf_alloc(fd, dev_index, KRDMA_ACCESS_LOCAL_WRITE, 4096, &b))
+		return 0;
+	EXPECT_OK(kt_destroy(fd, b.handle));
+	return b.handle;
+}
+
+/* Fetch every queued event of @fd; whether one names @handle. */
+static bool kc_drain_names(int fd, uint32_t handle, int *count)
+{
+	struct krdma_event ev[16];
+	bool named = false;
+	int n, i;
+
+	*count = 0;
+	while ((n = kc_events(fd, ev, ARRAY_SIZE(ev), 0)) > 0) {
+		for (i = 0; i < n; i++)
+			named |= ev[i].handle == handle ||
+				 ev[i].listener == handle;
+		*count += n;
+	}
+	return named;
+}
+
+/*
+ * A failed connect leaves its events (their handle's object is gone): no
+ * new object gets that handle until they are fetched.  The client session
+ * is empty, so the connect had handle 1, the lowest.
+ */
+KRDMA_TEST_F(cm, handle_kept_for_failed_connect_events)
+{
+	struct kc_connect c;
+	uint32_t h, other;
+	uint16_t port;
+	int n;
+
+	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &h, &port));
+	ASSERT_OK(kt_destroy(self->sfd, h));
+	kc_connect_init(&c, self->cfd, self->addr, port, NULL, 0);
+	c.cmd.timeout_ms = 3000;
+	kc_connect_run(&c);
+	ASSERT_EQ(-1, c.ret);
+	other = kc_next_handle(_metadata, self->cfd, self->dev.dev_index);
+	ASSERT_NE(0u, other);
+	EXPECT_NE(1u, other);
+	EXPECT_TRUE(kc_drain_names(self->cfd, 1, &n)) {
+		TH_LOG("%d events, none names handle 1 (%s)", n,
+		       strerror(c.err));
+	}
+	EXPECT_FALSE(kc_drain_names(self->cfd, other, &n));
+	/* fetched: the handle is free again */
+	EXPECT_EQ(1u, kc_next_handle(_metadata, self->cfd, self->dev.dev_index));
+}
+
+/* Whether @fd has an event (or completion) queued within @ms. */
+static bool kc_pending(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
+}
+
+/* The same for a DESTROY of a connection whose events were not fetched. */
+KRDMA_TEST_F(cm, handle_kept_for_destroyed_connection_events)
+{
+	struct kc_pair p;
+	uint32_t other;
+	int n;
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	ASSERT_EQ(1u, p.c);
+	kc_drain_names(self->cfd, 0, &n);
+	/* the server goes: the client's DISCONNECTED, left queued */
+	ASSERT_OK(kt_destroy(self->sfd, p.s));
+	ASSERT_TRUE(kc_pending(self->cfd, CM_MS));
+	ASSERT_OK(kt_destroy(self->cfd, p.c));
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->cfd, p.c));
+	other = kc_next_handle(_metadata, self->cfd, self->dev.dev_index);
+	ASSERT_NE(0u, other);
+	EXPECT_NE(p.c, other);
+	EXPECT_TRUE(kc_drain_names(self->cfd, p.c, &n));
+	EXPECT_EQ(p.c, kc_next_handle(_metadata, self->cfd, self->dev.dev_index));
+}
+
+/*
+ * And for a listener destroyed with a CONNECT_REQUEST unfetched: the event
+ * names it (as @listener) and the request's connection.
+ */
+KRDMA_TEST_F(cm, handle_kept_for_destroyed_listener_events)
+{
+	struct krdma_event ev;
+	struct kc_connect c;
+	uint32_t other;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_TRUE(kc_pending(self->sfd, CM_MS));
+	ASSERT_OK(kt_destroy(self->sfd, self->listener));
+	other = kc_next_handle(_metadata, self->sfd, self->dev.dev_index);
+	ASSERT_NE(0u, other);
+	EXPECT_NE(self->listener, other);
+	ASSERT_EQ(1, kc_events(self->sfd, &ev, 1, 0));
+	EXPECT_EQ((uint32_t)KRDMA_EVENT_CONNECT_REQUEST, ev.type);
+	EXPECT_EQ(self->listener, ev.listener);
+	EXPECT_NE(ev.handle, other);
+	EXPECT_EQ(self->listener,
+		  kc_next_handle(_metadata, self->sfd, self->dev.dev_index));
+	/* the request itself is still there to answer */
+	ASSERT_OK(kt_destroy(self->sfd, ev.handle));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(-1, c.ret);
+}
+
+/* Fetch up to @max events of @fd: their types must be @want, in order. */
+static void kc_expect_events(struct __test_metadata *_metadata, int fd,
+			     const uint32_t *want, int n, int max,
+			     struct krdma_event *ev)
+{
+	int got = kc_events(fd, ev, max, 0), i;
+
+	ASSERT_EQ(n, got);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(want[i], ev[i].type) {
+			TH_LOG("event %d: %s, not %s", i,
+			       kc_event_name(ev[i].type),
+			       kc_event_name(want[i]));
+		}
+	}
+}
+
+/*
+ * Connect the client to the fixture's listener and accept; the client's
+ * handle.  The server's events are fetched, the client's left queued.
+ */
+static uint32_t kc_connect_accepted(struct __test_metadata *_metadata,
+				    FIXTURE_DATA(cm) *self)
+{
+	struct krdma_event req, ev[8];
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	if (kc_connect_start(&c))
+		return 0;
+	if (kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS,
+			  &req)) {
+		EXPECT_TRUE(false) {
+			TH_LOG("no CONNECT_REQUEST: %s", strerror(errno));
+		}
+		kc_connect_join(&c, CM_MS);
+		return 0;
+	}
+	EXPECT_OK(kc_accept(self->sfd, req.handle, NULL, 0, NULL));
+	EXPECT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(0, c.ret);
+	/* the server's ESTABLISHED: keep its queue short */
+	while (kc_events(self->sfd, ev, ARRAY_SIZE(ev), 0) > 0)
+		;
+	return c.ret ? 0 : c.cmd.handle;
+}
+
+/*
+ * Past max_events, events are lost and counted: an OVERFLOW event where
+ * the first lost one would have been, its status the number lost while it
+ * is the newest entry (an event queued after it starts a new count).  Each
+ * connect queues ADDR_RESOLVED, ROUTE_RESOLVED and ESTABLISHED on the
+ * client, which fetches only where the test says.
+ */
+KRDMA_TEST_F(cm, get_events_overflow_counted)
+{
+	enum { A = KRDMA_EVENT_ADDR_RESOLVED, R = KRDMA_EVENT_ROUTE_RESOLVED,
+	       E = KRDMA_EVENT_ESTABLISHED, O = KRDMA_EVENT_OVERFLOW };
+	static const uint32_t first2[] = { A, R };
+	static const uint32_t rest[] = { E, A, O, A, O };
+	static const uint32_t clean[] = { A, R, E };
+	struct krdma_event ev[16];
+	uint32_t conn[5];
+	int i;
+
+	ASSERT_OK(kt_read_file(KC_MAX_EVENTS, self->max_events,
+			       sizeof(self->max_events)));
+	/* the parameter's range: 1 ... 65536 */
+	EXPECT_ERRNO(EINVAL, kt_write_file(KC_MAX_EVENTS, "0"));
+	EXPECT_ERRNO(EINVAL, kt_write_file(KC_MAX_EVENTS, "65537"));
+	ASSERT_OK(kt_write_file(KC_MAX_EVENTS, "4"));
+	for (i = 0; i < 5; i++) {
+		conn[i] = kc_connect_accepted(_metadata, self);
+		ASSERT_NE(0u, conn[i]);
+		if (i == 2) {
+			/* 9 events: A R E A queued, 5 counted; take two */
+			kc_expect_events(_metadata, self->cfd, first2, 2, 2, ev);
+			EXPECT_EQ(conn[0], ev[0].handle);
+		}
+	}
+	/*
+	 * The fourth connect's A fit behind the marker, its R and E went in
+	 * a second one; the fifth's three were lost with them.
+	 */
+	kc_expect_events(_metadata, self->cfd, rest, ARRAY_SIZE(rest),
+			 ARRAY_SIZE(ev), ev);
+	EXPECT_EQ(conn[0], ev[0].handle);
+	EXPECT_EQ(conn[1], ev[1].handle);
+	EXPECT_EQ(5, ev[2].status);
+	EXPECT_EQ(0u, ev[2].handle);
+	EXPECT_EQ(conn[3], ev[3].handle);
+	EXPECT_EQ(5, ev[4].status);
+	/* room again: a connect's three, nothing lost */
+	conn[0] = kc_connect_accepted(_metadata, self);
+	ASSERT_NE(0u, conn[0]);
+	kc_expect_events(_metadata, self->cfd, clean, 3, ARRAY_SIZE(ev), ev);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(conn[0], ev[i].handle);
 }
 
 /* An event that cannot be copied out stays queued. */

@@ -12,7 +12,9 @@
  *
  *  - no handle: the handle the call would have returned does not exist
  *    (DESTROY answers ENOENT) and the next successful call gets it (krdma
- *    hands out the lowest free handle, so a handle left reserved shows);
+ *    hands out the lowest free handle, so a handle left reserved shows;
+ *    the CM tests fetch their events between steps, as a handle an
+ *    unfetched event names stays taken);
  *  - no verbs object: the RDMA core's resource counts of every device
  *    (rdma_restrack, what "rdma resource show" prints: pd, cq, qp, cm_id,
  *    mr, ctx, srq) are back where they were before the call;

@@ -1776,6 +1776,61 @@ KRDMA_TEST_F(post, entry_size_large)
 	EXPECT_EQ(6u, wc.wr_id);
 }
 
+/*
+ * An entry size past KRDMA_MAX_ENTRY_SIZE is EINVAL before the kernel reads
+ * a byte; KRDMA_MAX_ENTRY_SIZE itself, with a zero tail, works.
+ */
+KRDMA_TEST_F(post, entry_size_above_max)
+{
+	uint32_t sizes[] = { KRDMA_MAX_ENTRY_SIZE + 1, 1u << 20, UINT32_MAX };
+	const size_t stride = KRDMA_MAX_ENTRY_SIZE;
+	struct krdma_post p;
+	struct krdma_wc wc;
+	unsigned int i;
+	char *e;
+
+	e = calloc(2, stride);
+	ASSERT_NE(NULL, e);
+	good_send(self, (struct krdma_wr *)e, 1, 8);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		memset(&p, 0, sizeof(p));
+		p.size = sizeof(p);
+		p.handle = self->a.handle;
+		p.num_wrs = 1;
+		p.wr_entry_size = sizes[i];
+		p.wrs_uptr = (uintptr_t)e;
+		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p),
+			     "entry size %u", sizes[i]);
+	}
+	nothing_posted(_metadata, self);
+	/* the largest stride: a RECV on b, then two sends from a */
+	memset(e, 0, 2 * stride);
+	kt_wr_init((struct krdma_wr *)e, 3, KRDMA_OP_RECV, 0);
+	kt_wr_sge((struct krdma_wr *)e, self->buf.handle, 0, 100);
+	kt_wr_init((struct krdma_wr *)(e + stride), 4, KRDMA_OP_RECV, 0);
+	kt_wr_sge((struct krdma_wr *)(e + stride), self->buf.handle, 100, 100);
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.handle = self->b.handle;
+	p.num_wrs = 2;
+	p.wr_entry_size = stride;
+	p.wrs_uptr = (uintptr_t)e;
+	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(2u, p.num_wrs);
+	memset(e, 0, 2 * stride);
+	good_send(self, (struct krdma_wr *)e, 5, 0);
+	good_send(self, (struct krdma_wr *)(e + stride), 6, 0);
+	p.handle = self->a.handle;
+	p.num_wrs = 2;
+	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(2u, p.num_wrs);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(5u, wc.wr_id);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(6u, wc.wr_id);
+	free(e);
+}
+
 KRDMA_TEST_F(post, flags_reserved)
 {
 	struct krdma_post p;
@@ -1867,9 +1922,10 @@ KRDMA_TEST_F(post, with_poll_num_wcs_zero)
 	nothing_posted(_metadata, self);
 }
 
-KRDMA_TEST_F(post, with_poll_entry_size_small)
+KRDMA_TEST_F(post, with_poll_entry_size_bad)
 {
-	uint32_t sizes[] = { 0, 1, sizeof(struct krdma_wc) - 1 };
+	uint32_t sizes[] = { 0, 1, sizeof(struct krdma_wc) - 1,
+			     KRDMA_MAX_ENTRY_SIZE + 1, UINT32_MAX };
 	struct krdma_wc wc;
 	struct krdma_post p;
 	struct krdma_wr wr;
@@ -2223,6 +2279,49 @@ KRDMA_TEST_F(post, atomic_sge)
 	nothing_posted(_metadata, self);
 }
 
+/*
+ * A failed completion moves the QP to the error state: the session hears of
+ * it once, as a CONN_ERROR event naming the connection, with the status.
+ */
+KRDMA_TEST_F(post, conn_error_event)
+{
+	struct krdma_event ev[8];
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	int n, i, for_a = 0;
+
+	if (variant->transport != KRDMA_TRANSPORT_RC)
+		SKIP(return, "UC drops a write to a bad rkey, UD has no RDMA");
+	ASSERT_EQ(0, kc_events(self->fd, ev, ARRAY_SIZE(ev), 0));
+	kt_wr_init(&wr, 1, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, self->buf.handle, 0, 8);
+	wr.remote_addr = self->buf.addr;
+	wr.rkey = self->buf.rkey ^ 0xff;
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
+	/* later failures (a flushed WR) tell nothing new */
+	wr.wr_id = 2;
+	wr.rkey = self->buf.rkey;
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ((uint32_t)KT_WC_WR_FLUSH_ERR, wc.status);
+	n = kc_events(self->fd, ev, ARRAY_SIZE(ev), 200);
+	ASSERT_LE(1, n);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ((uint32_t)KRDMA_EVENT_CONN_ERROR, ev[i].type);
+		if (ev[i].handle == self->a.handle) {
+			for_a++;
+			EXPECT_EQ((int)KT_WC_REM_ACCESS_ERR, ev[i].status);
+			continue;
+		}
+		/* a responder the device reports in error: b, asynchronously */
+		EXPECT_EQ(self->b.handle, ev[i].handle);
+		EXPECT_GT(0, ev[i].status);
+	}
+	EXPECT_EQ(1, for_a);
+}
+
 /* The peer's 8 bytes are naturally aligned (IBA 9.4.5), checked at post. */
 KRDMA_TEST_F(post, atomic_unaligned)
 {
@@ -2492,6 +2591,10 @@ KRDMA_TEST_F(post, poll_errors)
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POLL, &p), "entry size");
 	p.wc_entry_size = 0;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POLL, &p), "entry size 0");
+	p.wc_entry_size = KRDMA_MAX_ENTRY_SIZE + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POLL, &p), "entry size max + 1");
+	p.wc_entry_size = UINT32_MAX;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POLL, &p), "entry size 4 GiB");
 	p.wc_entry_size = sizeof(wc);
 	for (bit = 0; bit < 32; bit++) {
 		p.flags = 1u << bit;

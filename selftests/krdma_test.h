@@ -258,6 +258,36 @@ static inline bool krdma_module_loaded(void)
 	return stat("/sys/module/krdma", &st) == 0;
 }
 
+/* Write @s to a sysfs/procfs file; 0 or -1 with errno. */
+static inline int kt_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/* The first line of a file, without its newline; 0 or -1 with errno. */
+static inline int kt_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
 /* ------------------------------------------------------------------------
  * Skips and the device
  */
@@ -1307,7 +1337,9 @@ static inline const char *kc_event_name(uint32_t type)
 
 	if (type < ARRAY_SIZE(names))
 		return names[type];
-	return type == KRDMA_EVENT_CONN_ERROR ? "CONN_ERROR" : "?";
+	if (type == KRDMA_EVENT_CONN_ERROR)
+		return "CONN_ERROR";
+	return type == KRDMA_EVENT_OVERFLOW ? "OVERFLOW" : "?";
 }
 
 static inline void kc_accept_init(struct krdma_cm_accept *a, uint32_t handle,

@@ -495,10 +495,11 @@ static bool all_bytes(const void *p, size_t len, uint8_t val)
 	return true;
 }
 
-static void entry_size_small(struct __test_metadata *_metadata, int fd,
-			     struct krdma_snap *s, enum which_array w)
+static void entry_size_bad(struct __test_metadata *_metadata, int fd,
+			   struct krdma_snap *s, enum which_array w)
 {
-	static const uint32_t small[] = { 0, 1, 4 };
+	static const uint32_t bad[] = { 0, 1, 4, KRDMA_MAX_ENTRY_SIZE + 1,
+					UINT32_MAX };
 	struct krdma_query_devices q;
 	struct big_arrays *b = big_arrays_new(s);
 	uint32_t full_size;
@@ -511,28 +512,28 @@ static void entry_size_small(struct __test_metadata *_metadata, int fd,
 	}
 	query_full(&q, s, b->devs, b->ports, b->gids);
 	full_size = *q_entry_size(&q, w);
-	for (i = 0; i <= ARRAY_SIZE(small); i++) {
+	for (i = 0; i <= ARRAY_SIZE(bad); i++) {
 		query_full(&q, s, b->devs, b->ports, b->gids);
-		*q_entry_size(&q, w) = i < ARRAY_SIZE(small) ? small[i] : full_size - 1;
+		*q_entry_size(&q, w) = i < ARRAY_SIZE(bad) ? bad[i] : full_size - 1;
 		EXPECT_ERRNO(EINVAL, ioctl(fd, KRDMA_QUERY_DEVICES, &q),
 			"%s entry size %u", array_name[w], *q_entry_size(&q, w));
 	}
 	free(b);
 }
 
-KRDMA_TEST_F(krdma, query_devices_device_entry_size_small)
+KRDMA_TEST_F(krdma, query_devices_device_entry_size_bad)
 {
-	entry_size_small(_metadata, self->fd, &self->snap, DEVICES);
+	entry_size_bad(_metadata, self->fd, &self->snap, DEVICES);
 }
 
-KRDMA_TEST_F(krdma, query_devices_port_entry_size_small)
+KRDMA_TEST_F(krdma, query_devices_port_entry_size_bad)
 {
-	entry_size_small(_metadata, self->fd, &self->snap, PORTS);
+	entry_size_bad(_metadata, self->fd, &self->snap, PORTS);
 }
 
-KRDMA_TEST_F(krdma, query_devices_gid_entry_size_small)
+KRDMA_TEST_F(krdma, query_devices_gid_entry_size_bad)
 {
-	entry_size_small(_metadata, self->fd, &self->snap, GIDS);
+	entry_size_bad(_metadata, self->fd, &self->snap, GIDS);
 }
 
 /* A bad array pointer with enough capacity is EFAULT. */

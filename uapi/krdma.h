@@ -17,7 +17,11 @@
  *  - Output arrays are described by (uptr, num, entry_size): the kernel writes
  *    min(entry_size, its entry size) bytes per entry and zero-fills the rest,
  *    so old and new callers keep working.  A too-small array is %EMSGSIZE with
- *    the needed count written back and nothing else written.
+ *    the needed count written back and nothing else written.  An input
+ *    array (WRs) is read the same way: the tail past the kernel's entry must
+ *    be zero (%E2BIG).  An entry_size below the entry's first version or
+ *    above %KRDMA_MAX_ENTRY_SIZE is %EINVAL: no entry will grow past it, and
+ *    the kernel does not scan gigabytes of a caller's stride.
  *
  * Errno contract common to all commands:
  *  %ENOTTY      unknown command (or a command this build does not implement;
@@ -63,6 +67,7 @@
 #define KRDMA_ABI_VERSION 1
 
 #define KRDMA_TYPE 0xE5
+#define KRDMA_MAX_ENTRY_SIZE 4096	/* largest entry_size of any array */
 #define KRDMA_NAME_MAX 64	/* IB_DEVICE_NAME_MAX */
 #define KRDMA_IFNAME_MAX 16	/* IFNAMSIZ */
 
@@ -966,16 +971,26 @@ enum krdma_event_type {
 	KRDMA_EVENT_MULTICAST_ERROR = 13,
 	KRDMA_EVENT_ADDR_CHANGE = 14,
 	KRDMA_EVENT_TIMEWAIT_EXIT = 15,
-	/* krdma's own: a connection entered the error state */
+	/*
+	 * krdma's own: a connection's QP entered the error state, seen by
+	 * krdma in a failed completion (POLL, POST with KRDMA_POST_POLL,
+	 * BENCH) or the device's asynchronous QP error; once per connection
+	 */
 	KRDMA_EVENT_CONN_ERROR = 64,
+	/* krdma's own: events were lost (the queue was full) */
+	KRDMA_EVENT_OVERFLOW = 65,
 };
 
 /**
  * struct krdma_event - one event, an entry of %KRDMA_GET_EVENTS
  * @type: &enum krdma_event_type
  * @status: the event's status (negative errno, or for REJECTED the reject
- *	reason)
- * @handle: the connection (for CONNECT_REQUEST: a new one to accept)
+ *	reason); CONN_ERROR: the first failed completion's status
+ *	(&struct krdma_wc.status, positive), or the device's asynchronous
+ *	QP error: -EIO (fatal), -EPROTO (invalid request), -EACCES (access
+ *	violation); OVERFLOW: how many events were lost
+ * @handle: the connection (for CONNECT_REQUEST: a new one to accept);
+ *	0 for OVERFLOW
  * @listener: the listener for CONNECT_REQUEST, else 0
  * @peer: the peer's address
  * @private_data_len: bytes of @private_data the CM delivered; the CM pads
@@ -1007,6 +1022,18 @@ struct krdma_event {
  * @events_uptr: array of &struct krdma_event
  *
  * poll(2) reports EPOLLIN while an event or completion is pending.
+ *
+ * Events come in the order they happened.  A session holds at most the
+ * module parameter max_events (default 4096) unfetched events; one that
+ * finds the queue full is lost, and the first loss queues an OVERFLOW
+ * event in its place, whose @status counts the losses until it is fetched.
+ * (A CONNECT_REQUEST that finds the queue full is rejected instead, and
+ * CONN_ERROR is queued regardless.)
+ *
+ * A handle that an unfetched event names is not given to a new object,
+ * even once its own object is destroyed (by DESTROY, REJECT, or a CM_CONNECT
+ * that failed): events always name the object they happened to, and the
+ * handle is free again once the last of them is fetched.
  */
 struct krdma_get_events {
 	__u32 size;

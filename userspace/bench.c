@@ -1609,6 +1609,10 @@ static int bench_serve(int fd, const struct bench_opts *o)
 			case KRDMA_EVENT_CONN_ERROR:
 				srv_disconnected(&s, evs[i].handle);
 				break;
+			case KRDMA_EVENT_OVERFLOW:
+				warn_msg("bench: %d events lost (the event queue was full)",
+					 evs[i].status);
+				break;
 			default:
 				break;
 			}

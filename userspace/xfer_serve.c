@@ -1242,6 +1242,11 @@ static void sv_events(struct sv *s)
 				s->device_gone = true;
 				continue;
 			}
+			if (ev->type == KRDMA_EVENT_OVERFLOW) {
+				warn_msg("serve: %d events lost (the event queue was full)",
+					 ev->status);
+				continue;
+			}
 			c = sv_find(s, ev->handle);
 			if (c && c->accepting) {
 				sv_accept_event(s, c, ev);
