@@ -109,18 +109,6 @@ static struct fn_knob fn_knobs[] = {
 	{ FN_DEBUGFS "/fail_usercopy/verbose", "0" },
 };
 
-static int fn_write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
 /* Why fail-nth cannot be used here, or NULL (knobs set). */
 static const char *fn_setup_knobs(void)
 {
@@ -142,7 +130,7 @@ static const char *fn_setup_knobs(void)
 		k->changed = false;
 		if (krdma_read_file(k->saved, sizeof(k->saved), "%s", k->path))
 			continue;	/* fail_page_alloc/fail_usercopy optional */
-		if (fn_write_str(k->path, k->value))
+		if (kt_write_file(k->path, k->value))
 			return "cannot set the fault-injection knobs";
 		k->changed = true;
 	}
@@ -155,7 +143,7 @@ static void fn_restore_knobs(void)
 
 	for (i = 0; i < ARRAY_SIZE(fn_knobs); i++)
 		if (fn_knobs[i].changed) {
-			fn_write_str(fn_knobs[i].path, fn_knobs[i].saved);
+			kt_write_file(fn_knobs[i].path, fn_knobs[i].saved);
 			fn_knobs[i].changed = false;
 		}
 }

@@ -1702,12 +1702,14 @@ KRDMA_TEST_F(post, num_wrs_too_many)
 	free(wrs);
 }
 
-KRDMA_TEST_F(post, entry_size_small)
+/* Below the first krdma_wr, or above KRDMA_MAX_ENTRY_SIZE: EINVAL. */
+KRDMA_TEST_F(post, entry_size_bad)
 {
 	struct krdma_post p;
 	struct krdma_wr wr;
 	uint32_t sizes[] = { 0, 1, offsetof(struct krdma_wr, sge),
-			     sizeof(struct krdma_wr) - 1 };
+			     sizeof(struct krdma_wr) - 1,
+			     KRDMA_MAX_ENTRY_SIZE + 1, 1u << 20, UINT32_MAX };
 	unsigned int i;
 
 	good_send(self, &wr, 1, 8);
@@ -1723,6 +1725,43 @@ KRDMA_TEST_F(post, entry_size_small)
 	}
 }
 
+/*
+ * Two RECVs on b, then two SENDs from a, each a 2-WR POST of entries
+ * @stride bytes apart in @e (zeroed here, room for two), all completing.
+ */
+static void post_strided_pair(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(post) *self, void *e, size_t stride)
+{
+	struct krdma_wr *w0 = e, *w1 = (void *)((char *)e + stride);
+	struct krdma_post p;
+	struct krdma_wc wc;
+
+	memset(e, 0, 2 * stride);
+	kt_wr_init(w0, 3, KRDMA_OP_RECV, 0);
+	kt_wr_init(w1, 4, KRDMA_OP_RECV, 0);
+	kt_wr_sge(w0, self->buf.handle, 0, 100);
+	kt_wr_sge(w1, self->buf.handle, 100, 100);
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.handle = self->b.handle;
+	p.num_wrs = 2;
+	p.wr_entry_size = stride;
+	p.wrs_uptr = (uintptr_t)e;
+	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(2u, p.num_wrs);
+	memset(e, 0, 2 * stride);
+	good_send(self, w0, 5, 0);
+	good_send(self, w1, 6, 0);
+	p.handle = self->a.handle;
+	p.num_wrs = 2;
+	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(2u, p.num_wrs);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(5u, wc.wr_id);
+	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
+	EXPECT_EQ(6u, wc.wr_id);
+}
+
 /* A longer entry: zero tail is fine, a non-zero tail is E2BIG. */
 KRDMA_TEST_F(post, entry_size_large)
 {
@@ -1731,7 +1770,6 @@ KRDMA_TEST_F(post, entry_size_large)
 		uint8_t tail[40];
 	} e[2];
 	struct krdma_post p;
-	struct krdma_wc wc;
 	unsigned int at;
 
 	for (at = 0; at < sizeof(e[0].tail); at += 13) {
@@ -1749,85 +1787,17 @@ KRDMA_TEST_F(post, entry_size_large)
 		EXPECT_EQ(1u, p.num_wrs);
 	}
 	nothing_posted(_metadata, self);
-	/* zero tails: accepted (RECVs first, so the sends complete) */
-	memset(e, 0, sizeof(e));
-	kt_wr_init(&e[0].wr, 3, KRDMA_OP_RECV, 0);
-	kt_wr_init(&e[1].wr, 4, KRDMA_OP_RECV, 0);
-	kt_wr_sge(&e[0].wr, self->buf.handle, 0, 100);
-	kt_wr_sge(&e[1].wr, self->buf.handle, 100, 100);
-	memset(&p, 0, sizeof(p));
-	p.size = sizeof(p);
-	p.handle = self->b.handle;
-	p.num_wrs = 2;
-	p.wr_entry_size = sizeof(e[0]);
-	p.wrs_uptr = (uintptr_t)e;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
-	EXPECT_EQ(2u, p.num_wrs);
-	memset(e, 0, sizeof(e));
-	good_send(self, &e[0].wr, 5, 0);
-	good_send(self, &e[1].wr, 6, 0);
-	p.handle = self->a.handle;
-	p.num_wrs = 2;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
-	EXPECT_EQ(2u, p.num_wrs);
-	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
-	EXPECT_EQ(5u, wc.wr_id);
-	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
-	EXPECT_EQ(6u, wc.wr_id);
+	/* zero tails: accepted */
+	post_strided_pair(_metadata, self, e, sizeof(e[0]));
 }
 
-/*
- * An entry size past KRDMA_MAX_ENTRY_SIZE is EINVAL before the kernel reads
- * a byte; KRDMA_MAX_ENTRY_SIZE itself, with a zero tail, works.
- */
-KRDMA_TEST_F(post, entry_size_above_max)
+/* KRDMA_MAX_ENTRY_SIZE itself, with zero tails, works. */
+KRDMA_TEST_F(post, entry_size_max)
 {
-	uint32_t sizes[] = { KRDMA_MAX_ENTRY_SIZE + 1, 1u << 20, UINT32_MAX };
-	const size_t stride = KRDMA_MAX_ENTRY_SIZE;
-	struct krdma_post p;
-	struct krdma_wc wc;
-	unsigned int i;
-	char *e;
+	char *e = calloc(2, KRDMA_MAX_ENTRY_SIZE);
 
-	e = calloc(2, stride);
 	ASSERT_NE(NULL, e);
-	good_send(self, (struct krdma_wr *)e, 1, 8);
-	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		memset(&p, 0, sizeof(p));
-		p.size = sizeof(p);
-		p.handle = self->a.handle;
-		p.num_wrs = 1;
-		p.wr_entry_size = sizes[i];
-		p.wrs_uptr = (uintptr_t)e;
-		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p),
-			     "entry size %u", sizes[i]);
-	}
-	nothing_posted(_metadata, self);
-	/* the largest stride: a RECV on b, then two sends from a */
-	memset(e, 0, 2 * stride);
-	kt_wr_init((struct krdma_wr *)e, 3, KRDMA_OP_RECV, 0);
-	kt_wr_sge((struct krdma_wr *)e, self->buf.handle, 0, 100);
-	kt_wr_init((struct krdma_wr *)(e + stride), 4, KRDMA_OP_RECV, 0);
-	kt_wr_sge((struct krdma_wr *)(e + stride), self->buf.handle, 100, 100);
-	memset(&p, 0, sizeof(p));
-	p.size = sizeof(p);
-	p.handle = self->b.handle;
-	p.num_wrs = 2;
-	p.wr_entry_size = stride;
-	p.wrs_uptr = (uintptr_t)e;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
-	EXPECT_EQ(2u, p.num_wrs);
-	memset(e, 0, 2 * stride);
-	good_send(self, (struct krdma_wr *)e, 5, 0);
-	good_send(self, (struct krdma_wr *)(e + stride), 6, 0);
-	p.handle = self->a.handle;
-	p.num_wrs = 2;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
-	EXPECT_EQ(2u, p.num_wrs);
-	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
-	EXPECT_EQ(5u, wc.wr_id);
-	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
-	EXPECT_EQ(6u, wc.wr_id);
+	post_strided_pair(_metadata, self, e, KRDMA_MAX_ENTRY_SIZE);
 	free(e);
 }
 
