@@ -213,8 +213,7 @@ static void krdma_bench_wc_failed(struct krdma_bench_run *run,
 	struct krdma_bench_shared *sh = run->shared;
 
 	WRITE_ONCE(bc->conn->last_wc_status, status);
-	if (status != IB_WC_WR_FLUSH_ERR)
-		krdma_conn_error(bc->conn, status);
+	krdma_conn_error(bc->conn, status);
 	spin_lock(&sh->lock);
 	if (status != IB_WC_WR_FLUSH_ERR && !sh->wc_status) {
 		sh->wc_status = status;
@@ -746,9 +745,7 @@ static bool krdma_bench_drain_cq(struct krdma_conn *conn, struct ib_wc *wc)
 
 	while ((n = ib_poll_cq(conn->cq, KRDMA_BENCH_POLL_BATCH, wc)) > 0) {
 		for (i = 0; i < n; i++)
-			if (wc[i].status != IB_WC_SUCCESS &&
-			    wc[i].status != IB_WC_WR_FLUSH_ERR)
-				krdma_conn_error(conn, wc[i].status);
+			krdma_conn_error(conn, wc[i].status);
 		any = true;
 	}
 	return any;

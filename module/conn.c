@@ -71,7 +71,8 @@ static void krdma_conn_comp(struct ib_cq *cq, void *cq_context)
 /*
  * The connection's QP entered the error state: a failed completion (its
  * status, positive) or the device's asynchronous QP error (a negative
- * errno).  The session hears of it once, by the event allocated with the
+ * errno); a completion that succeeded or was flushed says nothing new.
+ * The session hears of it once, by the event allocated with the
  * connection: the QP's event handler may run in interrupt context.
  */
 void krdma_conn_error(struct krdma_conn *conn, int status)
@@ -83,6 +84,8 @@ void krdma_conn_error(struct krdma_conn *conn, int status)
 	};
 	struct krdma_queued_event *qe;
 
+	if (status == IB_WC_SUCCESS || status == IB_WC_WR_FLUSH_ERR)
+		return;
 	if (test_and_set_bit(KRDMA_CONN_QP_ERROR, &conn->state))
 		return;
 	qe = xchg(&conn->error_event, NULL);

@@ -47,13 +47,6 @@ struct krdma_queued_event {
  * already holds max_events unfetched events.  Never sleeps on anything
  * but memory (CM handlers call it).
  */
-struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session)
-{
-	if (READ_ONCE(session->num_events) >= READ_ONCE(max_events))
-		return NULL;
-	return kzalloc(sizeof(struct krdma_queued_event), GFP_KERNEL);
-}
-
 /*
  * An entry allocated ahead, for an event queued where allocating is not
  * allowed (a QP's event handler); krdma_event_post() queues it past the cap.
@@ -63,16 +56,11 @@ struct krdma_queued_event *krdma_event_prealloc(void)
 	return kzalloc(sizeof(struct krdma_queued_event), GFP_KERNEL);
 }
 
-static void krdma_event_add(struct krdma_session *session,
-			    struct krdma_queued_event *qe)
+struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&session->event_lock, flags);
-	list_add_tail(&qe->entry, &session->events);
-	session->num_events++;
-	spin_unlock_irqrestore(&session->event_lock, flags);
-	wake_up_all(&session->wait);
+	if (READ_ONCE(session->num_events) >= READ_ONCE(max_events))
+		return NULL;
+	return krdma_event_prealloc();
 }
 
 /*
@@ -87,8 +75,14 @@ void krdma_event_post(struct krdma_session *session,
 		      struct krdma_queued_event *qe,
 		      const struct krdma_event *event)
 {
+	unsigned long flags;
+
 	qe->event = *event;
-	krdma_event_add(session, qe);
+	spin_lock_irqsave(&session->event_lock, flags);
+	list_add_tail(&qe->entry, &session->events);
+	session->num_events++;
+	spin_unlock_irqrestore(&session->event_lock, flags);
+	wake_up_all(&session->wait);
 }
 
 /*
@@ -103,7 +97,7 @@ static void krdma_event_lost(struct krdma_session *session)
 	struct krdma_queued_event *spare, *marker;
 	unsigned long flags;
 
-	spare = kzalloc(sizeof(*spare), GFP_KERNEL | __GFP_NOWARN);
+	spare = krdma_event_prealloc();
 	spin_lock_irqsave(&session->event_lock, flags);
 	session->events_lost++;
 	marker = session->overflow;
