@@ -208,14 +208,22 @@ static struct krdma_queued_event *krdma_event_dequeue(struct krdma_session *s)
 
 /*
  * Put events back at the head, in their order, when the caller never got
- * them (a copy-out that faulted).
+ * them (a copy-out that faulted).  An OVERFLOW marker that is the newest
+ * entry again counts the next losses, as if it had never left.
  */
 static void krdma_events_requeue(struct krdma_session *s,
 				 struct list_head *taken, u32 n)
 {
+	struct krdma_queued_event *last;
 	unsigned long flags;
 
+	if (list_empty(taken))
+		return;
 	spin_lock_irqsave(&s->event_lock, flags);
+	last = list_last_entry(taken, struct krdma_queued_event, entry);
+	if (list_empty(&s->events) &&
+	    last->event.type == KRDMA_EVENT_OVERFLOW)
+		s->overflow = last;
 	list_splice(taken, &s->events);
 	s->num_events += n;
 	spin_unlock_irqrestore(&s->event_lock, flags);

@@ -1603,6 +1603,48 @@ KRDMA_TEST_F(cm, get_events_overflow_counted)
 		EXPECT_EQ(conn[0], ev[i].handle);
 }
 
+/*
+ * A GET_EVENTS whose answer cannot be written back (its argument is
+ * readable, not writable) delivered nothing: the events go back, and the
+ * OVERFLOW marker among them, the newest entry again, still counts the
+ * next losses rather than a second marker starting.
+ */
+KRDMA_TEST_F(cm, get_events_efault_keeps_overflow_count)
+{
+	enum { A = KRDMA_EVENT_ADDR_RESOLVED, R = KRDMA_EVENT_ROUTE_RESOLVED,
+	       E = KRDMA_EVENT_ESTABLISHED, O = KRDMA_EVENT_OVERFLOW };
+	static const uint32_t want[] = { A, R, E, A, O };
+	long psz = sysconf(_SC_PAGESIZE);
+	struct krdma_get_events *g;
+	struct krdma_event ev[16];
+	uint32_t conn[3];
+	int i;
+
+	ASSERT_OK(kt_read_file(KC_MAX_EVENTS, self->max_events,
+			       sizeof(self->max_events)));
+	ASSERT_OK(kt_write_file(KC_MAX_EVENTS, "4"));
+	/* A R E A queued, the second connect's R and E counted: 2 */
+	for (i = 0; i < 2; i++) {
+		conn[i] = kc_connect_accepted(_metadata, self);
+		ASSERT_NE(0u, conn[i]);
+	}
+	g = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, g);
+	kc_get_events_init(g, ev, ARRAY_SIZE(ev), 0);
+	ASSERT_OK(mprotect(g, psz, PROT_READ));
+	EXPECT_ERRNO(EFAULT, ioctl(self->cfd, KRDMA_GET_EVENTS, g));
+	munmap(g, psz);
+	/* the third connect's three: lost, into the same count */
+	conn[2] = kc_connect_accepted(_metadata, self);
+	ASSERT_NE(0u, conn[2]);
+	kc_expect_events(_metadata, self->cfd, want, ARRAY_SIZE(want),
+			 ARRAY_SIZE(ev), ev);
+	EXPECT_EQ(conn[0], ev[0].handle);
+	EXPECT_EQ(conn[1], ev[3].handle);
+	EXPECT_EQ(5, ev[4].status);
+}
+
 /* An event that cannot be copied out stays queued. */
 KRDMA_TEST_F(cm, get_events_efault_keeps_event)
 {

@@ -1026,7 +1026,10 @@ struct krdma_event {
  * Events come in the order they happened.  A session holds at most the
  * module parameter max_events (default 4096) unfetched events; one that
  * finds the queue full is lost, and the first loss queues an OVERFLOW
- * event in its place, whose @status counts the losses until it is fetched.
+ * event in its place, whose @status counts the losses until it is fetched
+ * or an event is queued behind it (a later loss queues another).  A
+ * GET_EVENTS that fails with %EFAULT fetched nothing: the events stay as
+ * they were, a marker among them included.
  * (A CONNECT_REQUEST that finds the queue full is rejected instead, and
  * CONN_ERROR is queued regardless.)
  *
