@@ -291,23 +291,26 @@ static int krdma_listener_request(struct krdma_listener *l,
 			ev->param.conn.responder_resources;
 	}
 	ret = krdma_object_publish(&conn->obj, &handle);
-	krdma_device_exit(conn->obj.kdev);
 	if (ret)
-		goto err;
+		goto err_exit;
 
 	/*
 	 * Published: a DESTROY that guessed the handle may be destroying the
 	 * id already, waiting for this handler to return.  So nothing fails
-	 * from here: a non-zero return would have the CM destroy it too.
+	 * from here: a non-zero return would have the CM destroy it too.  The
+	 * request is queued before the device's removal may start, so that
+	 * its DEVICE_REMOVAL comes after it.
 	 */
 	krdma_cm_fill_event(&kev, handle, id, ev);
 	kev.listener = l->obj.handle;
 	krdma_event_post(l->obj.session, qe, &kev);
 	id->context = &conn->obj;
+	krdma_device_exit(conn->obj.kdev);
 	krdma_object_put(&conn->obj);
 	return 0;
 
-err:
+err_exit:
+	krdma_device_exit(conn->obj.kdev);
 	/* The CM destroys the id when we return non-zero: not us. */
 	conn->cm_id = NULL;
 	krdma_object_put(&conn->obj);
