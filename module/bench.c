@@ -171,8 +171,9 @@ static void krdma_bench_account(struct krdma_bench_run *run,
 	sh->last_event_ns = max(sh->last_event_ns, now);
 	/* another CPU's clock may be a little behind the window's start */
 	if (now >= sh->window_ns + KRDMA_BENCH_PEAK_WINDOW_NS) {
-		u64 bps = div64_u64((sh->bytes - sh->window_bytes) *
-				    NSEC_PER_SEC, now - sh->window_ns);
+		u64 bps = mul_u64_u64_div_u64(sh->bytes - sh->window_bytes,
+					      NSEC_PER_SEC,
+					      now - sh->window_ns);
 
 		sh->peak_bps = max(sh->peak_bps, bps);
 		sh->window_ns = now;
@@ -231,9 +232,10 @@ static void krdma_bench_send_done(struct krdma_bench_run *run,
 				  struct krdma_bench_conn *bc,
 				  const struct ib_wc *wc, u64 now)
 {
-	u64 n = wc->wr_id - bc->completed;
+	u64 count = wc->wr_id & ~KRDMA_BENCH_SEND_WRID;
+	u64 n = count - bc->completed;
 
-	bc->completed = wc->wr_id;
+	bc->completed = count;
 	/* a server's replies, a ping-pong's pings: the receives count */
 	if (run->server || run->pingpong)
 		return;
@@ -283,6 +285,34 @@ static void krdma_bench_recv_done(struct krdma_bench_run *run,
 	}
 }
 
+/*
+ * A completion of a WR this run posted?  Send WRs carry the count of the
+ * connection's sends, and complete in order; receives carry a slot of the
+ * buffer, and a RECV's length says how much of it to check.  Anything else
+ * (a WR posted before the run) ends the run: its wr_id and length index
+ * nothing of the run's.
+ */
+static bool krdma_bench_wc_ours(struct krdma_bench_run *run,
+				struct krdma_bench_conn *bc,
+				const struct ib_wc *wc)
+{
+	u64 slot = wc->wr_id & ~KRDMA_BENCH_RECV_WRID;
+	u64 count = wc->wr_id & ~KRDMA_BENCH_SEND_WRID;
+
+	if (!(wc->wr_id & KRDMA_BENCH_RECV_WRID))
+		return (wc->wr_id & KRDMA_BENCH_SEND_WRID) &&
+		       count > bc->completed && count <= bc->posted;
+	/* a client posts receives for a ping-pong's replies only */
+	if (!run->server && !run->pingpong)
+		return false;
+	if (wc->status != IB_WC_SUCCESS)
+		return true;
+	/* (a WRITE_WITH_IMM's length is the WRITE's, not the receive's) */
+	return (run->server ? slot < run->nslots : slot == 0) &&
+	       (wc->opcode != IB_WC_RECV ||
+		wc->byte_len <= run->cmd->msg_size);
+}
+
 /* Poll @bc's CQ once; returns how many completions it had. */
 static int krdma_bench_poll(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc)
@@ -299,6 +329,10 @@ static int krdma_bench_poll(struct krdma_bench_run *run,
 	}
 	now = krdma_bench_now();
 	for (i = 0; i < n; i++) {
+		if (!krdma_bench_wc_ours(run, bc, &wc[i])) {
+			krdma_bench_stop(run, -EBUSY);
+			continue;
+		}
 		if (wc[i].status != IB_WC_SUCCESS) {
 			krdma_bench_wc_failed(run, bc, wc[i].status);
 			continue;
@@ -372,7 +406,7 @@ static void krdma_bench_build(struct krdma_bench_run *run,
 	}
 	if (run->remote_nslots && !run->validate)
 		roff = (bc->rslot++ % run->remote_nslots) * run->cmd->msg_size;
-	wr->send.wr_id = count;
+	wr->send.wr_id = KRDMA_BENCH_SEND_WRID | count;
 	wr->send.next = NULL;
 	wr->send.send_flags = 0;
 	if (!(count % run->signal_every) || last)
@@ -533,7 +567,7 @@ static int krdma_bench_tell(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc, u32 imm)
 {
 	struct ib_send_wr wr = {
-		.wr_id = bc->posted + 1,
+		.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1),
 		.opcode = IB_WR_SEND_WITH_IMM,
 		.send_flags = IB_SEND_SIGNALED,
 		.ex.imm_data = cpu_to_be32(imm),
@@ -549,11 +583,15 @@ static int krdma_bench_tell(struct krdma_bench_run *run,
 	return 0;
 }
 
-/* Server: keep receives posted, send the replies latency mode owes. */
+/*
+ * Server: keep receives posted, send the replies latency mode owes.  The
+ * receives posted and the replies owed stay within @depth together, the
+ * size of the ring that holds the replies.
+ */
 static int krdma_bench_serve(struct krdma_bench_run *run,
 			     struct krdma_bench_conn *bc)
 {
-	u64 want = bc->ops + run->depth;
+	u64 want = bc->ops + run->depth - bc->echo_count;
 	int ret;
 
 	if (run->cmd->iters)
@@ -943,6 +981,9 @@ static int krdma_bench_check_conn(struct krdma_bench_run *run,
 
 	if (conn->obj.kdev != run->buf->obj.kdev)
 		return -EINVAL;
+	/* a run that receives counts its own receives: not an SRQ's */
+	if (conn->srq && (run->server || run->pingpong))
+		return -EINVAL;
 	if (!krdma_bench_transport_ok(conn->transport, cmd->opcode))
 		return -EOPNOTSUPP;
 	/* else the device would refuse the first post */
@@ -986,6 +1027,10 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 		ret = krdma_bench_check_conn(run, bc->conn);
 		/* hold the reference only: the hw lock is taken per step */
 		krdma_object_unlock_hw(&bc->conn->obj);
+		/* its CQ's completions are the run's: POST and POLL are EBUSY */
+		if (!ret)
+			ret = krdma_conn_claim(bc->conn);
+		bc->held = !ret;
 		if (ret)
 			return ret;
 	}
@@ -1051,8 +1096,12 @@ static void krdma_bench_free(struct krdma_bench_run *run)
 	u32 i;
 
 	for (i = 0; i < run->num_conns; i++) {
-		kfree(run->bconns[i].echo);
-		krdma_object_put(&run->bconns[i].conn->obj);
+		struct krdma_bench_conn *bc = &run->bconns[i];
+
+		kfree(bc->echo);
+		if (bc->held)
+			krdma_conn_unclaim(bc->conn);
+		krdma_object_put(&bc->conn->obj);
 	}
 	kfree(run->bconns);
 	if (run->buf)
@@ -1152,8 +1201,8 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (run->start_ns && run->last_event_ns > run->start_ns)
 		cmd->elapsed_ns = run->last_event_ns - run->start_ns;
 	if (!cmd->peak_bps && cmd->elapsed_ns)
-		cmd->peak_bps = div64_u64(run->bytes * NSEC_PER_SEC,
-					  cmd->elapsed_ns);
+		cmd->peak_bps = mul_u64_u64_div_u64(run->bytes, NSEC_PER_SEC,
+						    cmd->elapsed_ns);
 	krdma_bench_latency_figures(run);
 	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
 		ret = -EFAULT;

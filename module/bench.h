@@ -19,7 +19,9 @@
 #define KRDMA_BENCH_PEAK_WINDOW_NS (10 * NSEC_PER_MSEC)
 #define KRDMA_BENCH_DRAIN_NS (2 * NSEC_PER_SEC)
 #define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
+/* a run's wr_ids: the tag, and a receive's slot or a send's count */
 #define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
+#define KRDMA_BENCH_SEND_WRID BIT_ULL(62)
 
 /*
  * A run's clock: sched_clock(), the CPU's counter (the TSC) in ns.
@@ -90,6 +92,7 @@ struct krdma_bench_conn {
 	bool ended;
 	bool reported;
 	bool waiting;
+	bool held;
 };
 
 /**

@@ -664,6 +664,46 @@ int krdma_conn_get(struct krdma_session *session, u32 handle,
 	return krdma_conn_lookup(session, handle, true, connp);
 }
 
+/*
+ * A connection to post to or poll: not while a BENCH run has it, whose loop
+ * takes every completion of the CQ for its own (krdma_conn_claim()).
+ */
+int krdma_conn_get_io(struct krdma_session *session, u32 handle,
+		      struct krdma_conn **connp)
+{
+	int ret = krdma_conn_get(session, handle, connp);
+
+	if (!ret && test_bit(KRDMA_CONN_BENCH, &(*connp)->state)) {
+		krdma_conn_put(*connp);
+		return -EBUSY;
+	}
+	return ret;
+}
+
+/*
+ * A BENCH run takes @conn for itself; %EBUSY if another run has it.  Under
+ * the hw lock for write: a POST or POLL step in progress ends first, and
+ * those after see the bit, under the lock for read (krdma_conn_get_io(),
+ * krdma_poll_put()).
+ */
+int krdma_conn_claim(struct krdma_conn *conn)
+{
+	struct krdma_object *obj = &conn->obj;
+	int ret;
+
+	down_write(&obj->hw_rwsem);
+	ret = krdma_object_hw_alive(obj);
+	if (!ret && test_and_set_bit(KRDMA_CONN_BENCH, &conn->state))
+		ret = -EBUSY;
+	up_write(&obj->hw_rwsem);
+	return ret;
+}
+
+void krdma_conn_unclaim(struct krdma_conn *conn)
+{
+	clear_bit(KRDMA_CONN_BENCH, &conn->state);
+}
+
 int krdma_conn_get_request(struct krdma_session *session, u32 handle,
 			   struct krdma_conn **connp)
 {

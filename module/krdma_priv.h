@@ -264,6 +264,7 @@ enum {
 	KRDMA_CONN_ESTABLISHED,	/* rdma_cm: ESTABLISHED came */
 	KRDMA_CONN_COMM_EST,	/* a QP's COMM_EST event came */
 	KRDMA_CONN_NOTIFIED,	/* rdma_cm: told of COMM_EST (once) */
+	KRDMA_CONN_BENCH,	/* a KRDMA_BENCH run has it: no POST, POLL */
 };
 
 /**
@@ -426,6 +427,10 @@ int krdma_buf_find_key(struct krdma_session *session,
 		       struct krdma_object **ref);
 int krdma_conn_get(struct krdma_session *session, u32 handle,
 		   struct krdma_conn **connp);
+int krdma_conn_get_io(struct krdma_session *session, u32 handle,
+		      struct krdma_conn **connp);
+int krdma_conn_claim(struct krdma_conn *conn);
+void krdma_conn_unclaim(struct krdma_conn *conn);
 struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
 				    u32 transport, bool notify);
 struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,

@@ -455,7 +455,7 @@ static int krdma_post_target(struct krdma_session *session, u32 handle,
 {
 	int ret;
 
-	ret = krdma_conn_get(session, handle, &ctx->conn);
+	ret = krdma_conn_get_io(session, handle, &ctx->conn);
 	if (!ret) {
 		ctx->kdev = ctx->conn->obj.kdev;
 		*max_wrs = max(ctx->conn->caps.max_send_wr,
@@ -700,6 +700,9 @@ static int krdma_poll_put(struct krdma_conn *conn,
 			ret = 0;
 			break;
 		}
+		/* a BENCH run took the connection while the lock was dropped */
+		if (!ret && test_bit(KRDMA_CONN_BENCH, &conn->state))
+			ret = -EBUSY;
 		if (ret)
 			break;
 	}
@@ -719,7 +722,7 @@ int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!cmd->num_wcs ||
 	    !krdma_entry_size_ok(cmd->wc_entry_size, sizeof(struct krdma_wc)))
 		return -EINVAL;
-	ret = krdma_conn_get(session, cmd->handle, &conn);
+	ret = krdma_conn_get_io(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
 	ret = krdma_poll_put(conn, cmd);
@@ -763,10 +766,11 @@ static int krdma_post_poll(struct krdma_ucmd *ucmd, struct krdma_post_ctx *ctx)
 	krdma_post_ctx_free(ctx);
 	ret = krdma_poll_put(ctx->conn, &poll);
 	/*
-	 * A signal ends the wait as the timeout would: the WRs went, and
-	 * EINTR would have the caller post them again.
+	 * A signal, or a BENCH run taking the connection, ends the wait as
+	 * the timeout would: the WRs went, and EINTR or EBUSY would have the
+	 * caller post them again.
 	 */
-	if (ret == -EINTR)
+	if (ret == -EINTR || ret == -EBUSY)
 		ret = 0;
 	if (ret < 0)
 		return ret;

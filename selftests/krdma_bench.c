@@ -507,6 +507,190 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_destroy_ends_run, 90)
 	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
 }
 
+static int post_one(int fd, uint32_t conn, struct krdma_wr *wr)
+{
+	struct krdma_post p = { .size = sizeof(p), .handle = conn,
+				.num_wrs = 1, .wr_entry_size = sizeof(*wr),
+				.wrs_uptr = (uintptr_t)wr };
+
+	return ioctl(fd, KRDMA_POST, &p);
+}
+
+/* A POLL of one completion at most, without waiting: 0, or -1/errno. */
+static int bench_poll_now(int fd, uint32_t conn)
+{
+	struct krdma_wc wc;
+	struct krdma_poll q = { .size = sizeof(q), .handle = conn,
+				.num_wcs = 1, .wc_entry_size = sizeof(wc),
+				.wcs_uptr = (uintptr_t)&wc };
+
+	return ioctl(fd, KRDMA_POLL, &q);
+}
+
+/*
+ * While a run has a connection, its CQ's completions are the run's: POST,
+ * POLL and a second run on it are EBUSY, and it is usable again after.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, conn_busy_during_run, 90)
+{
+	struct bench_call call = { .fd = self->fd };
+	struct krdma_wr wr = { .opcode = KRDMA_OP_RDMA_WRITE };
+	struct krdma_bench b, b2;
+	struct krdma_wc wc;
+	uint32_t h, h2;
+	bool busy = false;
+	pthread_t t;
+
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
+	b.duration_ms = 3000;
+	call.b = &b;
+	ASSERT_EQ(0, pthread_create(&t, NULL, bench_call_fn, &call));
+	/* until the run has the connection (it ends after 3 s) */
+	while (!busy && pthread_tryjoin_np(t, NULL) == EBUSY) {
+		if (bench_poll_now(self->fd, self->a.handle) && errno == EBUSY)
+			busy = true;
+		else
+			usleep(10 * 1000);
+	}
+	ASSERT_TRUE(busy) {
+		TH_LOG("POLL never saw the run: %s", strerror(call.err));
+	}
+	wr.sge[0].buf_handle = self->la.handle;
+	wr.sge[0].length = 8;
+	wr.num_sge = 1;
+	wr.remote_addr = self->lb.addr;
+	wr.rkey = self->lb.rkey;
+	EXPECT_ERRNO(EBUSY, post_one(self->fd, self->a.handle, &wr));
+	bench_init(self, &b2, &h2, KRDMA_OP_RDMA_WRITE, 10);
+	EXPECT_ERRNO(EBUSY, ioctl(self->fd, KRDMA_BENCH, &b2));
+	/* the other end is not the run's */
+	EXPECT_OK(bench_poll_now(self->fd, self->b.handle));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, call.ret) {
+		TH_LOG("the run: %s", strerror(call.err));
+	}
+	EXPECT_LT(0u, b.ops_done);
+	/* the run ended: the connection is the caller's again */
+	EXPECT_OK(bench_poll_now(self->fd, self->a.handle));
+	wr.flags = KRDMA_WR_SIGNALED;
+	EXPECT_OK(post_one(self->fd, self->a.handle, &wr));
+	EXPECT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, 5000));
+	EXPECT_EQ(0u, wc.status);
+	/* with its completion reaped, another run works */
+	bench_init(self, &b2, &h2, KRDMA_OP_RDMA_WRITE, 10);
+	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b2));
+}
+
+struct bench_poller {
+	int fd;
+	uint32_t conn;
+	int ret, err;
+	struct krdma_wc wc;
+};
+
+static void *bench_poller_fn(void *arg)
+{
+	struct bench_poller *p = arg;
+	struct krdma_poll q = { .size = sizeof(q), .handle = p->conn,
+				.num_wcs = 1, .wc_entry_size = sizeof(p->wc),
+				.timeout_ms = 20000,
+				.wcs_uptr = (uintptr_t)&p->wc };
+
+	p->ret = ioctl(p->fd, KRDMA_POLL, &q);
+	p->err = errno;
+	if (!p->ret)
+		p->ret = q.num_wcs;
+	return NULL;
+}
+
+/*
+ * A POLL already waiting on the connection when a run takes it ends with
+ * EBUSY rather than reaping the run's completions.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, waiting_poll_yields_to_run, 90)
+{
+	struct bench_poller p = { .fd = self->fd, .conn = self->a.handle };
+	struct krdma_bench b;
+	pthread_t t;
+	uint32_t h;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, bench_poller_fn, &p));
+	usleep(300 * 1000);	/* in its wait (a busy-polled CQ) */
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
+	b.duration_ms = 1500;
+	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_LT(0u, b.ops_done);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(-1, p.ret) {
+		TH_LOG("the POLL returned %d completion(s), wr_id 0x%llx",
+		       p.ret, (unsigned long long)p.wc.wr_id);
+	}
+	EXPECT_EQ(EBUSY, p.err);
+}
+
+/*
+ * A completion of a WR the run did not post (here, one posted before it)
+ * ends the run with EBUSY.  Its wr_id must not be taken for the run's count
+ * of sends: 2^31 completed would make room for 2^31 more in a chain built
+ * for 16.
+ */
+KRDMA_TEST_F(bench, foreign_completion_ends_run)
+{
+	struct krdma_wr wr = {
+		.wr_id = 1ull << 31,
+		.opcode = KRDMA_OP_RDMA_WRITE,
+		.flags = KRDMA_WR_SIGNALED,
+		.num_sge = 1,
+	};
+	struct krdma_bench b;
+	uint32_t h;
+
+	wr.sge[0].buf_handle = self->la.handle;
+	wr.sge[0].length = 8;
+	wr.remote_addr = self->lb.addr;
+	wr.rkey = self->lb.rkey;
+	ASSERT_OK(post_one(self->fd, self->a.handle, &wr));
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 1000);
+	EXPECT_ERRNO(EBUSY, ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_GT(1000u, b.ops_done);
+	/* as after any failed run: flushed, in the error state */
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h));
+	EXPECT_OK(bench_poll_now(self->fd, h));
+}
+
+/* A server's receives must be its own: not a connection on an SRQ. */
+KRDMA_TEST_F(bench, server_srq_refused)
+{
+	struct krdma_srq_create sc = { .size = sizeof(sc),
+				       .dev_index = self->dev.dev_index };
+	struct krdma_info info;
+	struct kt_conn c, d;
+	struct krdma_bench s;
+	uint32_t h;
+
+	ASSERT_OK(krdma_info_get(self->fd, &info));
+	if (!(info.features & KRDMA_FEATURE_SRQ) || !self->dev.info.max_srq)
+		SKIP(return, "no SRQs");
+	ASSERT_OK(ioctl(self->fd, KRDMA_SRQ_CREATE, &sc));
+	ASSERT_OK(kt_conn_create_srq(self->fd, &self->dev, KRDMA_TRANSPORT_RC,
+				     KRDMA_CONN_SRQ, sc.handle, NULL, &c));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &d));
+	ASSERT_OK(kt_conn_connect(self->fd, &c, &d));
+	ASSERT_OK(kt_conn_connect(self->fd, &d, &c));
+	bench_init(self, &s, &h, KRDMA_OP_SEND, 0);
+	h = c.handle;
+	s.flags = KRDMA_BENCH_SERVER;
+	s.local_buf = self->lb.handle;
+	s.tx_depth = 0;
+	s.timeout_ms = 500;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &s));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, c.handle));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+	EXPECT_OK(kt_destroy(self->fd, d.handle));
+	EXPECT_OK(kt_destroy(self->fd, sc.handle));
+}
+
 /* SENDs nobody receives: the run gives up after timeout_ms. */
 KRDMA_TEST_F(bench, idle_timeout)
 {
@@ -518,15 +702,6 @@ KRDMA_TEST_F(bench, idle_timeout)
 	EXPECT_ERRNO(ETIMEDOUT, ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_EQ(0u, b.ops_done);
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h));
-}
-
-static int post_one(int fd, uint32_t conn, struct krdma_wr *wr)
-{
-	struct krdma_post p = { .size = sizeof(p), .handle = conn,
-				.num_wrs = 1, .wr_entry_size = sizeof(*wr),
-				.wrs_uptr = (uintptr_t)wr };
-
-	return ioctl(fd, KRDMA_POST, &p);
 }
 
 /* A server run: b receives and echoes what a sends, in two processes. */

@@ -44,7 +44,8 @@
  *               of buffers (route or neighbour entries) or of files (rxe
  *               creates a kernel socket per QP): as %ENOMEM, passed on
  *               unchanged so that it says which
- *  %EBUSY       DESTROY of an object another one still uses (an SRQ)
+ *  %EBUSY       DESTROY of an object another one still uses (an SRQ);
+ *               POST, POLL or BENCH on a connection a BENCH run has
  *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
  *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH); nothing is left
  *               half done (an accepted connection stays: CM_ACCEPT)
@@ -1329,7 +1330,9 @@ struct krdma_srq_create {
  *	how many of that connection's payloads failed the check (0 without
  *	%KRDMA_BENCH_VALIDATE; at most %KRDMA_BENCH_REPORT_MAX), and ends
  *	once that answer is acknowledged.  The client posts a receive for it
- *	before it sends the end message and waits for the answer, not for the
+ *	after its own run (one posted before would be a completion that run
+ *	did not post: %EBUSY; the server's RNR retries cover the wait) and
+ *	before it sends the end message, and waits for the answer, not for the
  *	end message's completion: the server's QP enters the error state when
  *	the run ends, and an RC responder may deliver a message before it
  *	sends its acknowledgment
@@ -1439,11 +1442,18 @@ struct krdma_bench_progress {
  * (%ENODEV).  A client's connections are then moved to the error state and
  * their queues flushed; a normal end leaves them connected and idle.  A
  * server's connections always end in the error state, their remaining
- * receives flushed.  Other failures: %EINVAL (a value above, a connection
- * of another device or not connected, %KRDMA_BENCH_NOTIFY on a busy-polled
- * connection), %EOPNOTSUPP (an opcode the transport lacks, or that cannot
- * be measured in the mode asked), %ENOMEM (latency samples, the threads of
- * %KRDMA_BENCH_PER_CPU).
+ * receives flushed.  While a run has a connection, every completion of its
+ * CQ is the run's: %KRDMA_POST, %KRDMA_POLL and another %KRDMA_BENCH on it
+ * are %EBUSY (a POLL waiting when the run starts ends so; a POST_POLL's
+ * WRs are posted, and it returns what it had), and a completion of a WR
+ * the run did not post (one posted before it and not yet reaped) ends the
+ * run with %EBUSY, as a failure.  (The run's wr_ids have bit 63, receives,
+ * or bit 62, sends, set: a caller's WR with those bits may pass for one.)
+ * Other failures: %EINVAL (a value above, a connection of another device,
+ * not connected, or receiving from an SRQ in a run that receives,
+ * %KRDMA_BENCH_NOTIFY on a busy-polled connection), %EOPNOTSUPP (an opcode
+ * the transport lacks, or that cannot be measured in the mode asked),
+ * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU).
  */
 struct krdma_bench {
 	__u32 size;

@@ -1104,6 +1104,8 @@ static const char *errno_hint(int err)
 		return "nothing completed within the timeout";
 	case -EIO:
 		return "a completion failed";
+	case -EBUSY:
+		return "the connection had work the run did not post";
 	default:
 		return strerror(-err);
 	}
