@@ -1990,12 +1990,41 @@ static int fn_check_accept(fn_t *self, int err, char *why, size_t len)
 		return -1;
 	}
 	kc_accept_init(&a, self->a.handle, NULL, 0);
+	a.flags = self->arg.accept.flags;
+	a.srq_handle = self->arg.accept.srq_handle;
 	if (ioctl(self->fd, KRDMA_CM_ACCEPT, &a)) {
 		snprintf(why, len, "the request cannot be accepted again: %s",
 			 strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * With an SRQ larger than the CQ asked for, the accept grows the CQ once
+ * the QP exists (ib_resize_cq()): a failure there undoes a QP of rdma_cm's.
+ */
+static int fn_request_init_srq(fn_t *self)
+{
+	return fn_srq_make(self) ?: fn_request_init_rc(self);
+}
+
+static void fn_prep_accept_srq(fn_t *self)
+{
+	fn_prep_accept(self);
+	self->arg.accept.flags = KRDMA_CONN_SRQ;
+	self->arg.accept.srq_handle = self->srq;
+	/* a CQ for 8 + 1, the QP's 8 sends and the SRQ's 16 receives */
+	self->arg.accept.caps.max_send_wr = 8;
+	self->arg.accept.caps.max_recv_wr = 1;
+}
+
+static void fn_request_fini_srq(fn_t *self)
+{
+	fn_request_fini(self);
+	if (self->srq)
+		kt_destroy(self->fd, self->srq);
+	self->srq = 0;
 }
 
 static const int fn_errnos_accept[] = {
@@ -2008,6 +2037,14 @@ static const struct fn_case fn_cm_accept_rc = {
 	.setup = fn_accept_setup, .prep = fn_prep_accept,
 	.call = fn_call_accept, .check = fn_check_accept,
 	.teardown = fn_request_teardown, .fini = fn_request_fini,
+};
+
+static const struct fn_case fn_cm_accept_srq = {
+	.name = "CM_ACCEPT(RC, SRQ)", .settle_ms = 15000,
+	.errnos = fn_errnos_accept, .init = fn_request_init_srq,
+	.setup = fn_accept_setup, .prep = fn_prep_accept_srq,
+	.call = fn_call_accept, .check = fn_check_accept,
+	.teardown = fn_request_teardown, .fini = fn_request_fini_srq,
 };
 
 static const struct fn_case fn_cm_accept_ud = {
@@ -2082,6 +2119,15 @@ KRDMA_TEST_F_TIMEOUT(failnth, cm_accept_rc, 900)
 	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
 		SKIP(return, "no rdma_cm");
 	FN_SWEEP(fn_cm_accept_rc);
+}
+
+KRDMA_TEST_F_TIMEOUT(failnth, cm_accept_srq, 900)
+{
+	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
+		SKIP(return, "no rdma_cm");
+	if (!(self->info.features & KRDMA_FEATURE_SRQ) || !self->dev.info.max_srq)
+		SKIP(return, "no SRQs");
+	FN_SWEEP(fn_cm_accept_srq);
 }
 
 KRDMA_TEST_F_TIMEOUT(failnth, cm_accept_ud, 900)
