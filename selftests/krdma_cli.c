@@ -394,9 +394,139 @@ KRDMA_TEST_F(cli, bad_options)
 		{ "send -s 4 --data x h", "exclude" },
 		{ "copy onlyfile", "missing" },
 		{ "read h:70000", "bad port" },
+		/* options named as written, long ones too */
+		{ "send --data", "option --data needs an argument" },
+		{ "serve --pretty=3", "option --pretty takes no argument" },
+		{ "send -o 5 h", "option -o is not used by this command" },
+		{ "read --add 3 h", "option --add is not used by this command" },
+		{ "send --bogus h", "unknown option --bogus" },
+		/* one SGE's length is a __u32 */
+		{ "write -s 4294967296 h", "-s/--size" },
+		/* a stream's messages are patterns the server checks */
+		{ "send -n 2 --data x h", "-n/--count sends a stream" },
+		{ "send -n 2 -f /etc/hostname h", "-n/--count sends a stream" },
+		/* bench: what the kernel would refuse later, or ignore */
+		{ "bench --conns 5", "--conns is for a client" },
+		{ "bench -s 100 --lat", "-s is for a client" },
+		{ "bench write h --once", "--once is for a server" },
+		{ "bench --conns 3 write h", "takes no OP" },
+		{ "bench write h --validate", "--validate checks send" },
+		{ "bench write_imm h --validate", "--validate checks send" },
+		{ "bench fadd h -a", "-a: fadd and cswap have one size" },
+		{ "bench send h -a -s 64", "-a and -s exclude" },
+		{ "bench write h -n 5 -D 1", "-n and -D exclude" },
+		{ "bench send h -q 2 --via-ioctl", "--via-ioctl drives one QP" },
+		{ "bench read h --validate --via-ioctl", "without --validate" },
+		{ "bench memcpy -s 67108865", "at most 67108864 bytes" },
 	};
 
 	cli_expect_usage(_metadata, &self->client, bad, ARRAY_SIZE(bad));
+}
+
+/*
+ * What is not a regular file is refused before connecting, and at once: a
+ * FIFO would block open() until a writer came.  A copy goes by the file's
+ * size, so a /proc file (size 0, and more to read) is refused too.  Nobody
+ * listens on the port: a command that went on would fail connecting.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, not_a_regular_file, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	int st;
+
+	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.f%d", getpid());
+	ASSERT_EQ(0, krdma_run("mkdir -p %s && mkfifo %s/fifo", self->dir,
+			       self->dir));
+	st = cli_run(&self->client, "krdmactl send -T 5 -f %s/fifo %s:18798",
+		     self->dir, addr);
+	EXPECT_EQ(1, st);
+	EXPECT_NE(NULL, strstr(self->client.out, "not a regular file")) {
+		TH_LOG("%s", self->client.out);
+	}
+	st = cli_run(&self->client, "krdmactl copy -T 5 %s/fifo %s:18798",
+		     self->dir, addr);
+	EXPECT_EQ(1, st);
+	EXPECT_NE(NULL, strstr(self->client.out, "not a regular file")) {
+		TH_LOG("%s", self->client.out);
+	}
+	st = cli_run(&self->client, "krdmactl copy -T 5 /proc/version %s:18798",
+		     addr);
+	EXPECT_EQ(1, st);
+	EXPECT_NE(NULL, strstr(self->client.out, "its size says 0")) {
+		TH_LOG("%s", self->client.out);
+	}
+}
+
+/*
+ * serve -a ADDR:PORT listens on that PORT, not -p's; send -f reads a file
+ * to its end, a /proc one too (whose size says 0).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, serve_addr_port, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	char buf[4096], want[64];
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/version", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	ASSERT_LT(0, n);
+	START_SERVER("-a %s:18713 -n 2", addr);
+	CLIENT_OK("send -s 64 %s:18713", addr);
+	CLIENT_OK("send -f /proc/version %s:18713", addr);
+	SERVER_OK();
+	EXPECT_NE(NULL, strstr(self->server.out, ":18713")) {
+		TH_LOG("%s", self->server.out);
+	}
+	snprintf(want, sizeof(want), "recv %zd bytes", n);
+	EXPECT_NE(NULL, strstr(self->server.out, want)) {
+		TH_LOG("%s: %s", want, self->server.out);
+	}
+}
+
+/*
+ * A name that comes from a peer reaches the server's output escaped: no
+ * terminal control, and JSON stays JSON (a byte that is not UTF-8 as the
+ * code point of its value).  The server has no --save: it refuses the
+ * copy, naming the file.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, peer_strings_escaped, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	int st;
+
+	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.e%d", getpid());
+	ASSERT_EQ(0, krdma_run("mkdir -p %s && echo hi > \"%s/$(printf "
+			       "'e\\033[31m\\351')\"", self->dir, self->dir));
+	START_SERVER("-p 18714 -n 1");
+	st = cli_run(&self->client, "krdmactl copy %s/e* %s:18714",
+		     self->dir, addr);
+	EXPECT_EQ(1, st) {
+		TH_LOG("%s", self->client.out);
+	}
+	kt_reap(&self->server);
+	EXPECT_NE(NULL, strstr(self->server.out, "file e\\x1b[31m\\xe9")) {
+		TH_LOG("%s", self->server.out);
+	}
+	EXPECT_EQ(NULL, strchr(self->server.out, 033));
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
+
+	ASSERT_OK(cli_spawn(&self->server, "krdmactl -j serve -d rxe0 "
+			    "-p 18715 -n 1"));
+	ASSERT_TRUE(cli_wait_listen(&self->server));
+	st = cli_run(&self->client, "krdmactl copy %s/e* %s:18715",
+		     self->dir, addr);
+	EXPECT_EQ(1, st);
+	kt_reap(&self->server);
+	EXPECT_NE(NULL, strstr(self->server.out,
+			       "\"file\":\"e\\u001b[31m\\u00e9\"")) {
+		TH_LOG("%s", self->server.out);
+	}
+	EXPECT_EQ(NULL, strchr(self->server.out, 033));
+	EXPECT_EQ(NULL, strchr(self->server.out, 0xe9));
 }
 
 TEST_HARNESS_MAIN

@@ -152,6 +152,7 @@ static const char bench_usage[] =
 	"  -p, --port N         port (default 18517)\n"
 	"  -T, --timeout S      give up after S seconds without progress (10)\n"
 	"      --once           (serve) exit after the first client\n"
+	"                       (a server exits 1 if a run it served failed)\n"
 	"  -j                   JSON\n";
 
 enum {
@@ -163,6 +164,7 @@ enum {
 	OPT_ONCE,
 	OPT_CORRUPT,
 	OPT_ONE_CPU,
+	OPT_PRETTY,
 };
 
 struct bench_opts {
@@ -191,6 +193,54 @@ struct bench_opts {
 	bool copy_only;	/* the guest's memcpy bandwidth */
 };
 
+/* The BOP_ of an operation's name; BOP_NONE if it is not one. */
+static int bench_op(const char *name)
+{
+	unsigned int i;
+
+	for (i = 1; i < ARRAY_SIZE(bench_ops); i++)
+		if (!strcmp(name, bench_ops[i].name))
+			return i;
+	return BOP_NONE;
+}
+
+/*
+ * Options that do not go together, or not with this OP, refused here
+ * rather than by the kernel later (or not at all).  @client_opt: the first
+ * option given that only a client uses.
+ */
+static int bench_check_opts(const struct bench_opts *o,
+			    const char *client_opt)
+{
+	const char *why = NULL;
+
+	if (!o->host && !o->copy_only && client_opt[0])
+		err_msg("bench: %s is for a client (bench OP HOST); a server "
+			"takes -p, -T, --once, -j", client_opt);
+	else if (o->host && o->once)
+		why = "--once is for a server (bench without OP HOST)";
+	else if (o->have_iters && o->duration_s)
+		why = "-n and -D exclude each other";
+	else if (o->all && o->have_size)
+		why = "-a and -s exclude each other";
+	else if (o->all && is_atomic(o->op))
+		why = "-a: fadd and cswap have one size, 8 bytes";
+	else if (o->latency && o->qps > 1)
+		why = "--lat measures one QP";
+	else if (!o->latency && o->cq_mod > o->tx_depth)
+		why = "-Q must not exceed -t";
+	else if (o->validate && o->op != BOP_SEND && o->op != BOP_SEND_IMM &&
+		 o->op != BOP_READ)
+		why = "--validate checks send, send_imm and read payloads";
+	else if (o->via_ioctl && (o->qps > 1 || o->validate))
+		why = "--via-ioctl drives one QP, without --validate";
+	else
+		return 0;
+	if (why)
+		err_msg("bench: %s", why);
+	return EXIT_USAGE;
+}
+
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	static const struct option long_opts[] = {
@@ -216,11 +266,12 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "one-cpu", no_argument, NULL, OPT_ONE_CPU },
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, OPT_PRETTY },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = "bench";
-	unsigned int i;
-	int c, ret = 0;
+	char client_opt[32] = "";
+	int c, ret = 0, longidx;
 
 	o->port = BENCH_PORT;
 	o->qps = 1;
@@ -228,13 +279,21 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	o->cq_mod = 1;
 	o->timeout_s = 10;
 	while ((c = getopt_long(argc, argv, ":s:an:D:q:t:Q:I:c:ep:P:T:hj",
-				long_opts, NULL)) != -1) {
+				long_opts, (longidx = -1, &longidx))) != -1) {
+		/* what a server takes: -p, -T, --once, -j, --pretty */
+		if (!client_opt[0] && !strchr(":?hjpPT", c) &&
+		    c != OPT_ONCE && c != OPT_PRETTY)
+			opt_name(c, long_opts, longidx, client_opt,
+				 sizeof(client_opt));
 		switch (c) {
 		case 'h':
 			fputs(bench_usage, stdout);
 			return -1;
 		case 'j':
 			opt_common(c);
+			break;
+		case OPT_PRETTY:
+			pr_set_pretty(true);
 			break;
 		case 's':
 			o->have_size = true;
@@ -320,15 +379,17 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			return ret;
 	}
 	if (optind < argc && o->conns) {
+		if (optind + 1 < argc && bench_op(argv[optind])) {
+			err_msg("bench: --conns N HOST takes no OP");
+			return EXIT_USAGE;
+		}
 		o->op = BOP_NONE;
 		o->host = argv[optind++];
 	} else if (optind < argc && !strcmp(argv[optind], "memcpy")) {
 		o->copy_only = true;
 		optind++;
 	} else if (optind < argc) {
-		for (i = 1; i < ARRAY_SIZE(bench_ops); i++)
-			if (!strcmp(argv[optind], bench_ops[i].name))
-				o->op = i;
+		o->op = bench_op(argv[optind]);
 		if (!o->op) {
 			err_msg("bench: unknown operation \"%s\"",
 				argv[optind]);
@@ -344,6 +405,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		o->host = argv[optind++];
 	}
 	ret = opt_extra_args(cmd, argc, argv, bench_usage);
+	if (!ret)
+		ret = bench_check_opts(o, client_opt);
 	if (ret)
 		return ret;
 	if (is_atomic(o->op))
@@ -354,14 +417,6 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		o->iters = o->latency ? 1000 : 5000;
 	if (o->duration_s)
 		o->iters = 0;
-	if (o->latency && o->qps > 1) {
-		err_msg("bench: --lat measures one QP");
-		return EXIT_USAGE;
-	}
-	if (o->cq_mod > o->tx_depth) {
-		err_msg("bench: -Q must not exceed -t");
-		return EXIT_USAGE;
-	}
 	return 0;
 }
 
@@ -923,7 +978,9 @@ static int via_run(struct via *v, uint32_t size)
 
 	if (!remote_slots)
 		remote_slots = 1;
-	max_samples = iters ? iters : KRDMA_BENCH_MAX_SAMPLES;
+	/* as the kernel's loop: the first KRDMA_BENCH_MAX_SAMPLES */
+	max_samples = iters && iters < KRDMA_BENCH_MAX_SAMPLES ? iters :
+		      KRDMA_BENCH_MAX_SAMPLES;
 	if (o->latency) {
 		samples = calloc(max_samples, sizeof(*samples));
 		if (!samples)
@@ -1172,7 +1229,8 @@ static int bench_client(int fd, const struct bench_opts *o)
 		pr_str("loop", o->via_ioctl ? "ioctl" : "kernel");
 		pr_str("device", dev);
 		pr_u64("qps", o->qps);
-		pr_str("threads", o->one_cpu ? "one" : "per_cpu");
+		pr_str("threads", o->one_cpu || o->qps == 1 ? "one" :
+		       "per_cpu");
 		pr_u64("tx_depth", o->latency ? 1 : o->tx_depth);
 		pr_u64("cq_mod", o->cq_mod);
 		pr_u64("inline", o->inline_size);
@@ -1333,6 +1391,7 @@ struct srv {
 	uint32_t *conn_group;	/* handle -> group index + 1 (small table) */
 	uint32_t conn_group_len;
 	bool finished;
+	bool run_failed;	/* a run served failed: the exit status */
 };
 
 static void srv_reject(struct srv *s, uint32_t handle)
@@ -1428,6 +1487,8 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->timeout_ms = g->timeout_s * 1000;
 	ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
 	g->ran = true;
+	if (ret || b->validate_errors)
+		s->run_failed = true;
 	if (pr_is_json()) {
 		pr_obj_begin(NULL);
 		pr_str("event", "served");
@@ -1625,18 +1686,25 @@ static int bench_serve(int fd, const struct bench_opts *o)
 			srv_group_free(&s, &s.groups[i]);
 	free(s.conn_group);
 	xfer_destroy(fd, s.listener);
-	return ret ? 1 : 0;
+	return ret || s.run_failed ? 1 : 0;
 }
 
 /* memcpy of -s bytes between two 64 MiB areas: the copy ceiling. */
 static int bench_memcpy(const struct bench_opts *o)
 {
 	size_t area = 64 << 20, n = area / o->size, i;
-	uint8_t *src = malloc(area), *dst = malloc(area);
+	uint8_t *src, *dst;
 	uint64_t iters = o->have_iters ? o->iters : 20000, k;
 	double t0, t;
 
-	if (!src || !dst || !n) {
+	if (!n) {
+		err_msg("bench memcpy: -s: at most %zu bytes", area);
+		return EXIT_USAGE;
+	}
+	src = malloc(area);
+	dst = malloc(area);
+	if (!src || !dst) {
+		err_msg("bench memcpy: %s", strerror(ENOMEM));
 		free(src);
 		free(dst);
 		return 1;

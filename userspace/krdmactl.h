@@ -77,6 +77,9 @@ void __printf(1, 2) warn_msg(const char *fmt, ...);
 	{ "pretty", no_argument, NULL, 'p' }
 
 bool opt_common(int c);
+struct option;
+const char *opt_name(int c, const struct option *longopts, int longidx,
+		     char *buf, size_t len);
 int opt_fail(const char *cmd, int c, char **argv, const char *usage);
 int opt_extra_args(const char *cmd, int argc, char **argv, const char *usage);
 int parse_u32(const char *cmd, const char *opt, const char *arg,

@@ -55,14 +55,91 @@ static bool in_object(void)
 	return pr.depth > 0 && pr.stack[pr.depth - 1].is_obj;
 }
 
+/*
+ * Bytes of the UTF-8 sequence at @p, 0 if it is not one (a stray or
+ * overlong byte, a surrogate, past U+10FFFF).  Strings can come from a
+ * peer (a file name, a note): what is printed must stay JSON, and text
+ * must not reach a terminal as escape sequences.
+ */
+static int utf8_len(const unsigned char *p)
+{
+	uint32_t cp;
+	int n, i;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	cp = p[0] & (0x7f >> n);
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+/* A C0 or C1 control, or DEL: a terminal would act on it. */
+static bool is_control(const unsigned char *p, int len)
+{
+	return (len == 1 && (p[0] < 0x20 || p[0] == 0x7f)) ||
+	       (len == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+}
+
+/*
+ * Text: controls and bytes that are not UTF-8 as \xNN, the rest as it is.
+ */
+static void text_put_string(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int len, i;
+
+	while (*p) {
+		len = utf8_len(p);
+		if (!len || is_control(p, len)) {
+			for (i = 0; i < (len ? len : 1); i++)
+				printf("\\x%02x", p[i]);
+			p += len ? len : 1;
+			continue;
+		}
+		fwrite(p, 1, len, stdout);
+		p += len;
+	}
+}
+
 /* ---- JSON ---- */
 
+/*
+ * A byte that is not UTF-8 goes out as the code point of its value; controls
+ * (C1 too) escaped.
+ */
 static void json_put_string(const char *s)
 {
-	const unsigned char *p;
+	const unsigned char *p = (const unsigned char *)s;
+	int len;
 
 	putchar('"');
-	for (p = (const unsigned char *)s; *p; p++) {
+	while (*p) {
+		len = utf8_len(p);
+		if (len == 2 && is_control(p, len)) {	/* C1 */
+			printf("\\u%04x", (p[0] & 0x1f) << 6 | (p[1] & 0x3f));
+			p += len;
+			continue;
+		}
+		if (len > 1) {
+			fwrite(p, 1, len, stdout);
+			p += len;
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			fputs("\\\"", stdout);
@@ -77,11 +154,12 @@ static void json_put_string(const char *s)
 			fputs("\\t", stdout);
 			break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
+			if (*p < 0x20 || *p >= 0x7f)
 				printf("\\u%04x", *p);
 			else
 				putchar(*p);
 		}
+		p++;
 	}
 	putchar('"');
 }
@@ -233,6 +311,17 @@ void pr_u64(const char *key, uint64_t val)
 	}
 }
 
+void pr_u64_str(const char *key, uint64_t val)
+{
+	if (pr.json) {
+		json_member(key);
+		printf("\"%" PRIu64 "\"", val);
+	} else {
+		text_word();
+		printf("%s %" PRIu64, key, val);
+	}
+}
+
 void pr_hex(const char *key, uint64_t val)
 {
 	if (pr.json) {
@@ -262,7 +351,8 @@ void pr_str(const char *key, const char *val)
 		json_put_string(val);
 	} else {
 		text_word();
-		printf("%s %s", key, val);
+		printf("%s ", key);
+		text_put_string(val);
 	}
 }
 
@@ -329,7 +419,8 @@ void pr_label_str(const char *key, const char *val)
 		json_put_string(val);
 	} else {
 		text_word();
-		printf("%s:", val);
+		text_put_string(val);
+		putchar(':');
 	}
 }
 
@@ -340,7 +431,7 @@ void pr_value_str(const char *key, const char *val)
 		json_put_string(val);
 	} else {
 		text_word();
-		fputs(val, stdout);
+		text_put_string(val);
 	}
 }
 

@@ -15,7 +15,8 @@
  *   - pr_nl() continues the current object on a new, further indented line.
  *
  * JSON keys inside arrays are ignored.  Numbers are JSON numbers; bit masks
- * (pr_mask) are strings "0x..." because they may not survive a double.
+ * (pr_mask) are strings "0x...", and values of the whole 64 bits (pr_u64_str)
+ * decimal strings, because they may not survive a double.
  */
 #ifndef KRDMACTL_PRINT_H
 #define KRDMACTL_PRINT_H
@@ -34,6 +35,8 @@ void pr_arr_end(void);
 
 /* text "key 42"                 JSON "key": 42 */
 void pr_u64(const char *key, uint64_t val);
+/* text "key 42"                 JSON "key": "42" (a 64-bit value) */
+void pr_u64_str(const char *key, uint64_t val);
 /* text "key 0x2a"               JSON "key": 42 */
 void pr_hex(const char *key, uint64_t val);
 /* text "key 0x2a"               JSON "key": "0x2a" */

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "krdmactl.h"
 #include "print.h"
@@ -55,23 +56,48 @@ bool opt_common(int c)
 }
 
 /*
+ * The option getopt_long() just returned as @c, as the user wrote it:
+ * "--name" if it matched @longopts[@longidx] (@longidx -1: it did not),
+ * else "-c".
+ */
+const char *opt_name(int c, const struct option *longopts, int longidx,
+		     char *buf, size_t len)
+{
+	if (longidx >= 0)
+		snprintf(buf, len, "--%s", longopts[longidx].name);
+	else
+		snprintf(buf, len, "-%c", c);
+	return buf;
+}
+
+/*
  * Reports what getopt_long() refused (it runs with opterr = 0 and a
- * leading ':' in the option string) and prints @usage to stderr.
+ * leading ':' in the option string) and prints @usage to stderr.  The
+ * element it refused is argv[optind - 1], unless a short option inside a
+ * cluster ("-xj") was: only optopt names that one.  A long option that
+ * takes no value but was given one comes back as '?' with optopt set.
  */
 int opt_fail(const char *cmd, int c, char **argv, const char *usage)
 {
+	const char *arg = argv[optind - 1];
+	bool is_long = !strncmp(arg, "--", 2);
+	bool short_opt = optopt > 0 && optopt < 0x80 && isgraph(optopt);
 	const char *where = cmd ? cmd : "";
 	const char *sep = cmd ? ": " : "";
+	int arg_len = strcspn(arg, "=");
 
-	if (c == ':' && optopt)
-		err_msg("%s%soption -%c needs an argument", where, sep, optopt);
+	if (c == ':' && is_long)
+		err_msg("%s%soption %.*s needs an argument", where, sep,
+			arg_len, arg);
 	else if (c == ':')
-		err_msg("%s%soption %s needs an argument", where, sep,
-			argv[optind - 1]);
-	else if (c == '?' && optopt)
+		err_msg("%s%soption -%c needs an argument", where, sep, optopt);
+	else if (is_long && optopt && arg[arg_len])
+		err_msg("%s%soption %.*s takes no argument", where, sep,
+			arg_len, arg);
+	else if (short_opt)
 		err_msg("%s%sunknown option -%c", where, sep, optopt);
 	else
-		err_msg("%s%sunknown option %s", where, sep, argv[optind - 1]);
+		err_msg("%s%sunknown option %.*s", where, sep, arg_len, arg);
 	fputs(usage, stderr);
 	return EXIT_USAGE;
 }

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,6 +121,31 @@ int64_t xfer_pattern_check(const uint8_t *p, uint64_t seed, uint64_t off,
 		if (p[i] != (zero ? 0 : xfer_pattern_byte(seed, off + i)))
 			return (int64_t)i;
 	return -1;
+}
+
+/*
+ * Open @path to read it whole: a regular file only.  O_NONBLOCK, so that a
+ * FIFO is refused rather than waited on in open(); /proc and device files
+ * say a size they do not have.  Returns the fd, or -errno after a message.
+ */
+int xfer_open_file(const char *cmd, const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int err;
+
+	if (fd < 0 || fstat(fd, st)) {
+		err = errno;
+		err_msg("%s: %s: %s", cmd, path, strerror(err));
+		if (fd >= 0)
+			close(fd);
+		return -err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		err_msg("%s: %s: not a regular file", cmd, path);
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 int xfer_parse_addr(const char *cmd, const char *what, const char *arg,

@@ -204,6 +204,8 @@ void xfer_pattern_fill(uint8_t *p, uint64_t seed, uint64_t off, size_t len);
 int64_t xfer_pattern_check(const uint8_t *p, uint64_t seed, uint64_t off,
 			   size_t len, bool zero);
 /* "HOST[:PORT]", "[V6]:PORT": 0, or EXIT_USAGE (reported) */
+struct stat;
+int xfer_open_file(const char *cmd, const char *path, struct stat *st);
 int xfer_parse_addr(const char *cmd, const char *what, const char *arg,
 		    uint32_t default_port, struct krdma_sockaddr *sa);
 void xfer_format_addr(const struct krdma_sockaddr *sa, char *buf, size_t len);

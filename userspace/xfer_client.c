@@ -128,11 +128,12 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = o->cmd;
+	int c, ret = 0, longidx;
 	uint32_t mask;
-	int c, ret = 0;
+	char name[32];
 
 	while ((c = getopt_long(argc, argv, ":s:o:f:n:T:t:hjp", long_opts,
-				NULL)) != -1) {
+				(longidx = -1, &longidx))) != -1) {
 		if (c == 'h') {
 			fputs(o->usage, stdout);
 			return -1;
@@ -140,7 +141,8 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		if (c != ':' && c != '?' && !opt_common(c) &&
 		    !strchr(allowed, c < 0x100 ? c : 'A' + (c - OPT_DATA))) {
 			err_msg("%s: option %s is not used by this command", cmd,
-				argv[optind - 1]);
+				opt_name(c, long_opts, longidx, name,
+					 sizeof(name)));
 			fputs(o->usage, stderr);
 			return EXIT_USAGE;
 		}
@@ -150,7 +152,8 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 			break;
 		case 's':
 			o->have_size = true;
-			ret = parse_u64(cmd, "-s/--size", optarg, 1, 1ULL << 32,
+			/* one SGE's length, a __u32 */
+			ret = parse_u64(cmd, "-s/--size", optarg, 1, UINT32_MAX,
 					&o->size);
 			break;
 		case 'o':
@@ -598,6 +601,15 @@ static int xc_cm_connect(struct xc *x, uint16_t op)
 	return 0;
 }
 
+static int xc_check_range(struct xc *x, uint64_t off, uint64_t len)
+{
+	if (off > x->adv.length || len > x->adv.length - off)
+		return xc_fail(x, "%" PRIu64 " bytes at offset %" PRIu64
+			       " do not fit in the server's %" PRIu64
+			       "-byte buffer", len, off, x->adv.length);
+	return 0;
+}
+
 static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 {
 	uint32_t i;
@@ -608,6 +620,10 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 		ret = xc_get_adv(x);
 	if (!ret)
 		ret = xc_max_msg(x);
+	/* one-sided: what does not fit the server's buffer allocates nothing */
+	if (!ret && (op == XFER_OP_WRITE || op == XFER_OP_READ ||
+		     op == XFER_OP_ATOMIC))
+		ret = xc_check_range(x, x->o->offset, data_len);
 	if (ret)
 		return ret;
 	x->data_len = data_len;
@@ -674,15 +690,6 @@ static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
 	return xc_wait(x, XC_RDMA_WRID);
 }
 
-static int xc_check_range(struct xc *x, uint64_t off, uint64_t len)
-{
-	if (off > x->adv.length || len > x->adv.length - off)
-		return xc_fail(x, "%" PRIu64 " bytes at offset %" PRIu64
-			       " do not fit in the server's %" PRIu64
-			       "-byte buffer", len, off, x->adv.length);
-	return 0;
-}
-
 static uint8_t *xc_data(struct xc *x)
 {
 	return x->buf.mem + XC_DATA_OFF;
@@ -690,41 +697,42 @@ static uint8_t *xc_data(struct xc *x)
 
 /* ---- the operations ---- */
 
+/*
+ * The whole of a regular file, read to its end: a /proc file says a size
+ * of 0 and has more.
+ */
 static int xc_read_file(struct xc *x, const char *path, uint8_t **data,
 			uint64_t *len)
 {
+	size_t got = 0, room = XFER_MAX_PAYLOAD + 1;
 	struct stat st;
+	ssize_t n = 0;
 	uint8_t *p;
-	ssize_t n;
-	size_t got = 0;
-	int fd;
+	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		err_msg("%s: %s: %s", x->o->cmd, path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	if (st.st_size > XFER_MAX_PAYLOAD) {
-		close(fd);
-		err_msg("%s: %s: %lld bytes, more than one message carries "
-			"(%u)", x->o->cmd, path, (long long)st.st_size,
-			XFER_MAX_PAYLOAD);
-		return -EMSGSIZE;
-	}
-	p = malloc(st.st_size + 1);
-	while (p && got < (size_t)st.st_size) {
-		n = read(fd, p + got, st.st_size - got);
+	fd = xfer_open_file(x->o->cmd, path, &st);
+	if (fd < 0)
+		return fd;
+	p = malloc(room);
+	while (p && got < room) {
+		n = read(fd, p + got, room - got);
+		if (n < 0 && errno == EINTR && !xfer_stop)
+			continue;
 		if (n <= 0)
 			break;
 		got += n;
 	}
+	err = n < 0 ? errno : p ? 0 : ENOMEM;
 	close(fd);
-	if (!p || got != (size_t)st.st_size) {
+	if (err || got > XFER_MAX_PAYLOAD) {
 		free(p);
-		err_msg("%s: %s: short read", x->o->cmd, path);
-		return -EIO;
+		if (err) {
+			err_msg("%s: %s: %s", x->o->cmd, path, strerror(err));
+			return -err;
+		}
+		err_msg("%s: %s: more than one message carries (%u bytes)",
+			x->o->cmd, path, XFER_MAX_PAYLOAD);
+		return -EMSGSIZE;
 	}
 	*data = p;
 	*len = got;
@@ -887,8 +895,6 @@ static int xc_do_write(struct xc *x)
 	int ret, type;
 
 	ret = xc_connect(x, XFER_OP_WRITE, len);
-	if (!ret)
-		ret = xc_check_range(x, o->offset, len);
 	if (ret)
 		return ret;
 	seed = ((uint64_t)getpid() << 32 ^ (uint64_t)xfer_now_ms()) | 1;
@@ -930,8 +936,6 @@ static int xc_do_read(struct xc *x)
 	int ret;
 
 	ret = xc_connect(x, XFER_OP_READ, len);
-	if (!ret)
-		ret = xc_check_range(x, o->offset, len);
 	if (ret)
 		return ret;
 	memset(xc_data(x), 0xa5, len);
@@ -970,8 +974,6 @@ static int xc_do_atomic(struct xc *x)
 	int ret;
 
 	ret = xc_connect(x, XFER_OP_ATOMIC, 8);
-	if (!ret)
-		ret = xc_check_range(x, o->offset, 8);
 	if (ret)
 		return ret;
 	for (i = 0; i < o->count; i++) {
@@ -989,15 +991,15 @@ static int xc_do_atomic(struct xc *x)
 	pr_obj_begin(o->op_name);
 	pr_u64("offset", o->offset);
 	if (fadd)
-		pr_u64("add", o->add);
+		pr_u64_str("add", o->add);
 	else {
-		pr_u64("compare", o->compare);
-		pr_u64("swap", o->swap);
+		pr_u64_str("compare", o->compare);
+		pr_u64_str("swap", o->swap);
 	}
 	pr_u64("count", o->count);
-	pr_u64("old", first);
+	pr_u64_str("old", first);
 	if (o->count > 1)
-		pr_u64("last_old", old);
+		pr_u64_str("last_old", old);
 	if (!fadd)
 		pr_str("swapped", swapped == o->count ? "yes" :
 		       swapped ? "partly" : "no");
@@ -1126,7 +1128,8 @@ static int xc_do_copy(struct xc *x)
 	struct sha256_ctx sha;
 	struct stat st;
 	uint32_t again = 0;
-	ssize_t n;
+	uint64_t hashed = 0;
+	ssize_t n = 0;
 	int ret;
 	uint8_t *tmp;
 
@@ -1136,14 +1139,9 @@ static int xc_do_copy(struct xc *x)
 		err_msg("%s: %s: no usable file name", o->cmd, o->file);
 		return -EINVAL;
 	}
-	f.fd = open(o->file, O_RDONLY | O_CLOEXEC);
-	if (f.fd < 0 || fstat(f.fd, &st) || !S_ISREG(st.st_mode)) {
-		err_msg("%s: %s: %s", o->cmd, o->file,
-			f.fd < 0 || errno ? strerror(errno) : "not a file");
-		if (f.fd >= 0)
-			close(f.fd);
-		return -EINVAL;
-	}
+	f.fd = xfer_open_file(o->cmd, o->file, &st);
+	if (f.fd < 0)
+		return f.fd;
 	f.size = st.st_size;
 	/* the digest first: what the receiver must end up with */
 	tmp = malloc(1 << 16);
@@ -1152,9 +1150,26 @@ static int xc_do_copy(struct xc *x)
 		return -ENOMEM;
 	}
 	sha256_init(&sha);
-	while ((n = read(f.fd, tmp, 1 << 16)) > 0)
+	while (!xfer_stop && (n = read(f.fd, tmp, 1 << 16)) > 0) {
 		sha256_update(&sha, tmp, n);
+		hashed += n;
+	}
 	free(tmp);
+	if (xfer_stop || n < 0) {
+		ret = xfer_stop ? -EINTR : -errno;
+		err_msg("%s: %s: %s", o->cmd, o->file, xfer_stop ?
+			"interrupted" : strerror(errno));
+		close(f.fd);
+		return ret;
+	}
+	/* the copy goes by the size: a file that says another has none */
+	if (hashed != f.size) {
+		err_msg("%s: %s: %" PRIu64 " bytes read, its size says %" PRIu64
+			" (it changed, or is not a file of data)", o->cmd,
+			o->file, hashed, f.size);
+		close(f.fd);
+		return -EIO;
+	}
 	sha256_final(&sha, f.digest);
 	sha256_hex(f.digest, f.hex);
 
@@ -1274,6 +1289,13 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 		if (o->data && strlen(o->data) > XFER_MAX_PAYLOAD) {
 			err_msg("%s: --data: longer than %u bytes", o->cmd,
 				XFER_MAX_PAYLOAD);
+			return EXIT_USAGE;
+		}
+		/* a stream's messages carry a pattern the server checks */
+		if (o->count > 1 && (o->data || o->file)) {
+			err_msg("%s: -n/--count sends a stream of pattern "
+				"messages; --data and -f/--file send one",
+				o->cmd);
 			return EXIT_USAGE;
 		}
 	}

@@ -57,7 +57,8 @@ static const char serve_usage[] =
 	"every command, UC send, write and copy, UD send.\n"
 	"\n"
 	"  -d, --ib-dev DEV     device of the buffer (default: the first)\n"
-	"  -a, --addr ADDR      listen on ADDR (default: any IPv4 address)\n"
+	"  -a, --addr ADDR[:N]  listen on ADDR (default: any IPv4 address),\n"
+	"                       on port N if given there\n"
 	"  -p, --port N         rdma_cm port (default 18516)\n"
 	"  -t, --transport T    rc (default), uc, ud or a list (rc,ud): one\n"
 	"                       listener each, on the port of -p; rc and uc\n"
@@ -1329,13 +1330,14 @@ int cmd_serve(int argc, char **argv)
 	ret = sv_parse(argc, argv, &o);
 	if (ret)
 		return ret < 0 ? 0 : ret;
+	/* -a HOST:PORT: its port, else -p's */
+	addr.port = o.port;
 	if (o.addr) {
 		ret = xfer_parse_addr("serve", "-a/--addr", o.addr, o.port,
 				      &addr);
 		if (ret)
 			return ret;
 	}
-	addr.port = o.port;
 	xfer_catch_signals();
 	s.fd = krdma_open();
 	if (s.fd < 0) {
