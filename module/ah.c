@@ -105,7 +105,7 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
-	if (cmd->__reserved)
+	if (cmd->__reserved || cmd->dest_lid > U16_MAX)
 		return -EINVAL;
 	ret = krdma_ah_source(session, cmd, &path, &dev_index);
 	if (ret)

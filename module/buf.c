@@ -163,6 +163,9 @@ static void krdma_buf_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
 
+	if (buf->keyed)
+		xa_cmpxchg(&obj->kpd->buf_keys, buf->key, buf, NULL, 0);
+	buf->keyed = false;
 	if (buf->mr)
 		ib_dereg_mr(buf->mr);
 	buf->mr = NULL;
@@ -176,6 +179,8 @@ static void krdma_buf_free(struct krdma_object *obj)
 {
 	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
 
+	/* destroy_hw took the key out: nothing can find the buffer now */
+	WARN_ON(buf->keyed);
 	sg_free_table(&buf->sgt);
 	if (buf->mem)
 		krdma_buf_mem_put(buf->mem);
@@ -302,35 +307,33 @@ int krdma_buf_map(struct krdma_buf *buf)
 		return -EINVAL;
 	buf->mr->iova &= chunk - 1;
 	ret = krdma_pd_reg_mr(kpd, buf->mr, krdma_access_to_ib(buf->access));
+	if (ret)
+		return ret;
 	/* a fast-registered MR has one key, local and remote */
 	buf->key = buf->mr->lkey;
+	ret = xa_insert(&kpd->buf_keys, buf->key, buf, GFP_KERNEL);
+	buf->keyed = !ret;
 	return ret;
 }
 
 /*
- * The buffer of the session on @kdev whose key is @key, referenced: a
- * LOCAL_INV may name no other (the PD is shared by every session).
+ * The buffer of @kpd's session whose key is @key, referenced: a LOCAL_INV
+ * may name no other (some devices, rxe among them, do not check the PD of
+ * the MR they invalidate).
  */
-int krdma_buf_find_key(struct krdma_session *session,
-		       struct krdma_device *kdev, u32 key,
+int krdma_buf_find_key(struct krdma_pd *kpd, u32 key,
 		       struct krdma_object **ref)
 {
-	struct krdma_object *obj;
-	unsigned long handle;
+	struct krdma_buf *buf;
 	int ret = -EINVAL;
 
-	xa_lock(&session->objects);
-	xa_for_each(&session->objects, handle, obj) {
-		if (obj->ops != &krdma_buf_ops || obj->kdev != kdev ||
-		    container_of(obj, struct krdma_buf, obj)->key != key)
-			continue;
-		if (kref_get_unless_zero(&obj->kref)) {
-			*ref = obj;
-			ret = 0;
-		}
-		break;
+	xa_lock(&kpd->buf_keys);
+	buf = xa_load(&kpd->buf_keys, key);
+	if (buf && kref_get_unless_zero(&buf->obj.kref)) {
+		*ref = &buf->obj;
+		ret = 0;
 	}
-	xa_unlock(&session->objects);
+	xa_unlock(&kpd->buf_keys);
 	return ret;
 }
 

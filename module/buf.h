@@ -56,6 +56,7 @@ struct krdma_buf {
 	bool mapped;
 	struct ib_mr *mr;
 	u32 key;
+	bool keyed;		/* @key is in the PD's buf_keys */
 };
 
 extern const struct krdma_object_ops krdma_buf_ops;

@@ -444,8 +444,8 @@ static int krdma_cm_connect_check(const struct krdma_cm_connect *cmd)
 	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ |
 			   KRDMA_CONN_CM_TIMERS))
 		return -EOPNOTSUPP;
-	if (cmd->handle || cmd->dev_index || cmd->qp_num ||
-	    cmd->reject_reason || cmd->__reserved)
+	/* (handle, dev_index, qp_num, reject_reason: out, whatever came in) */
+	if (cmd->__reserved)
 		return -EINVAL;
 	if (cmd->transport > KRDMA_TRANSPORT_UD)
 		return -EINVAL;
@@ -644,8 +644,25 @@ err_put:
 	return ret;
 }
 
-/* A connection still waiting for accept or reject, hw lock held. */
+/*
+ * How much private data the CM's answer to @conn's request carries: a REP
+ * or a REJ, for UD a SIDR reply either way.
+ */
+static u32 krdma_cm_answer_pdata_max(const struct krdma_conn *conn,
+				     bool accept)
+{
+	if (conn->transport == KRDMA_TRANSPORT_UD)
+		return IB_CM_SIDR_REP_PRIVATE_DATA_SIZE;
+	return accept ? IB_CM_REP_PRIVATE_DATA_SIZE :
+			IB_CM_REJ_PRIVATE_DATA_SIZE;
+}
+
+/*
+ * A connection still waiting for accept or reject, hw lock held, whose
+ * answer can carry @pdata_len bytes (else -EINVAL, the request untouched).
+ */
 static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
+				u32 pdata_len, bool accept,
 				struct krdma_conn **connp)
 {
 	struct krdma_conn *conn;
@@ -654,6 +671,10 @@ static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
 	ret = krdma_conn_get_request(session, handle, &conn);
 	if (ret)
 		return ret;
+	if (pdata_len > krdma_cm_answer_pdata_max(conn, accept)) {
+		krdma_conn_put(conn);
+		return -EINVAL;
+	}
 	/* one answer per request: a second accept or reject loses */
 	if (test_and_set_bit(KRDMA_CONN_CONNECTED, &conn->state)) {
 		krdma_conn_put(conn);
@@ -663,17 +684,30 @@ static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
 	return 0;
 }
 
-static int krdma_cm_accept_check(const struct krdma_cm_accept *cmd,
-				 u32 max_pdata)
+/* (qp_num: out, whatever came in) */
+static int krdma_cm_accept_check(const struct krdma_cm_accept *cmd)
 {
-	if (cmd->__reserved || cmd->qp_num)
+	if (cmd->__reserved)
 		return -EINVAL;
 	/* an accept that does not wait has nothing to time */
 	if ((cmd->flags & KRDMA_CONN_ACCEPT_ASYNC) && cmd->timeout_ms)
 		return -EINVAL;
-	if (cmd->private_data_len > max_pdata)
+	if (cmd->private_data_len > sizeof(cmd->private_data))
 		return -EINVAL;
 	return 0;
+}
+
+/* What only an accept uses must be zero in a reject. */
+static int krdma_cm_reject_check(const struct krdma_cm_accept *cmd)
+{
+	static const struct krdma_qp_caps no_caps;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->srq_handle || cmd->timeout_ms ||
+	    memcmp(&cmd->caps, &no_caps, sizeof(no_caps)))
+		return -EINVAL;
+	return krdma_cm_accept_check(cmd);
 }
 
 int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -687,10 +721,11 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (cmd->flags & ~(KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ |
 			   KRDMA_CONN_ACCEPT_ASYNC))
 		return -EOPNOTSUPP;
-	ret = krdma_cm_accept_check(cmd, sizeof(cmd->private_data));
+	ret = krdma_cm_accept_check(cmd);
 	if (ret)
 		return ret;
-	ret = krdma_cm_get_request(session, cmd->handle, &conn);
+	ret = krdma_cm_get_request(session, cmd->handle,
+				   cmd->private_data_len, true, &conn);
 	if (ret)
 		return ret;
 	conn->notify = cmd->flags & KRDMA_CONN_NOTIFY;
@@ -740,18 +775,23 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_conn *conn;
 	int ret;
 
-	if (cmd->flags)
-		return -EOPNOTSUPP;
-	ret = krdma_cm_accept_check(cmd, 148);
+	ret = krdma_cm_reject_check(cmd);
 	if (ret)
 		return ret;
-	ret = krdma_cm_get_request(session, cmd->handle, &conn);
+	ret = krdma_cm_get_request(session, cmd->handle,
+				   cmd->private_data_len, false, &conn);
 	if (ret)
 		return ret;
 	rdma_lock_handler(conn->cm_id);
 	ret = rdma_reject(conn->cm_id, cmd->private_data,
 			  cmd->private_data_len, IB_CM_REJ_CONSUMER_DEFINED);
 	rdma_unlock_handler(conn->cm_id);
+	if (ret) {
+		/* nothing went: the request can still be answered */
+		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
+		krdma_conn_put(conn);
+		return ret;
+	}
 	krdma_object_get_ref(&conn->obj);
 	krdma_conn_put(conn);
 	krdma_object_erase(&conn->obj);

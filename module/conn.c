@@ -305,7 +305,7 @@ struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
 	init_completion(&conn->cm_done);
 	conn->transport = transport;
 	conn->notify = notify;
-	conn->psn = get_random_u32() & 0xffffff;
+	conn->psn = get_random_u32() & KRDMA_QPN_MASK;
 	return conn;
 }
 
@@ -502,10 +502,6 @@ static int krdma_modify_path(struct krdma_conn *conn,
 	u32 access = cmd->access;
 	int ret;
 
-	if (cmd->flags & ~KRDMA_CONN_MODIFY_RC_ATTRS)
-		return -EOPNOTSUPP;
-	if (cmd->__reserved)
-		return -EINVAL;
 	ret = krdma_modify_rc_attrs(cmd, path);
 	if (ret)
 		return ret;
@@ -523,17 +519,27 @@ static int krdma_modify_path(struct krdma_conn *conn,
 	if (cmd->max_rd_atomic > attrs->max_qp_init_rd_atom ||
 	    cmd->max_dest_rd_atomic > attrs->max_qp_rd_atom)
 		return -EINVAL;
-	path->max_rd_atomic = cmd->max_rd_atomic ?: attrs->max_qp_init_rd_atom;
-	path->max_dest_rd_atomic = cmd->max_dest_rd_atomic ?:
-				   attrs->max_qp_rd_atom;
+	/* (the QP attributes are a u8: a device's larger maximum is cut) */
+	path->max_rd_atomic = min_t(u32, cmd->max_rd_atomic ?:
+				    attrs->max_qp_init_rd_atom, U8_MAX);
+	path->max_dest_rd_atomic = min_t(u32, cmd->max_dest_rd_atomic ?:
+					 attrs->max_qp_rd_atom, U8_MAX);
 	path->qkey = cmd->qkey ?: KRDMA_DEFAULT_QKEY;
 	if ((path->qkey & 0x80000000) && !capable(CAP_NET_RAW))
 		return -EPERM;
 
 	path->port_num = conn->port_num;
 	path->sgid_index = conn->sgid_index;
-	path->dest_qp_num = cmd->dest_qp_num & 0xffffff;
-	path->rq_psn = cmd->dest_psn & 0xffffff;
+	/*
+	 * 24-bit QP numbers and PSNs, 16-bit LIDs: more is no value of theirs
+	 * (UD has no peer: it ignores them)
+	 */
+	if (conn->transport != KRDMA_TRANSPORT_UD &&
+	    ((cmd->dest_qp_num | cmd->dest_psn) & ~KRDMA_QPN_MASK ||
+	     cmd->dest_lid > U16_MAX))
+		return -EINVAL;
+	path->dest_qp_num = cmd->dest_qp_num;
+	path->rq_psn = cmd->dest_psn;
 	path->sq_psn = conn->psn;
 	path->dest_lid = cmd->dest_lid;
 	memcpy(path->dgid.raw, cmd->dest_gid, sizeof(path->dgid.raw));
@@ -548,6 +554,11 @@ int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_conn *conn;
 	int ret;
 
+	/* the struct's own checks first, as every command makes them */
+	if (cmd->flags & ~KRDMA_CONN_MODIFY_RC_ATTRS)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
 	obj = krdma_object_get(session, cmd->handle, &krdma_conn_ops);
 	if (!obj)
 		return -ENOENT;

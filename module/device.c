@@ -203,6 +203,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	kref_init(&kdev->kref);
 	kdev->ibdev = ibdev;
 	init_rwsem(&kdev->usage);
+	sema_init(&kdev->reg_slots, KRDMA_DEFAULT_CQ_DEPTH);
 	mutex_init(&kdev->lock);
 	INIT_LIST_HEAD(&kdev->objects);
 	INIT_LIST_HEAD(&kdev->pds);
@@ -307,6 +308,12 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	ib_free_cq(kdev->cq);
 	ib_dealloc_pd(kdev->pd);
 	kdev->ibdev = NULL;
+	/*
+	 * The core forgets the client data only after we return: an rdma_cm
+	 * handler (krdma_device_enter_ib()) must not find the context once
+	 * the put below may have freed it.
+	 */
+	ib_set_client_data(ibdev, &krdma_client, NULL);
 	krdma_device_put(kdev);
 }
 

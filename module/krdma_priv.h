@@ -7,6 +7,7 @@
 
 #include <linux/bottom_half.h>
 #include <linux/kref.h>
+#include <linux/semaphore.h>
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -43,6 +44,11 @@ struct krdma_device {
 	struct ib_cq *cq;
 	u32 id;
 	u32 max_inline_data;
+	/*
+	 * Registrations in flight on @cq, every session's: at most its depth,
+	 * so that the CQ, shared by every registration QP, never overruns.
+	 */
+	struct semaphore reg_slots;
 	atomic_t next_comp_vector;
 	struct rw_semaphore usage;
 	struct mutex lock;		/* protects dead, objects, pds */
@@ -61,6 +67,9 @@ struct krdma_device {
  * @reg_lock: protects @reg_qp and serialises the registrations on it
  * @reg_qp: RC QP of @pd connected to itself, posts fast registrations
  * @dev_entry: on @kdev's PD list, under the device's lock
+ * @buf_keys: key -> the session's &struct krdma_buf whose MR has it, while
+ *	the MR is registered; the xarray's lock protects a lookup and the kref
+ *	it takes (a LOCAL_INV names a key, and may name no other session's)
  * @dead: @pd and @reg_qp are gone (the device was removed)
  */
 struct krdma_pd {
@@ -71,6 +80,7 @@ struct krdma_pd {
 	struct mutex reg_lock;		/* protects reg_qp, its posts */
 	struct ib_qp *reg_qp;
 	struct list_head dev_entry;
+	struct xarray buf_keys;
 	bool dead;
 };
 
@@ -245,6 +255,7 @@ struct krdma_qp_path {
 };
 
 /* RC timers of every connection unless the caller says otherwise */
+#define KRDMA_QPN_MASK 0xffffff	/* QP numbers and PSNs are 24 bits */
 #define KRDMA_DEFAULT_TIMEOUT 14	/* local ACK timeout: 67 ms */
 #define KRDMA_DEFAULT_RNR_TIMER 12	/* RNR NAK timer: 0.64 ms */
 #define KRDMA_DEFAULT_RETRY 7		/* transport and RNR retries */
@@ -422,8 +433,7 @@ int krdma_buf_inline_sges(struct krdma_session *session,
 			  const struct krdma_sge *usge, struct ib_sge *sges,
 			  int max_sges, int *num_sges, struct krdma_object **ref);
 int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma);
-int krdma_buf_find_key(struct krdma_session *session,
-		       struct krdma_device *kdev, u32 key,
+int krdma_buf_find_key(struct krdma_pd *kpd, u32 key,
 		       struct krdma_object **ref);
 int krdma_conn_get(struct krdma_session *session, u32 handle,
 		   struct krdma_conn **connp);

@@ -102,11 +102,36 @@ static int krdma_reg_qp_create(struct krdma_pd *kpd)
 }
 
 /*
+ * Wait for a registration's completion.  Registration is local work; if the
+ * device sits on it, flush it out through the error state rather than leave
+ * @wait on the stack.  A QP that went to the error state (a timeout, a
+ * failed WR) is destroyed: the next registration makes a new one.
+ */
+static int krdma_reg_wait(struct krdma_pd *kpd, struct krdma_reg_wait *wait)
+{
+	bool timed_out = false;
+
+	if (!wait_for_completion_timeout(&wait->done, KRDMA_REG_TIMEOUT)) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		ib_modify_qp(kpd->reg_qp, &attr, IB_QP_STATE);
+		wait_for_completion(&wait->done);
+		timed_out = true;
+	}
+	if (wait->status == IB_WC_SUCCESS && !timed_out)
+		return 0;
+	ib_destroy_qp(kpd->reg_qp);
+	kpd->reg_qp = NULL;
+	return wait->status == IB_WC_SUCCESS ? 0 : -EIO;
+}
+
+/*
  * Fast-register an MR of the PD whose pages are mapped (ib_map_mr_sg) with
  * a fresh key, and wait for the device to take it.
  */
 int krdma_pd_reg_mr(struct krdma_pd *kpd, struct ib_mr *mr, int access)
 {
+	struct krdma_device *kdev = kpd->kdev;
 	struct krdma_reg_wait wait = { .cqe.done = krdma_reg_done };
 	struct ib_reg_wr wr = {
 		.wr = {
@@ -126,24 +151,15 @@ int krdma_pd_reg_mr(struct krdma_pd *kpd, struct ib_mr *mr, int access)
 		if (ret)
 			goto out;
 	}
+	ret = down_killable(&kdev->reg_slots);
+	if (ret)
+		goto out;
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 	wr.key = mr->rkey;
 	ret = krdma_post_send(kpd->reg_qp, &wr.wr, NULL);
-	if (ret)
-		goto out;
-	/*
-	 * Registration is local work; if the device sits on it, flush it out
-	 * through the error state rather than leave wait on the stack.
-	 */
-	if (!wait_for_completion_timeout(&wait.done, KRDMA_REG_TIMEOUT)) {
-		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-
-		ib_modify_qp(kpd->reg_qp, &attr, IB_QP_STATE);
-		wait_for_completion(&wait.done);
-		ib_destroy_qp(kpd->reg_qp);
-		kpd->reg_qp = NULL;
-	}
-	ret = wait.status == IB_WC_SUCCESS ? 0 : -EIO;
+	if (!ret)
+		ret = krdma_reg_wait(kpd, &wait);
+	up(&kdev->reg_slots);
 out:
 	mutex_unlock(&kpd->reg_lock);
 	return ret;
@@ -160,6 +176,7 @@ static struct krdma_pd *krdma_pd_create(struct krdma_session *session,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&kpd->kref);
 	mutex_init(&kpd->reg_lock);
+	xa_init(&kpd->buf_keys);
 	kpd->session = session;
 	kpd->kdev = kdev;
 	kpd->pd = ib_alloc_pd(kdev->ibdev, 0);
@@ -229,6 +246,9 @@ static void krdma_pd_release(struct kref *kref)
 	list_del(&kpd->dev_entry);
 	mutex_unlock(&kdev->lock);
 	krdma_device_put(kdev);
+	/* each buffer's key went with its MR, before its put of the PD */
+	WARN_ON(!xa_empty(&kpd->buf_keys));
+	xa_destroy(&kpd->buf_keys);
 	kfree(kpd);
 }
 

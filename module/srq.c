@@ -60,13 +60,10 @@ static void krdma_srq_event(struct ib_event *event, void *context)
 	wake_up_all(&srq->obj.session->wait);
 }
 
+/* (handle: out, whatever came in; the flags are checked before the device) */
 static int krdma_srq_create_check(const struct krdma_srq_create *cmd,
 				  const struct ib_device_attr *attrs)
 {
-	if (cmd->flags)
-		return -EOPNOTSUPP;
-	if (cmd->handle)
-		return -EINVAL;
 	if (!attrs->max_srq)
 		return -EOPNOTSUPP;
 	if (cmd->max_wr > attrs->max_srq_wr ||
@@ -84,6 +81,8 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	struct krdma_srq *srq;
 	int ret;
 
+	if (cmd->flags)
+		return -EOPNOTSUPP;
 	ret = krdma_device_enter(cmd->dev_index, &kdev);
 	if (ret)
 		return ret;

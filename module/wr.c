@@ -280,13 +280,15 @@ static int krdma_build_ud(struct krdma_post_ctx *ctx,
 
 	if (total > ib_mtu_enum_to_int(conn->active_mtu))
 		return -EMSGSIZE;
+	if (uwr->remote_qpn & ~KRDMA_QPN_MASK)
+		return -EINVAL;
 	/* pairs with the smp_store_release() of the CM handler */
 	cm_ah = smp_load_acquire(&conn->ud_ah);
 	if (!uwr->ah_handle && cm_ah) {
 		/* the peer rdma_cm resolved, unless the WR names another */
 		ud->ah = cm_ah;
 		ud->remote_qpn = uwr->remote_qpn ?
-				 uwr->remote_qpn & 0xffffff : conn->dest_qp_num;
+				 uwr->remote_qpn : conn->dest_qp_num;
 		ud->remote_qkey = uwr->remote_qkey ?: conn->qkey;
 		return 0;
 	}
@@ -297,7 +299,7 @@ static int krdma_build_ud(struct krdma_post_ctx *ctx,
 	ret = krdma_post_hold(ctx, ah_obj);
 	if (ret)
 		return ret;
-	ud->remote_qpn = uwr->remote_qpn & 0xffffff;
+	ud->remote_qpn = uwr->remote_qpn;
 	ud->remote_qkey = uwr->remote_qkey ?: conn->qkey;
 	return 0;
 }
@@ -332,8 +334,8 @@ static int krdma_build_send(struct krdma_post_ctx *ctx, unsigned int i,
 		/* only a key of this session's own buffers */
 		struct krdma_object **ref = &ctx->refs[ctx->num_refs];
 
-		ret = krdma_buf_find_key(ctx->conn->obj.session, ctx->kdev,
-					 uwr->imm_data, ref);
+		ret = krdma_buf_find_key(ctx->conn->obj.kpd, uwr->imm_data,
+					 ref);
 		if (ret)
 			return ret;
 		ret = krdma_post_hold(ctx, *ref);
@@ -786,11 +788,10 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	int ret;
 
 	ret = krdma_post_check(cmd);
+	if (!ret)
+		ret = krdma_post_target(session, cmd->handle, &ctx, &max_wrs);
 	if (ret)
-		return ret;
-	ret = krdma_post_target(session, cmd->handle, &ctx, &max_wrs);
-	if (ret)
-		return ret;
+		goto answer;
 	if (cmd->num_wrs > max_wrs ||
 	    (cmd->flags & KRDMA_POST_POLL && !ctx.conn)) {
 		ret = -EINVAL;
@@ -801,19 +802,18 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = krdma_post_chain(session, &ctx, &bad_index);
 	if (!ret && cmd->flags & KRDMA_POST_POLL)
 		return krdma_post_poll(ucmd, &ctx);
-	if (!ret)
-		bad_index = cmd->num_wrs;
-	/*
-	 * On an error num_wrs says how many went; the rest were not posted.
-	 * When all went the struct is unchanged, and a write-back that
-	 * faults must not report posted work as failed.
-	 */
-	if (ret) {
-		cmd->num_wrs = bad_index;
-		krdma_ucmd_respond(ucmd, sizeof(*cmd));
-	}
 out:
 	krdma_post_target_put(&ctx);
 	krdma_post_ctx_free(&ctx);
+	if (!ret)
+		return 0;
+answer:
+	/*
+	 * On an error num_wrs says how many went (0 when a check failed); the
+	 * rest were not posted.  When all went the struct is unchanged, and
+	 * a write-back that faults must not report posted work as failed.
+	 */
+	cmd->num_wrs = bad_index;
+	krdma_ucmd_respond(ucmd, sizeof(*cmd));
 	return ret;
 }

@@ -170,6 +170,67 @@ KRDMA_TEST_F(bench, errnos)
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[0]));
 }
 
+/* The run's own arguments against its connections and buffers. */
+KRDMA_TEST_F(bench, errnos_against_objects)
+{
+	uint32_t h[2], opcodes[] = { KRDMA_OP_SEND_WITH_INV,
+				     KRDMA_OP_LOCAL_INV };
+	struct krdma_bench b;
+	struct kt_conn fresh;
+	struct kt_buf ro;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(opcodes); i++) {
+		bench_init(self, &b, h, opcodes[i], 10);
+		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+			     "opcode %u", opcodes[i]);
+	}
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.signal_every = b.tx_depth + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "signal_every over tx_depth");
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.remote_length = b.msg_size - 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "remote_length");
+	bench_init(self, &b, h, KRDMA_OP_ATOMIC_FETCH_ADD, 10);
+	b.remote_addr += 4;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "unaligned atomic");
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	b.flags = KRDMA_BENCH_LATENCY;
+	h[1] = self->b.handle;
+	b.num_conns = 2;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "ping-pong of 2");
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	b.inline_size = self->a.caps.max_inline_data + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "inline_size");
+	/* a validated READ reuses no slot while in flight: 8 slots, depth 16 */
+	bench_init(self, &b, h, KRDMA_OP_RDMA_READ, 10);
+	b.flags = KRDMA_BENCH_VALIDATE;
+	b.msg_size = self->la.len / 8;
+	b.remote_length = self->lb.len;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "slots < depth");
+	/* what the device writes needs a buffer it may write */
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, BENCH_SIZE,
+			       &ro));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_READ, 10);
+	b.local_buf = ro.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "READ into RO");
+	/* a connection that never connected: not in RTS */
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &fresh));
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	h[0] = fresh.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "QP in RESET");
+	/* UD: no bench of its own */
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 NULL, &fresh));
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	h[0] = fresh.handle;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b), "UD");
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS,
+		  conn_state(self->fd, self->a.handle));
+}
+
 /* Bandwidth runs of each one-sided opcode: figures as asked, QP usable. */
 KRDMA_TEST_F(bench, bandwidth_modes)
 {

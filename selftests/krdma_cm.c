@@ -356,18 +356,8 @@ KRDMA_TEST_F(cm, connect_bad_arguments)
 	c.cmd.flags = 1u << 7;
 	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 
-	/* Output fields must come in as zero. */
 	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.handle = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.qp_num = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.reject_reason = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.dev_index = 1;
+	c.cmd.__reserved = 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 
 	/* Source and destination of different families. */
@@ -939,8 +929,13 @@ KRDMA_TEST_F(cm, accept_reject_private_data_too_long)
 	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
 				CM_MS, &ev));
 	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.timeout_ms = 0;	/* a reject's must be */
 	a.private_data_len = REJECT_PDATA_MAX + 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a));
+	a.private_data_len = REJECT_PDATA_MAX;
+	a.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a));
+	a.__reserved = 0;
 	a.private_data_len = ACCEPT_PDATA_MAX + 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
 	kc_accept_init(&a, ev.handle, NULL, 0);
@@ -949,16 +944,68 @@ KRDMA_TEST_F(cm, accept_reject_private_data_too_long)
 	kc_accept_init(&a, ev.handle, NULL, 0);
 	a.__reserved = 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	/* what only an accept uses, in a reject */
 	kc_accept_init(&a, ev.handle, NULL, 0);
-	a.qp_num = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a),
+		     "reject with timeout_ms");
+	a.timeout_ms = 0;
+	a.srq_handle = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a),
+		     "reject with srq_handle");
+	a.srq_handle = 0;
+	a.caps.max_send_wr = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a),
+		     "reject with caps");
 
-	/* Still pending: accept it properly. */
-	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	/* Still pending: accept it; qp_num is out, whatever came in. */
+	kc_accept_init(&a, ev.handle, NULL, 0);
+	a.qp_num = 0xdeadbe;
+	ASSERT_OK(ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	EXPECT_NE(0xdeadbeu, a.qp_num);
+	EXPECT_NE(0u, a.qp_num);
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	EXPECT_EQ(0, c.ret) {
 		TH_LOG("CM_CONNECT: %s", strerror(c.err));
 	}
+}
+
+/*
+ * A CM_CONNECT's out fields are written, whatever came in: the struct a
+ * refused connect returned (its reject reason set) can be passed again.
+ */
+KRDMA_TEST_F(cm, connect_out_fields_ignored)
+{
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_reject(self->sfd, ev.handle, NULL, 0));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(ECONNREFUSED, c.err);
+	EXPECT_EQ(REJ_CONSUMER_DEFINED, c.cmd.reject_reason);
+
+	c.cmd.handle = 0xdeadbe;
+	c.cmd.qp_num = 0xdeadbe;
+	c.cmd.dev_index = 0xdeadbe;
+	c.ret = -1;
+	c.err = EINPROGRESS;
+	c.finished = false;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT again: %s", strerror(c.err));
+	}
+	EXPECT_EQ(0, c.cmd.reject_reason);
+	EXPECT_EQ(self->dev.dev_index, c.cmd.dev_index);
+	EXPECT_NE(0xdeadbeu, c.cmd.handle);
+	EXPECT_NE(0xdeadbeu, c.cmd.qp_num);
+	EXPECT_OK(kt_destroy(self->cfd, c.cmd.handle));
 }
 
 KRDMA_TEST_F(cm, accept_reject_not_a_request)
@@ -2257,6 +2304,7 @@ KRDMA_TEST_F_TIMEOUT(cm, ud_connect_send_both_ways, 90)
 /* SIDR refusals: a reject (reason 2), and no UD listener (reason 1). */
 KRDMA_TEST_F_TIMEOUT(cm, ud_reject_and_no_listener, 60)
 {
+	struct krdma_cm_accept a;
 	struct krdma_event ev;
 	struct kc_connect c;
 	uint16_t port;
@@ -2269,6 +2317,14 @@ KRDMA_TEST_F_TIMEOUT(cm, ud_reject_and_no_listener, 60)
 	ASSERT_EQ(0, kc_connect_start(&c));
 	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
 				CM_MS, &ev));
+	/*
+	 * A SIDR reply carries 136 bytes: more is EINVAL before anything is
+	 * sent, and the request can still be answered.
+	 */
+	kc_accept_init(&a, ev.handle, NULL, 137);
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	a.timeout_ms = 0;
+	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_REJECT, &a));
 	ASSERT_OK(kc_reject(self->sfd, ev.handle, "no", 2));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	EXPECT_EQ(-1, c.ret);

@@ -215,9 +215,10 @@ static bool fz_errno_documented(unsigned int nr, int err)
 	switch (nr) {
 	case KRDMA_CMD_CM_LISTEN:
 		return err == EADDRNOTAVAIL || err == EADDRINUSE ||
-		       err == EAFNOSUPPORT;
+		       err == EAFNOSUPPORT || err == EACCES;
 	case KRDMA_CMD_CM_CONNECT:
 		return err == EADDRNOTAVAIL || err == ECONNREFUSED ||
+		       err == EACCES ||
 		       err == ECONNABORTED || err == EAFNOSUPPORT ||
 		       err == ECONNRESET;
 	case KRDMA_CMD_CM_ACCEPT:	/* the handshake's outcomes */

@@ -1275,6 +1275,46 @@ KRDMA_TEST_F(obj, conn_modify_rc_attrs_without_flag)
 	modify_still_usable(_metadata, self, &c);
 }
 
+/* 24-bit QP numbers and PSNs, a 16-bit LID: more is refused, not cut */
+KRDMA_TEST_F(obj, conn_modify_field_widths)
+{
+	struct kt_conn c;
+	struct krdma_conn_modify m;
+	unsigned int f;
+
+	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
+	for (f = 0; f < 4; f++) {
+		kt_modify_init(&m, &c, &c);
+		switch (f) {
+		case 0: m.dest_qp_num = c.qp_num | 1u << 24; break;
+		case 1: m.dest_psn = 1u << 24; break;
+		case 2: m.dest_psn = UINT32_MAX; break;
+		case 3: m.dest_lid = 1u << 16; break;
+		}
+		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m),
+			     "case %u", f);
+	}
+	modify_still_usable(_metadata, self, &c);
+}
+
+/* The struct's own checks come before the handle's lookup. */
+KRDMA_TEST_F(obj, conn_modify_checks_before_lookup)
+{
+	struct kt_conn c;
+	struct krdma_conn_modify m;
+
+	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
+	m.handle = 0xfffff;
+	m.flags = 1u << 7;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	m.flags = 0;
+	m.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	m.__reserved = 0;
+	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	modify_still_usable(_metadata, self, &c);
+}
+
 KRDMA_TEST_F(obj, conn_modify_timeout_zero)
 {
 	struct kt_conn c;
@@ -1552,6 +1592,10 @@ KRDMA_TEST_F(obj, ah_create_flags_reserved)
 	a.conn_handle = c.handle;
 	memcpy(a.dest_gid, self->dev.gid, 16);
 	a.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
+	/* a LID is 16 bits: more is refused, not cut */
+	a.__reserved = 0;
+	a.dest_lid = 1u << 16;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
 }
 
@@ -2164,6 +2208,12 @@ KRDMA_TEST_F(post, opcode_invalidate)
 	wr.imm_data = other.lkey;
 	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV of another session's key");
 	close(ofd);
+	/* a key of the session's that went with its buffer */
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       4096, &other));
+	ASSERT_OK(kt_destroy(self->fd, other.handle));
+	wr.imm_data = other.lkey;
+	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV of a destroyed buffer's key");
 	nothing_posted(_metadata, self);
 }
 
@@ -2396,6 +2446,46 @@ KRDMA_TEST_F(post, ud_message_too_big)
 	good_send(self, &wr, 4, mtu + 1);
 	wr.flags |= KRDMA_WR_INLINE;
 	EXPECT_ERRNO(EINVAL, kt_post1(self->fd, self->a.handle, &wr));
+	nothing_posted(_metadata, self);
+}
+
+/* A QP number is 24 bits: more is refused, not cut to another QP's */
+KRDMA_TEST_F(post, ud_remote_qpn_width)
+{
+	struct krdma_wr wr;
+
+	if (variant->transport != KRDMA_TRANSPORT_UD)
+		SKIP(return, "UD only");
+	good_send(self, &wr, 1, 8);
+	wr.remote_qpn = self->b.qp_num | 1u << 24;
+	EXPECT_POST1_ERRNO(EINVAL, &wr);
+	nothing_posted(_metadata, self);
+}
+
+/*
+ * A POST refused as a whole writes num_wrs 0: an unknown handle, a bad
+ * flag.  (With KRDMA_POST_POLL, an ENOENT after the post leaves num_wrs as
+ * it was, all posted; the two must differ.)
+ */
+KRDMA_TEST_F(post, refused_call_writes_zero)
+{
+	struct krdma_post p;
+	struct krdma_wr wr;
+
+	good_send(self, &wr, 1, 8);
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.handle = 0xfffff;
+	p.num_wrs = 1;
+	p.wr_entry_size = sizeof(wr);
+	p.wrs_uptr = (uintptr_t)&wr;
+	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(0u, p.num_wrs);
+	p.handle = self->a.handle;
+	p.num_wrs = 1;
+	p.flags = 1u << 9;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_POST, &p));
+	EXPECT_EQ(0u, p.num_wrs);
 	nothing_posted(_metadata, self);
 }
 

@@ -13,6 +13,9 @@
  *    is %EINVAL.
  *  - Every @__reserved field and every unknown @flags bit must be zero:
  *    non-zero reserved is %EINVAL, an unknown flag is %EOPNOTSUPP.
+ *  - A field documented "out" is written by the kernel and ignored on the
+ *    way in, so a struct can be passed again as it came back (a CM_CONNECT
+ *    retried after %ECONNREFUSED wrote its reject reason).
  *  - 64-bit values and user pointers are __aligned_u64; no field is a long.
  *  - Output arrays are described by (uptr, num, entry_size): the kernel writes
  *    min(entry_size, its entry size) bytes per entry and zero-fills the rest,
@@ -37,9 +40,13 @@
  *  %ENOENT      unknown handle
  *  %ENODEV      the RDMA device was removed (or never existed)
  *  %EPERM       missing privilege
+ *  %EACCES      a port below 1024 without CAP_NET_BIND_SERVICE (CM_LISTEN,
+ *               CM_CONNECT's source)
  *  %EMSGSIZE    output array too small (count written back), or a message
  *               larger than the transport allows
- *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded for pinned memory
+ *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded for pinned memory;
+ *               POST: the send or receive queue is full (poll, then post
+ *               again from &struct krdma_post.num_wrs)
  *  %ENOBUFS, %ENFILE  the RDMA core or the network stack under it ran out
  *               of buffers (route or neighbour entries) or of files (rxe
  *               creates a kernel socket per QP): as %ENOMEM, passed on
@@ -472,7 +479,9 @@ enum krdma_access {
  * @size: sizeof(struct krdma_buf_alloc)
  * @flags: must be 0
  * @dev_index: device whose PD registers the buffer
- * @access: &enum krdma_access bits, least privilege
+ * @access: &enum krdma_access bits, least privilege: an unknown bit, or
+ *	remote write or atomic access without local write, is %EINVAL;
+ *	%KRDMA_ACCESS_MW_BIND %EOPNOTSUPP (as for %KRDMA_BUF_REG_USER)
  * @length: bytes, 1 ... the device's max_mr_size, and at most
  *	max_fast_reg_page_list_len chunks of up to 4 MiB each (one MR maps
  *	the buffer: 2 GiB on rxe), else %EINVAL
@@ -560,7 +569,8 @@ enum krdma_buf_rw_flags {
  * struct krdma_buf_rw - ioctl(KRDMA_BUF_RW): copy to or from a kernel buffer
  * @size: sizeof(struct krdma_buf_rw)
  * @flags: &enum krdma_buf_rw_flags
- * @handle: a buffer from %KRDMA_BUF_ALLOC
+ * @handle: a buffer from %KRDMA_BUF_ALLOC (one of %KRDMA_BUF_REG_USER is
+ *	the caller's own memory: %EINVAL)
  * @__reserved: must be 0
  * @offset: byte offset in the buffer
  * @length: bytes; @offset + @length beyond the buffer is %EINVAL
@@ -610,7 +620,8 @@ struct krdma_qp_caps {
  *	session, on the connection's device, else %EINVAL; %ENOENT if no such
  *	SRQ); the connection then has no receive queue of its own, so a RECV
  *	posted to it is %EINVAL, and its CQ has room for the whole SRQ
- * @KRDMA_CONN_CM_TIMERS: %KRDMA_CM_CONNECT on RC only (else %EINVAL): take
+ * @KRDMA_CONN_CM_TIMERS: %KRDMA_CM_CONNECT on RC only (UC or UD %EINVAL,
+ *	another command %EOPNOTSUPP): take
  *	@ack_timeout, @retry_cnt, @rnr_retry and @min_rnr_timer as given
  *	instead of the defaults (with the flag clear they must be 0)
  * @KRDMA_CONN_ACCEPT_ASYNC: %KRDMA_CM_ACCEPT only (elsewhere %EOPNOTSUPP),
@@ -646,7 +657,7 @@ enum krdma_conn_flags {
  * @gid_index: source GID index (RoCE)
  * @transport: &enum krdma_transport
  * @caps: queue sizes; out, what the device granted
- * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
+ * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ; without it 0 (else %EINVAL)
  * @handle: out, the connection's handle
  * @qp_num: out, QP number to give the peer
  * @psn: out, initial packet sequence number to give the peer
@@ -688,9 +699,10 @@ enum krdma_conn_modify_flags {
  * @size: sizeof(struct krdma_conn_modify)
  * @flags: &enum krdma_conn_modify_flags
  * @handle: a connection from %KRDMA_CONN_CREATE, still in RESET
- * @dest_qp_num: the peer's QP number (RC/UC)
- * @dest_psn: the peer's initial PSN (RC/UC)
- * @dest_lid: the peer's LID (InfiniBand)
+ * @dest_qp_num: the peer's QP number (RC/UC), 24 bits (else %EINVAL)
+ * @dest_psn: the peer's initial PSN (RC/UC), 24 bits (else %EINVAL)
+ * @dest_lid: the peer's LID (InfiniBand), 16 bits (else %EINVAL); UD
+ *	ignores these three
  * @dest_gid: the peer's GID (RoCE, or IB across subnets)
  * @path_mtu: bytes, 256 ... 4096; 0 takes the port's active MTU
  * @timeout: local ACK timeout exponent, 4.096 us * 2^@timeout, 1 ... 31;
@@ -790,8 +802,10 @@ struct krdma_sockaddr {
  * @size: sizeof(struct krdma_cm_listen)
  * @flags: must be 0
  * @addr: local address; the any-address listens on every device; an
- *	address no local device has is %EADDRNOTAVAIL, one in use
- *	%EADDRINUSE, a family other than AF_INET/AF_INET6 %EAFNOSUPPORT
+ *	address no local interface has is %EADDRNOTAVAIL, a local one no RDMA
+ *	device serves (127.0.0.1) %ENODEV, one in use %EADDRINUSE, a family
+ *	other than AF_INET/AF_INET6 %EAFNOSUPPORT; a port below 1024 without
+ *	CAP_NET_BIND_SERVICE is %EACCES (so is CM_CONNECT's @src port)
  * @backlog: pending CONNECT_REQUESTs (0: default 128; above 2^31 - 1
  *	%EINVAL)
  * @transport: &enum krdma_transport of the connections it accepts: RC and
@@ -829,7 +843,7 @@ struct krdma_cm_listen {
  * @timeout_ms: bound on each step: address and route resolution, and the
  *	connection handshake (0: 5000)
  * @caps: queue sizes; out, what the device granted
- * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
+ * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ; without it 0 (else %EINVAL)
  * @private_data_len: bytes of @private_data sent with the request (<= 56)
  * @private_data: up to 56 bytes for the peer's CONNECT_REQUEST event
  * @handle: out, the connection's handle
@@ -895,14 +909,17 @@ struct krdma_cm_connect {
  * struct krdma_cm_accept - ioctl(KRDMA_CM_ACCEPT) and ioctl(KRDMA_CM_REJECT)
  * @size: sizeof(struct krdma_cm_accept)
  * @flags: &enum krdma_conn_flags (accept only)
- * @handle: the connection handle a CONNECT_REQUEST event carried
- * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ
+ * @handle: the connection handle a CONNECT_REQUEST event carried; until it
+ *	is answered it takes ACCEPT, REJECT and DESTROY (any other command
+ *	on it is %EINVAL)
+ * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ; without it 0 (else %EINVAL)
  * @caps: queue sizes (accept only); out, what the device granted
  * @private_data_len: bytes of @private_data for the peer (accept <= 196,
- *	reject <= 148; UD, whose SIDR reply carries less: <= 136, else the
- *	CM's %EINVAL)
+ *	reject <= 148; UD, whose SIDR reply carries less: <= 136); more is
+ *	%EINVAL, and the request can still be answered
  * @timeout_ms: accept waits this long for ESTABLISHED (0: 5000); 0 with
- *	%KRDMA_CONN_ACCEPT_ASYNC
+ *	%KRDMA_CONN_ACCEPT_ASYNC.  A reject has no use for @flags
+ *	(%EOPNOTSUPP), @srq_handle, @caps or @timeout_ms (%EINVAL unless 0)
  * @qp_num: out (accept), the local QP number
  * @__reserved: must be 0
  * @private_data: reply private data, or the reject's consumer data
@@ -918,8 +935,9 @@ struct krdma_cm_connect {
  * accept is %EINVAL).  With %KRDMA_CONN_ACCEPT_ASYNC it returns
  * once the reply is sent, and the outcome comes as an event; a request its
  * peer already withdrew (its REJ came first) is %EINVAL at once.
- * Reject answers the request and destroys the handle; a UD peer sees
- * %ECONNREFUSED with reject reason 2 (IB_SIDR_REJECT).
+ * Reject answers the request and destroys the handle (a reject the CM
+ * refused leaves both); a UD peer sees %ECONNREFUSED with reject reason 2
+ * (IB_SIDR_REJECT).
  */
 struct krdma_cm_accept {
 	__u32 size;
@@ -1018,7 +1036,10 @@ struct krdma_event {
  * @num_events: in, capacity of @events_uptr; out, events returned
  * @event_entry_size: sizeof(struct krdma_event) of the caller
  * @timeout_ms: wait this long for the first event (0: do not wait); the
- *	wait is interruptible (%EINTR) and ends with %ENODEV if the device goes
+ *	wait is interruptible (%EINTR).  A device's removal ends it with the
+ *	DEVICE_REMOVAL events of the session's rdma_cm objects on it; a session
+ *	with none there has no event for it (its calls on the device's objects
+ *	answer %ENODEV)
  * @__reserved: must be 0
  * @events_uptr: array of &struct krdma_event
  *
@@ -1101,7 +1122,8 @@ enum krdma_wr_flags {
  * @rkey: the peer's rkey (one-sided ops)
  * @ah_handle: UD: the address handle of the destination; 0 on a UD
  *	connection made by %KRDMA_CM_CONNECT: the peer rdma_cm resolved
- * @remote_qpn: UD: destination QP number (0 with the CM peer: its QP)
+ * @remote_qpn: UD: destination QP number, 24 bits (else %EINVAL); 0 with
+ *	the CM peer: its QP
  * @remote_qkey: UD: destination Q_Key (0: the connection's)
  * @compare_add: atomics: the value to add, or to compare with
  * @swap: compare-and-swap: the value to store on match
@@ -1146,8 +1168,12 @@ enum krdma_post_flags {
  *	without %KRDMA_POST_POLL
  * @flags: &enum krdma_post_flags
  * @handle: the connection, or an SRQ (RECVs only; %EINVAL for sends)
- * @num_wrs: in, WRs in @wrs_uptr; out, WRs the device accepted (on error,
- *	the index of the first WR it refused)
+ * @num_wrs: in, WRs in @wrs_uptr; out, on an error, the index of the WR
+ *	the call stopped at.  krdma checks every WR before it posts any: one
+ *	it refuses leaves the whole chain unposted.  A WR the device refused
+ *	(its queue full: %ENOMEM) comes after WRs it took, which went.  A
+ *	call refused as a whole (flags, sizes, handle, too many WRs) gives 0.
+ *	On success it is left as it was
  * @wr_entry_size: sizeof(struct krdma_wr) of the caller
  * @__reserved: must be 0
  * @wrs_uptr: array of &struct krdma_wr
@@ -1253,7 +1279,7 @@ struct krdma_poll {
  * @size: sizeof(struct krdma_ah_create)
  * @flags: must be 0
  * @conn_handle: a UD connection (gives device, port and source GID)
- * @dest_lid: the peer's LID (InfiniBand)
+ * @dest_lid: the peer's LID (InfiniBand), 16 bits (else %EINVAL)
  * @dest_gid: the peer's GID
  * @handle: out, the address handle
  * @__reserved: must be 0
@@ -1283,7 +1309,7 @@ struct krdma_ah_create {
  *	at most max_srq_wr (%EINVAL); out, what the device granted
  * @max_sge: SGEs per receive WR (0: 1), at most max_srq_sge and
  *	%KRDMA_MAX_SGE (%EINVAL); out, what the device granted
- * @handle: out, the SRQ's handle; must be 0 on input
+ * @handle: out, the SRQ's handle
  *
  * Connections of the session bind it with %KRDMA_CONN_SRQ.  RECVs are
  * posted with %KRDMA_POST on the SRQ's handle; each completes on the CQ of
