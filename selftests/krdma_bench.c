@@ -1049,6 +1049,15 @@ KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
 	}
 }
 
+/* A queue the device cannot make: the client says which options ask it */
+KRDMA_TEST_F_TIMEOUT(cli, queue_too_big_says_why, 60)
+{
+	EXPECT_EQ(1, cli_client(self, "send -s 64 -n 10 -I 65536"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "max_inline_data")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+}
+
 /*
  * A server's -j output is one JSON list of events: it listens, then a
  * record of each run its kernel loop served (two-sided ops).

@@ -691,6 +691,15 @@ static int bench_connect(int fd, const struct bench_opts *o,
 			PROG_NAME " bench running there?", cc.reject_reason);
 		return ret;
 	}
+	if (ret == -EINVAL) {
+		/* what the kernel checks against the device: the queue */
+		err_msg("bench: connect: %s: a QP of %u send WRs and %u bytes "
+			"inline (-t, -Q, -I) the device cannot make (see "
+			PROG_NAME " devices: max_qp_wr, max_inline_data)",
+			strerror(-ret), cc.caps.max_send_wr,
+			cc.caps.max_inline_data);
+		return ret;
+	}
 	if (ret) {
 		err_msg("bench: connect: %s", strerror(-ret));
 		return ret;
