@@ -6,6 +6,7 @@
  * sleeping on the CQ's notification as the connection was created.
  */
 #include <linux/jiffies.h>
+#include <linux/pagemap.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -578,30 +579,62 @@ static void krdma_wc_to_user(struct krdma_conn *conn, const struct ib_wc *wc,
 }
 
 /*
+ * Copy completion @uwc out, as entry @done of @cmd's array.  Under the
+ * connection's hw lock page faults are off: a fault is served with the
+ * lock dropped, for DESTROY and removal wait for it and a page can take
+ * forever to come (a FUSE mapping's).  *@unlocked: the lock could not be
+ * taken back (the connection or its device went) and is not held.
+ */
+static int krdma_poll_copy(struct krdma_conn *conn,
+			   const struct krdma_poll *cmd, u32 done,
+			   const struct krdma_wc *uwc, bool *unlocked)
+{
+	u64 uptr = cmd->wcs_uptr + (u64)done * cmd->wc_entry_size;
+	int ret;
+
+	pagefault_disable();
+	ret = krdma_copy_entries(uptr, cmd->wc_entry_size, uwc, sizeof(*uwc),
+				 1);
+	pagefault_enable();
+	if (!ret)
+		return 0;
+	krdma_object_unlock_hw(&conn->obj);
+	ret = krdma_copy_entries(uptr, cmd->wc_entry_size, uwc, sizeof(*uwc),
+				 1);
+	*unlocked = krdma_object_lock_hw(&conn->obj) != 0;
+	return ret;
+}
+
+/*
  * Move up to cmd->num_wcs completions to the caller, by way of @wc (room
- * for %KRDMA_POLL_BATCH); returns how many.
+ * for %KRDMA_POLL_BATCH); returns how many (see krdma_poll_copy() for
+ * @unlocked).
  */
 static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
-			 struct ib_wc *wc, u32 done)
+			 struct ib_wc *wc, u32 done, bool *unlocked)
 {
 	struct krdma_wc uwc;
 	bool received = false;
-	int want, n, i;
+	int want, n, i, ret;
 
-	while (done < cmd->num_wcs) {
+	/* (a BENCH run may take the connection while a copy drops the lock) */
+	while (done < cmd->num_wcs &&
+	       !test_bit(KRDMA_CONN_BENCH, &conn->state)) {
 		want = min_t(u32, cmd->num_wcs - done, KRDMA_POLL_BATCH);
 		n = ib_poll_cq(conn->cq, want, wc);
 		if (n < 0)
 			return n;
-		for (i = 0; i < n; i++, done++) {
+		for (i = 0; i < n; i++) {
 			received |= wc[i].status == IB_WC_SUCCESS &&
 				    wc[i].opcode & IB_WC_RECV;
 			krdma_wc_to_user(conn, &wc[i], &uwc);
-			if (krdma_copy_entries(cmd->wcs_uptr + (u64)done *
-					       cmd->wc_entry_size,
-					       cmd->wc_entry_size, &uwc,
-					       sizeof(uwc), 1))
-				return -EFAULT;
+			ret = krdma_poll_copy(conn, cmd, done, &uwc, unlocked);
+			if (ret)
+				return ret;
+			done++;
+			/* gone with the lock: the rest of the batch with it */
+			if (*unlocked)
+				return done;
 		}
 		/*
 		 * A short batch emptied the CQ: one more look would be a lock
@@ -682,10 +715,16 @@ static int krdma_poll_put(struct krdma_conn *conn,
 	unsigned long deadline = jiffies + msecs_to_jiffies(cmd->timeout_ms);
 	/* here, not per look: a stack this size is cleared on each entry */
 	struct ib_wc wc[KRDMA_POLL_BATCH];
+	bool unlocked = false;
 	int ret = 0, done = 0;
 
 	for (;;) {
-		done = krdma_poll_cq(conn, cmd, wc, done);
+		done = krdma_poll_cq(conn, cmd, wc, done, &unlocked);
+		if (unlocked) {
+			/* the lock is not held: put the object alone */
+			krdma_object_put(&conn->obj);
+			return done;
+		}
 		if (done < 0 || done == cmd->num_wcs)
 			break;
 		if (conn->notify)
@@ -780,14 +819,34 @@ static int krdma_post_poll(struct krdma_ucmd *ucmd, struct krdma_post_ctx *ctx)
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
+/*
+ * A read of WR @i faulted with page faults off: fault WRs @i on in, with
+ * nothing held, for the build to start again.  -EFAULT if WR @i itself
+ * cannot be read (a hole further on shows when the build gets there).
+ */
+static int krdma_post_fault_in(const struct krdma_post *cmd, u32 i)
+{
+	size_t len = (size_t)(cmd->num_wrs - i) * cmd->wr_entry_size;
+	const char __user *src = u64_to_user_ptr(cmd->wrs_uptr) +
+				 (size_t)i * cmd->wr_entry_size;
+
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	return fault_in_readable(src, len) > len - cmd->wr_entry_size ?
+	       -EFAULT : 0;
+}
+
 int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_post *cmd = ucmd->cmd;
-	struct krdma_post_ctx ctx = {};
-	u32 bad_index = 0, max_wrs;
+	struct krdma_post_ctx ctx;
+	u32 bad_index, max_wrs;
 	int ret;
 
 	ret = krdma_post_check(cmd);
+again:
+	memset(&ctx, 0, sizeof(ctx));
+	bad_index = 0;
 	if (!ret)
 		ret = krdma_post_target(session, cmd->handle, &ctx, &max_wrs);
 	if (ret)
@@ -797,7 +856,23 @@ int krdma_post(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = -EINVAL;
 		goto out;
 	}
+	/*
+	 * The WRs are read under the target's hw lock, which DESTROY and
+	 * removal wait for: with page faults off, so that a page that takes
+	 * long to come (a FUSE mapping's can take forever) is waited for with
+	 * nothing held, and the build starts again.
+	 */
+	pagefault_disable();
 	ret = krdma_post_build(&ctx, cmd, &bad_index);
+	pagefault_enable();
+	if (ret == -EFAULT) {
+		krdma_post_target_put(&ctx);
+		krdma_post_ctx_free(&ctx);
+		ret = krdma_post_fault_in(cmd, bad_index);
+		if (!ret)
+			goto again;
+		goto answer;
+	}
 	if (!ret)
 		ret = krdma_post_chain(session, &ctx, &bad_index);
 	if (!ret && cmd->flags & KRDMA_POST_POLL)

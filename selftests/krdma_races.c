@@ -22,7 +22,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <linux/userfaultfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include "krdma_test.h"
 
@@ -1639,6 +1641,196 @@ KRDMA_TEST_F_TIMEOUT(races, events_fully_written, 120)
 	EXPECT_LT(0, got);
 	kt_destroy(fd2, listener);
 	close(fd2);
+}
+
+/* ------------------------------------------------------------------------
+ * A page fault that never ends, on the memory a POST reads or a POLL
+ * writes, must not hold off DESTROY (nor removal): the module serves
+ * faults with no lock held.  userfaultfd makes such a page: a missing page
+ * of a registered range stays missing until the test supplies it.
+ */
+
+struct kr_stall {
+	int fd;
+	uint32_t conn;
+	bool post;		/* else POLL */
+	void *mem;		/* the stalled page */
+	int ret, err;
+	uint32_t count;		/* POST: num_wrs after; POLL: completions */
+	bool done;
+};
+
+static void *kr_stall_fn(void *arg)
+{
+	struct kr_stall *st = arg;
+
+	if (st->post) {
+		st->ret = kt_post(st->fd, st->conn, st->mem, 1, &st->count);
+	} else {
+		st->ret = kt_poll(st->fd, st->conn, st->mem, 1, 0);
+		st->count = st->ret > 0 ? st->ret : 0;
+	}
+	st->err = st->ret < 0 ? errno : 0;
+	__atomic_store_n(&st->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+struct kr_destroyer {
+	int fd;
+	uint32_t handle;
+	int ret;
+	bool done;
+};
+
+static void *kr_destroyer_fn(void *arg)
+{
+	struct kr_destroyer *d = arg;
+
+	d->ret = kt_destroy(d->fd, d->handle);
+	__atomic_store_n(&d->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A page of @uffd's, missing: the first access to it waits for the test. */
+static void *kr_uffd_page(struct __test_metadata *_metadata, int *uffd)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	long page = sysconf(_SC_PAGESIZE);
+	void *mem;
+
+	*uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (*uffd < 0)
+		return NULL;
+	if (ioctl(*uffd, UFFDIO_API, &api)) {
+		close(*uffd);
+		*uffd = -1;
+		return NULL;
+	}
+	mem = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	reg.range.start = (uintptr_t)mem;
+	reg.range.len = page;
+	if (ioctl(*uffd, UFFDIO_REGISTER, &reg)) {
+		munmap(mem, page);
+		return NULL;
+	}
+	return mem;
+}
+
+/* Wait up to 10 s for the page fault the call takes in the kernel. */
+static bool kr_uffd_faulted(int uffd)
+{
+	struct pollfd p = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&p, 1, 10000) != 1)
+		return false;
+	return read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+	       msg.event == UFFD_EVENT_PAGEFAULT;
+}
+
+/* Supply the page, with @src's bytes at its start. */
+static int kr_uffd_supply(int uffd, void *mem, const void *src, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *buf = aligned_alloc(page, page);
+	struct uffdio_copy c = {
+		.dst = (uintptr_t)mem,
+		.len = page,
+	};
+	int ret;
+
+	if (!buf)
+		return -1;
+	memset(buf, 0, page);
+	memcpy(buf, src, len);
+	c.src = (uintptr_t)buf;
+	ret = ioctl(uffd, UFFDIO_COPY, &c);
+	free(buf);
+	return ret;
+}
+
+static void kr_stalled_fault(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(races) *self, bool post)
+{
+	struct kr_stall st = { .fd = self->fd, .post = post };
+	struct kr_destroyer d = { .fd = self->fd };
+	struct kt_conn a, b;
+	struct kt_buf buf;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	pthread_t t, td;
+	int uffd;
+
+	if (!self->have_dev)
+		SKIP(return, "no RDMA device");
+	st.mem = kr_uffd_page(_metadata, &uffd);
+	if (!st.mem)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &a));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 NULL, &b));
+	ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
+	ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       4096, &buf));
+	/* a WRITE's completion for the POLL to copy out */
+	kt_wr_init(&wr, 0x5eed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, buf.handle, 0, 64);
+	wr.remote_addr = buf.addr + 1024;
+	wr.rkey = buf.rkey;
+	if (!post) {
+		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+		usleep(200 * 1000);
+	}
+	st.conn = a.handle;
+	ASSERT_EQ(0, pthread_create(&t, NULL, kr_stall_fn, &st));
+	ASSERT_TRUE(kr_uffd_faulted(uffd)) {
+		TH_LOG("the %s never touched the page", post ? "POST" : "POLL");
+	}
+	/* the call waits in the fault: DESTROY must not wait for it */
+	d.handle = a.handle;
+	ASSERT_EQ(0, pthread_create(&td, NULL, kr_destroyer_fn, &d));
+	EXPECT_TRUE(kr_wait_done(&d.done, 5000)) {
+		TH_LOG("DESTROY waited for a %s's page fault",
+		       post ? "POST" : "POLL");
+	}
+	EXPECT_FALSE(__atomic_load_n(&st.done, __ATOMIC_ACQUIRE));
+	ASSERT_OK(kr_uffd_supply(uffd, st.mem, &wr, sizeof(wr)));
+	ASSERT_TRUE(kr_wait_done(&st.done, 10000));
+	pthread_join(t, NULL);
+	ASSERT_TRUE(kr_wait_done(&d.done, 10000));
+	pthread_join(td, NULL);
+	EXPECT_EQ(0, d.ret);
+	if (post) {
+		/* it starts again once the page is in: the connection is gone */
+		EXPECT_EQ(-1, st.ret);
+		EXPECT_EQ(ENOENT, st.err);
+		EXPECT_EQ(0u, st.count);
+	} else {
+		/* the completion it had taken reaches the caller */
+		EXPECT_EQ(1, st.ret) {
+			TH_LOG("POLL: %s", strerror(st.err));
+		}
+		memcpy(&wc, st.mem, sizeof(wc));
+		EXPECT_EQ(0x5eedu, wc.wr_id);
+		EXPECT_EQ(0u, wc.status);
+	}
+	close(uffd);
+}
+
+KRDMA_TEST_F_TIMEOUT(races, destroy_during_post_page_fault, 60)
+{
+	kr_stalled_fault(_metadata, self, true);
+}
+
+KRDMA_TEST_F_TIMEOUT(races, destroy_during_poll_page_fault, 60)
+{
+	kr_stalled_fault(_metadata, self, false);
 }
 
 TEST_HARNESS_MAIN
