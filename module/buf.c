@@ -354,7 +354,7 @@ static int krdma_buf_alloc_check(const struct krdma_buf_alloc *cmd)
  */
 int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 		     u64 length, u32 access, krdma_buf_mem_ctor make_mem,
-		     const void *arg, struct krdma_buf_keys *keys)
+		     void *arg, struct krdma_buf_keys *keys)
 {
 	struct krdma_device *kdev;
 	struct krdma_buf *buf;
@@ -402,7 +402,7 @@ err:
 }
 
 static struct krdma_buf_mem *krdma_kbuf_mem(struct krdma_device *kdev,
-					    u64 length, const void *arg)
+					    u64 length, void *arg)
 {
 	if (length > kdev->ibdev->attrs.max_mr_size)
 		return ERR_PTR(-EINVAL);

@@ -81,10 +81,10 @@ struct krdma_buf_keys {
 
 typedef struct krdma_buf_mem *(*krdma_buf_mem_ctor)(struct krdma_device *kdev,
 						    u64 length,
-						    const void *arg);
+						    void *arg);
 
 int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 		     u64 length, u32 access, krdma_buf_mem_ctor make_mem,
-		     const void *arg, struct krdma_buf_keys *keys);
+		     void *arg, struct krdma_buf_keys *keys);
 
 #endif /* KRDMA_BUF_H */

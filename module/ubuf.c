@@ -67,31 +67,26 @@ static int krdma_ubuf_pin(struct krdma_buf_mem *mem, u64 uaddr, bool write)
 	return krdma_ubuf_pin_flags(mem, uaddr, FOLL_LONGTERM);
 }
 
-/* Where the caller's memory is, and whether it will be written. */
-struct krdma_ubuf_range {
-	u64 uaddr;
-	bool write;
-};
-
-static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
-					    u64 length, const void *arg)
+/*
+ * The caller's pages of [@uaddr, @uaddr + @length), pinned and charged: at
+ * most @max_pages, what one fast registration on the device maps.
+ */
+static struct krdma_buf_mem *krdma_ubuf_mem(u64 uaddr, u64 length,
+					    bool write, u32 max_pages)
 {
-	const struct krdma_ubuf_range *range = arg;
-	u64 uaddr = range->uaddr;
 	u64 first = uaddr & PAGE_MASK, last = PAGE_ALIGN(uaddr + length);
 	u64 npages = (last - first) >> PAGE_SHIFT;
 	struct krdma_buf_mem *mem;
 	int ret;
 
-	/* One fast registration maps the whole buffer. */
-	if (npages > kdev->ibdev->attrs.max_fast_reg_page_list_len)
+	if (npages > max_pages)
 		return ERR_PTR(-EINVAL);
 	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
 	if (!mem)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&mem->kref);
 	mem->user = true;
-	mem->writable = range->write;
+	mem->writable = write;
 	mem->num_chunks = npages;
 	mem->first_offset = uaddr & ~PAGE_MASK;
 	mem->mm = current->mm;
@@ -103,7 +98,7 @@ static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
 		return ERR_PTR(ret);
 	}
 	mem->chunks = kvcalloc(npages, sizeof(*mem->chunks), GFP_KERNEL);
-	ret = mem->chunks ? krdma_ubuf_pin(mem, uaddr, range->write) : -ENOMEM;
+	ret = mem->chunks ? krdma_ubuf_pin(mem, uaddr, write) : -ENOMEM;
 	if (ret) {
 		krdma_buf_mem_put(mem);
 		return ERR_PTR(ret);
@@ -111,24 +106,62 @@ static struct krdma_buf_mem *krdma_ubuf_mem(struct krdma_device *kdev,
 	return mem;
 }
 
+/* The most pages one fast registration maps on device @dev_index. */
+static int krdma_ubuf_max_pages(u32 dev_index, u32 *max_pages)
+{
+	struct krdma_device *kdev;
+	int ret;
+
+	ret = krdma_device_enter(dev_index, &kdev);
+	if (ret)
+		return ret;
+	*max_pages = kdev->ibdev->attrs.max_fast_reg_page_list_len;
+	krdma_device_exit(kdev);
+	krdma_device_put(kdev);
+	return 0;
+}
+
+/* krdma_buf_create()'s memory: the pages pinned before, a reference more. */
+static struct krdma_buf_mem *krdma_ubuf_take(struct krdma_device *kdev,
+					     u64 length, void *arg)
+{
+	struct krdma_buf_mem *mem = arg;
+
+	if (mem->num_chunks > kdev->ibdev->attrs.max_fast_reg_page_list_len)
+		return ERR_PTR(-EINVAL);
+	kref_get(&mem->kref);
+	return mem;
+}
+
+/*
+ * The pages are pinned before the device is entered: pinning faults them
+ * in, and a fault can take forever (a FUSE mapping whose server does not
+ * answer, a userfaultfd range), which must not hold the device's usage
+ * lock that removal waits for.
+ */
 int krdma_buf_reg_user(struct krdma_session *session,
 		       struct krdma_ucmd *ucmd)
 {
 	struct krdma_buf_reg_user *cmd = ucmd->cmd;
-	struct krdma_ubuf_range range = {
-		.uaddr = cmd->uaddr,
-		.write = cmd->access & (KRDMA_ACCESS_LOCAL_WRITE |
-					KRDMA_ACCESS_REMOTE_WRITE |
-					KRDMA_ACCESS_REMOTE_ATOMIC),
-	};
+	bool write = cmd->access & (KRDMA_ACCESS_LOCAL_WRITE |
+				    KRDMA_ACCESS_REMOTE_WRITE |
+				    KRDMA_ACCESS_REMOTE_ATOMIC);
 	struct krdma_buf_keys keys;
+	struct krdma_buf_mem *mem;
+	u32 max_pages;
 	int ret;
 
 	ret = krdma_ubuf_check(cmd);
 	if (!ret)
-		ret = krdma_buf_create(session, cmd->dev_index, cmd->length,
-				       cmd->access, krdma_ubuf_mem, &range,
-				       &keys);
+		ret = krdma_ubuf_max_pages(cmd->dev_index, &max_pages);
+	if (ret)
+		return ret;
+	mem = krdma_ubuf_mem(cmd->uaddr, cmd->length, write, max_pages);
+	if (IS_ERR(mem))
+		return PTR_ERR(mem);
+	ret = krdma_buf_create(session, cmd->dev_index, cmd->length,
+			       cmd->access, krdma_ubuf_take, mem, &keys);
+	krdma_buf_mem_put(mem);
 	if (ret)
 		return ret;
 	cmd->handle = keys.handle;

@@ -3166,6 +3166,80 @@ KRDMA_TEST_F_TIMEOUT(removal, removal_wakes_poller, 90)
 	EXPECT_OK(kt_destroy(self->fd, n2.handle));
 }
 
+struct reg_staller {
+	int fd;
+	uint32_t dev_index;
+	void *mem;
+	int ret, err;
+	bool done;
+};
+
+static void *reg_staller_fn(void *arg)
+{
+	struct reg_staller *r = arg;
+	struct kt_buf b;
+
+	r->ret = kt_buf_reg_user(r->fd, r->dev_index, KT_ACCESS_ALL, r->mem,
+				 sysconf(_SC_PAGESIZE), &b);
+	r->err = r->ret ? errno : 0;
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A registration whose pages fault forever (a userfaultfd page no one
+ * serves) does not hold off the device's removal: pinning comes before the
+ * device is entered.  Once the page comes, the registration finds the
+ * device gone.
+ */
+KRDMA_TEST_F_TIMEOUT(removal, removal_during_reg_page_fault, 90)
+{
+	struct reg_staller r = { .fd = self->fd,
+				 .dev_index = self->dev.dev_index };
+	struct kt_proc del = {};
+	uint64_t pattern = 0x5eed;
+	pthread_t t;
+	int uffd, i;
+
+	r.mem = kt_uffd_page(&uffd);
+	if (!r.mem)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, pthread_create(&t, NULL, reg_staller_fn, &r));
+	if (!kt_uffd_faulted(uffd)) {
+		/*
+		 * 6.1 pins long-term with no fault retry, which userfaultfd
+		 * answers with SIGBUS (EFAULT) rather than waiting
+		 */
+		pthread_join(t, NULL);
+		close(uffd);
+		if (r.done && r.ret && r.err == EFAULT)
+			SKIP(return, "this kernel's long-term pin does not "
+			     "wait on userfaultfd (EFAULT)");
+		ASSERT_TRUE(false) {
+			TH_LOG("BUF_REG_USER never faulted: %d %s", r.ret,
+			       strerror(r.err));
+		}
+	}
+	ASSERT_OK(kt_spawn_for(&del, "krdma_objects", "del", false, 60,
+			       "rdma link delete " TMP_DEV));
+	for (i = 0; i < 100 && !kt_check_exit(&del); i++)
+		usleep(100 * 1000);
+	EXPECT_LT(i, 100) {
+		TH_LOG("removal waited for a registration's page fault");
+	}
+	EXPECT_FALSE(__atomic_load_n(&r.done, __ATOMIC_ACQUIRE));
+	ASSERT_OK(kt_uffd_supply(uffd, r.mem, &pattern, sizeof(pattern)));
+	kt_reap(&del);
+	EXPECT_EQ(0, del.status) {
+		TH_LOG("%s", del.out);
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(-1, r.ret);
+	EXPECT_EQ(ENODEV, r.err);
+	kt_proc_end(&del);
+	close(uffd);
+}
+
 /* A buffer of the removed device in a WR on a live device's connection. */
 KRDMA_TEST_F(removal, dead_buffer_in_live_conn)
 {

@@ -22,9 +22,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <linux/userfaultfd.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 
 #include "krdma_test.h"
 
@@ -1691,68 +1689,6 @@ static void *kr_destroyer_fn(void *arg)
 	return NULL;
 }
 
-/* A page of @uffd's, missing: the first access to it waits for the test. */
-static void *kr_uffd_page(struct __test_metadata *_metadata, int *uffd)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	long page = sysconf(_SC_PAGESIZE);
-	void *mem;
-
-	*uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
-	if (*uffd < 0)
-		return NULL;
-	if (ioctl(*uffd, UFFDIO_API, &api)) {
-		close(*uffd);
-		*uffd = -1;
-		return NULL;
-	}
-	mem = mmap(NULL, page, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return NULL;
-	reg.range.start = (uintptr_t)mem;
-	reg.range.len = page;
-	if (ioctl(*uffd, UFFDIO_REGISTER, &reg)) {
-		munmap(mem, page);
-		return NULL;
-	}
-	return mem;
-}
-
-/* Wait up to 10 s for the page fault the call takes in the kernel. */
-static bool kr_uffd_faulted(int uffd)
-{
-	struct pollfd p = { .fd = uffd, .events = POLLIN };
-	struct uffd_msg msg;
-
-	if (poll(&p, 1, 10000) != 1)
-		return false;
-	return read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
-	       msg.event == UFFD_EVENT_PAGEFAULT;
-}
-
-/* Supply the page, with @src's bytes at its start. */
-static int kr_uffd_supply(int uffd, void *mem, const void *src, size_t len)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	char *buf = aligned_alloc(page, page);
-	struct uffdio_copy c = {
-		.dst = (uintptr_t)mem,
-		.len = page,
-	};
-	int ret;
-
-	if (!buf)
-		return -1;
-	memset(buf, 0, page);
-	memcpy(buf, src, len);
-	c.src = (uintptr_t)buf;
-	ret = ioctl(uffd, UFFDIO_COPY, &c);
-	free(buf);
-	return ret;
-}
-
 static void kr_stalled_fault(struct __test_metadata *_metadata,
 			     FIXTURE_DATA(races) *self, bool post)
 {
@@ -1767,7 +1703,7 @@ static void kr_stalled_fault(struct __test_metadata *_metadata,
 
 	if (!self->have_dev)
 		SKIP(return, "no RDMA device");
-	st.mem = kr_uffd_page(_metadata, &uffd);
+	st.mem = kt_uffd_page(&uffd);
 	if (!st.mem)
 		SKIP(return, "no userfaultfd: %s", strerror(errno));
 	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
@@ -1789,7 +1725,7 @@ static void kr_stalled_fault(struct __test_metadata *_metadata,
 	}
 	st.conn = a.handle;
 	ASSERT_EQ(0, pthread_create(&t, NULL, kr_stall_fn, &st));
-	ASSERT_TRUE(kr_uffd_faulted(uffd)) {
+	ASSERT_TRUE(kt_uffd_faulted(uffd)) {
 		TH_LOG("the %s never touched the page", post ? "POST" : "POLL");
 	}
 	/* the call waits in the fault: DESTROY must not wait for it */
@@ -1800,7 +1736,7 @@ static void kr_stalled_fault(struct __test_metadata *_metadata,
 		       post ? "POST" : "POLL");
 	}
 	EXPECT_FALSE(__atomic_load_n(&st.done, __ATOMIC_ACQUIRE));
-	ASSERT_OK(kr_uffd_supply(uffd, st.mem, &wr, sizeof(wr)));
+	ASSERT_OK(kt_uffd_supply(uffd, st.mem, &wr, sizeof(wr)));
 	ASSERT_TRUE(kr_wait_done(&st.done, 10000));
 	pthread_join(t, NULL);
 	ASSERT_TRUE(kr_wait_done(&d.done, 10000));

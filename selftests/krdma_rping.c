@@ -196,6 +196,29 @@ FIXTURE_TEARDOWN(rping)
 	kt_proc_end(&self->client);
 }
 
+/*
+ * The exit status of one side: rdma-core's rping (Debian 12's 44.0) may
+ * fail a run that succeeded, when its CM thread, done with the last event,
+ * asks for another while the main thread destroys the event channel
+ * ("rdma_get_cm_event: Bad file descriptor", exit 255; rdma-core fixed it in
+ * 2025, pull request 1622).  That run counts as a success if it got as far
+ * as its DISCONNECT event; its ping lines are checked all the same.
+ */
+static int rp_status(struct __test_metadata *_metadata, enum rp_side prog,
+		     struct kt_proc *p)
+{
+	const char *out = kt_out(p);
+	const char *end = strstr(out, "DISCONNECT EVENT");
+
+	if (p->status && prog == REFERENCE && end &&
+	    strstr(end, "rdma_get_cm_event: Bad file descriptor")) {
+		TH_LOG("rdma-core rping's CM thread raced its exit (fixed "
+		       "upstream): counted as the success it was");
+		return 0;
+	}
+	return p->status;
+}
+
 KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
 {
 	char cmd[512];
@@ -212,11 +235,11 @@ KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
 	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
 	kt_reap_pair(&self->server, &self->client, RP_GRACE);
 
-	EXPECT_EQ(0, self->server.status) {
+	EXPECT_EQ(0, rp_status(_metadata, variant->server, &self->server)) {
 		TH_LOG("server exited %d:\n%.2000s", self->server.status,
 		       kt_out(&self->server));
 	}
-	EXPECT_EQ(0, self->client.status) {
+	EXPECT_EQ(0, rp_status(_metadata, variant->client, &self->client)) {
 		TH_LOG("client exited %d:\n%.2000s", self->client.status,
 		       kt_out(&self->client));
 	}

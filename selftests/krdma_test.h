@@ -1468,4 +1468,75 @@ static inline int kc_connect_join(struct kc_connect *c, uint32_t ms)
 		FIXTURE_DATA(fixture) __attribute__((unused)) *self,	\
 		const FIXTURE_VARIANT(fixture) __attribute__((unused)) *variant)
 
+/*
+ * userfaultfd: a page whose first access, the kernel's too, waits until the
+ * test supplies it, to stall a call in a page fault that does not end.
+ */
+#include <poll.h>
+#include <linux/userfaultfd.h>
+
+/* A page of @uffd's, missing: the first access to it waits for the test. */
+static inline void *kt_uffd_page(int *uffd)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	long page = sysconf(_SC_PAGESIZE);
+	void *mem;
+
+	*uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (*uffd < 0)
+		return NULL;
+	if (ioctl(*uffd, UFFDIO_API, &api)) {
+		close(*uffd);
+		*uffd = -1;
+		return NULL;
+	}
+	mem = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	reg.range.start = (uintptr_t)mem;
+	reg.range.len = page;
+	if (ioctl(*uffd, UFFDIO_REGISTER, &reg)) {
+		munmap(mem, page);
+		return NULL;
+	}
+	return mem;
+}
+
+/* Wait up to 10 s for the page fault the call takes in the kernel. */
+static inline bool kt_uffd_faulted(int uffd)
+{
+	struct pollfd p = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	/* (the fd is O_NONBLOCK: on a blocking one poll() says POLLERR) */
+	if (poll(&p, 1, 10000) != 1 || !(p.revents & POLLIN))
+		return false;
+	return read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+	       msg.event == UFFD_EVENT_PAGEFAULT;
+}
+
+/* Supply the page, with @src's bytes at its start. */
+static inline int kt_uffd_supply(int uffd, void *mem, const void *src,
+				 size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *buf = aligned_alloc(page, page);
+	struct uffdio_copy c = {
+		.dst = (uintptr_t)mem,
+		.len = page,
+	};
+	int ret;
+
+	if (!buf)
+		return -1;
+	memset(buf, 0, page);
+	memcpy(buf, src, len);
+	c.src = (uintptr_t)buf;
+	ret = ioctl(uffd, UFFDIO_COPY, &c);
+	free(buf);
+	return ret;
+}
+
 #endif /* KRDMA_TEST_H */
