@@ -408,6 +408,7 @@ KRDMA_TEST_F(cli, bad_options)
 		/* bench: what the kernel would refuse later, or ignore */
 		{ "bench --conns 5", "--conns is for a client" },
 		{ "bench -s 100 --lat", "-s is for a client" },
+		{ "bench --bw", "--bw is for a client" },
 		{ "bench write h --once", "--once is for a server" },
 		{ "bench --conns 3 write h", "takes no OP" },
 		{ "bench write h --validate", "--validate checks send" },

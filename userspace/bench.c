@@ -281,7 +281,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	while ((c = getopt_long(argc, argv, ":s:an:D:q:t:Q:I:c:ep:P:T:hj",
 				long_opts, (longidx = -1, &longidx))) != -1) {
 		/* what a server takes: -p, -T, --once, -j, --pretty */
-		if (!client_opt[0] && !strchr(":?hjpPT", c) &&
+		if (!client_opt[0] && (c >= 0x100 || !strchr(":?hjpPT", c)) &&
 		    c != OPT_ONCE && c != OPT_PRETTY)
 			opt_name(c, long_opts, longidx, client_opt,
 				 sizeof(client_opt));
