@@ -313,6 +313,24 @@ static bool krdma_bench_wc_ours(struct krdma_bench_run *run,
 		wc->byte_len <= run->cmd->msg_size);
 }
 
+/*
+ * A server that has sent its report has nothing left to learn on @bc: the
+ * client may leave as soon as the report arrives, before its ACK does (a
+ * responder delivers before it acknowledges), and its disconnect flushes
+ * the report and any receive still posted.  Their failures say nothing of
+ * the run, which the report has ended; a send's still counts as complete.
+ */
+static bool krdma_bench_wc_after_report(const struct krdma_bench_run *run,
+					struct krdma_bench_conn *bc,
+					const struct ib_wc *wc)
+{
+	if (!run->server || !bc->reported)
+		return false;
+	if (!(wc->wr_id & KRDMA_BENCH_RECV_WRID))
+		bc->completed = wc->wr_id & ~KRDMA_BENCH_SEND_WRID;
+	return true;
+}
+
 /* Poll @bc's CQ once; returns how many completions it had. */
 static int krdma_bench_poll(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc)
@@ -334,7 +352,8 @@ static int krdma_bench_poll(struct krdma_bench_run *run,
 			continue;
 		}
 		if (wc[i].status != IB_WC_SUCCESS) {
-			krdma_bench_wc_failed(run, bc, wc[i].status);
+			if (!krdma_bench_wc_after_report(run, bc, &wc[i]))
+				krdma_bench_wc_failed(run, bc, wc[i].status);
 			continue;
 		}
 		if (wc[i].wr_id & KRDMA_BENCH_RECV_WRID)

@@ -1508,13 +1508,17 @@ static void srv_run(struct srv *s, struct srv_group *g)
 		pr_u64("validate_errors", b->validate_errors);
 		if (ret)
 			pr_str("error", errno_hint(ret));
+		if (b->wc_status)
+			pr_str("wc_status", wc_status_name(b->wc_status));
 		pr_obj_end();
 	} else {
 		printf("served %s: %u QP(s), %" PRIu64 " messages, %" PRIu64
-		       " bytes, %" PRIu64 " failed validation%s%s\n",
+		       " bytes, %" PRIu64 " failed validation%s%s%s%s\n",
 		       bench_ops[g->op].name, g->qps, (uint64_t)b->ops_done,
 		       (uint64_t)b->bytes_done, (uint64_t)b->validate_errors,
-		       ret ? ": " : "", ret ? errno_hint(ret) : "");
+		       ret ? ": " : "", ret ? errno_hint(ret) : "",
+		       b->wc_status ? ": " : "",
+		       b->wc_status ? wc_status_name(b->wc_status) : "");
 	}
 	fflush(stdout);
 }
