@@ -1154,11 +1154,11 @@ static int xc_do_copy(struct xc *x)
 		sha256_update(&sha, tmp, n);
 		hashed += n;
 	}
+	ret = xfer_stop ? -EINTR : n < 0 ? -errno : 0;
 	free(tmp);
-	if (xfer_stop || n < 0) {
-		ret = xfer_stop ? -EINTR : -errno;
+	if (ret) {
 		err_msg("%s: %s: %s", o->cmd, o->file, xfer_stop ?
-			"interrupted" : strerror(errno));
+			"interrupted" : strerror(-ret));
 		close(f.fd);
 		return ret;
 	}
