@@ -317,17 +317,29 @@ static bool krdma_bench_wc_ours(struct krdma_bench_run *run,
  * A server that has sent its report has nothing left to learn on @bc: the
  * client may leave as soon as the report arrives, before its ACK does (a
  * responder delivers before it acknowledges), and its disconnect flushes
- * the report and any receive still posted.  Their failures say nothing of
- * the run, which the report has ended; a send's still counts as complete.
+ * the report and any receive still posted, or the report's retries run
+ * out.  The report is the last send (@bc->posted); a flush, or the
+ * report's own failure, says nothing of the run the report ended, and
+ * the send counts as complete.  An earlier send's real failure still
+ * fails the run.
  */
 static bool krdma_bench_wc_after_report(const struct krdma_bench_run *run,
 					struct krdma_bench_conn *bc,
 					const struct ib_wc *wc)
 {
+	bool send = !(wc->wr_id & KRDMA_BENCH_RECV_WRID);
+	u64 count = wc->wr_id & ~KRDMA_BENCH_SEND_WRID;
+
 	if (!run->server || !bc->reported)
 		return false;
-	if (!(wc->wr_id & KRDMA_BENCH_RECV_WRID))
-		bc->completed = wc->wr_id & ~KRDMA_BENCH_SEND_WRID;
+	if (wc->status != IB_WC_WR_FLUSH_ERR && !(send && count == bc->posted))
+		return false;
+	if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		WRITE_ONCE(bc->conn->last_wc_status, wc->status);
+		krdma_conn_error(bc->conn, wc->status);
+	}
+	if (send)
+		bc->completed = count;
 	return true;
 }
 

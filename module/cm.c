@@ -786,8 +786,12 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = rdma_reject(conn->cm_id, cmd->private_data,
 			  cmd->private_data_len, IB_CM_REJ_CONSUMER_DEFINED);
 	rdma_unlock_handler(conn->cm_id);
-	if (ret) {
-		/* nothing went: the request can still be answered */
+	/*
+	 * A SIDR reply the CM could not send leaves its request to be
+	 * answered again; an RC/UC reject makes the ID idle before it sends
+	 * (cm_send_rej_locked()), so that request is gone either way.
+	 */
+	if (ret && conn->transport == KRDMA_TRANSPORT_UD) {
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
 		krdma_conn_put(conn);
 		return ret;

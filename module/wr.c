@@ -822,7 +822,9 @@ static int krdma_post_poll(struct krdma_ucmd *ucmd, struct krdma_post_ctx *ctx)
 /*
  * A read of WR @i faulted with page faults off: fault WRs @i on in, with
  * nothing held, for the build to start again.  -EFAULT if WR @i itself
- * cannot be read (a hole further on shows when the build gets there).
+ * cannot be read (a hole further on shows when the build gets there);
+ * -EINTR on a signal, nothing posted: a caller whose pages keep going
+ * (MADV_DONTNEED from another thread) is not retried forever.
  */
 static int krdma_post_fault_in(const struct krdma_post *cmd, u32 i)
 {
@@ -830,7 +832,7 @@ static int krdma_post_fault_in(const struct krdma_post *cmd, u32 i)
 	const char __user *src = u64_to_user_ptr(cmd->wrs_uptr) +
 				 (size_t)i * cmd->wr_entry_size;
 
-	if (fatal_signal_pending(current))
+	if (signal_pending(current))
 		return -EINTR;
 	return fault_in_readable(src, len) > len - cmd->wr_entry_size ?
 	       -EFAULT : 0;
@@ -869,8 +871,10 @@ again:
 		krdma_post_target_put(&ctx);
 		krdma_post_ctx_free(&ctx);
 		ret = krdma_post_fault_in(cmd, bad_index);
-		if (!ret)
+		if (!ret) {
+			cond_resched();
 			goto again;
+		}
 		goto answer;
 	}
 	if (!ret)

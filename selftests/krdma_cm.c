@@ -1231,6 +1231,34 @@ KRDMA_TEST_F_TIMEOUT(cm, accept_async_peer_gone, 60)
 	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, ev.handle));
 }
 
+/*
+ * A reject of a request whose peer already withdrew (its connect timed
+ * out, its CM sent a REJ): the CM has ended the request, whatever the
+ * reject returns, and so is the handle.  (It stayed, with CONNECTED
+ * cleared, so an ACCEPT went on to build a QP for nobody.)
+ */
+KRDMA_TEST_F_TIMEOUT(cm, reject_peer_gone_ends_handle, 60)
+{
+	struct krdma_event ev, out;
+	struct kc_connect c;
+	int ret;
+
+	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+	c.cmd.timeout_ms = 1000;
+	ASSERT_EQ(0, kc_connect_start(&c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
+				CM_MS, &ev));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(-1, c.ret);
+	/* the peer's REJ, so that the reject meets a request already over */
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_REJECTED, ev.handle,
+				CM_MS, &out));
+	ret = kc_reject(self->sfd, ev.handle, NULL, 0);
+	TH_LOG("REJECT after the peer's REJ: %s",
+	       ret ? strerror(errno) : "sent");
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, ev.handle));
+}
+
 /* ------------------------------------------------------------------------
  * DISCONNECT
  */

@@ -54,8 +54,10 @@
  *  %EBUSY       DESTROY of an object another one still uses (an SRQ);
  *               POST, POLL or BENCH on a connection a BENCH run has
  *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
- *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH); nothing is left
- *               half done (an accepted connection stays: CM_ACCEPT)
+ *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH, a POST whose WRs'
+ *               pages are being faulted in); nothing is left half done
+ *               (an accepted connection stays: CM_ACCEPT; such a POST
+ *               posted nothing)
  *  %ENETDOWN    the device has no active port (a buffer's fast
  *               registration runs on one)
  *
@@ -935,8 +937,9 @@ struct krdma_cm_connect {
  * accept is %EINVAL).  With %KRDMA_CONN_ACCEPT_ASYNC it returns
  * once the reply is sent, and the outcome comes as an event; a request its
  * peer already withdrew (its REJ came first) is %EINVAL at once.
- * Reject answers the request and destroys the handle (a reject the CM
- * refused leaves both); a UD peer sees %ECONNREFUSED with reject reason 2
+ * Reject answers the request and destroys the handle, also when it fails
+ * (the RC/UC CM has ended the request before it sends; a UD reject the CM
+ * could not send leaves both); a UD peer sees %ECONNREFUSED with reject reason 2
  * (IB_SIDR_REJECT).
  */
 struct krdma_cm_accept {
