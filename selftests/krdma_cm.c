@@ -610,6 +610,28 @@ KRDMA_TEST_F_TIMEOUT(cm, send_recv_both_ways, 120)
 	}
 }
 
+/*
+ * Start a connect from the client session to the fixture's listener (its
+ * own wait @timeout_ms, 0 for the default); 0 once its CONNECT_REQUEST is
+ * in @ev (the connect waits in @c's thread).
+ */
+static int cm_request(FIXTURE_DATA(cm) *self, struct kc_connect *c,
+		      uint32_t timeout_ms, struct krdma_event *ev)
+{
+	int err;
+
+	kc_connect_init(c, self->cfd, self->addr, self->port, NULL, 0);
+	if (timeout_ms)
+		c->cmd.timeout_ms = timeout_ms;
+	err = kc_connect_start(c);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS,
+			     ev);
+}
+
 /* The server's buffer rkey/addr travel in the accept's private data. */
 KRDMA_TEST_F_TIMEOUT(cm, rdma_write_read_rkey_in_private_data, 120)
 {
@@ -636,10 +658,7 @@ KRDMA_TEST_F_TIMEOUT(cm, rdma_write_read_rkey_in_private_data, 120)
 	kt_fill(buf, len, 77);
 	ASSERT_OK(kt_buf_write(self->sfd, target.handle, len, buf, len));
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 0, &ev));
 	ASSERT_OK(kc_accept(self->sfd, ev.handle, &adv, sizeof(adv), &a));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(0, c.ret) {
@@ -924,10 +943,7 @@ KRDMA_TEST_F(cm, accept_reject_private_data_too_long)
 	struct krdma_event ev;
 	struct kc_connect c;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 0, &ev));
 	kc_accept_init(&a, ev.handle, NULL, 0);
 	a.timeout_ms = 0;	/* a reject's must be */
 	a.private_data_len = REJECT_PDATA_MAX + 1;
@@ -978,10 +994,7 @@ KRDMA_TEST_F(cm, connect_out_fields_ignored)
 	struct krdma_event ev;
 	struct kc_connect c;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 0, &ev));
 	ASSERT_OK(kc_reject(self->sfd, ev.handle, NULL, 0));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(ECONNREFUSED, c.err);
@@ -1125,10 +1138,7 @@ KRDMA_TEST_F(cm, accept_async_bad_arguments)
 	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 	kc_expect_no_handles(_metadata, self->cfd, 8);
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 0, &ev));
 	kc_accept_async_init(&a, ev.handle);
 	a.timeout_ms = 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
@@ -1150,10 +1160,7 @@ KRDMA_TEST_F(cm, accept_async_established)
 	struct krdma_cm_accept a;
 	struct kc_connect c;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 0, &ev));
 	kc_accept_async_init(&a, ev.handle);
 	a.private_data_len = sizeof(pdata);
 	memcpy(a.private_data, pdata, sizeof(pdata));
@@ -1190,11 +1197,7 @@ KRDMA_TEST_F_TIMEOUT(cm, accept_async_peer_gone, 60)
 	uint64_t end;
 	int ret, err;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.timeout_ms = 1000;
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 1000, &ev));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(-1, c.ret);
 	kc_expect_no_handles(_metadata, self->cfd, 8);
@@ -1243,11 +1246,7 @@ KRDMA_TEST_F_TIMEOUT(cm, reject_peer_gone_ends_handle, 60)
 	struct kc_connect c;
 	int ret;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	c.cmd.timeout_ms = 1000;
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 1000, &ev));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(-1, c.ret);
 	/* the peer's REJ, so that the reject meets a request already over */
@@ -1891,10 +1890,7 @@ KRDMA_TEST_F(cm, destroy_listener_with_pending_request)
 	struct krdma_event ev;
 	struct kc_connect c, c2;
 
-	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	ASSERT_EQ(0, kc_connect_start(&c));
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
-				CM_MS, &ev));
+	ASSERT_OK(cm_request(self, &c, 0, &ev));
 	ASSERT_OK(kt_destroy(self->sfd, self->listener));
 	EXPECT_ERRNO(ENOENT, kt_destroy(self->sfd, self->listener));
 	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, NULL));
