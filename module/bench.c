@@ -151,13 +151,16 @@ static bool krdma_bench_idle(struct krdma_bench_run *run, u64 now)
 	return now > last + run->timeout_ns;
 }
 
-/* @n more operations of @bytes bytes in all are done. */
+/*
+ * @n more operations of @bytes bytes in all are done.  The run's own
+ * counters move now; the shared ones, under their lock, once the step has
+ * posted what these completions let it post (krdma_bench_publish()): a
+ * ping-pong's next message does not wait for the bookkeeping.
+ */
 static void krdma_bench_account(struct krdma_bench_run *run,
 				struct krdma_bench_conn *bc, u64 n, u64 bytes,
 				u64 now)
 {
-	struct krdma_bench_shared *sh = run->shared;
-
 	if (!run->start_ns)
 		krdma_bench_start(run, now);
 	bc->ops += n;
@@ -165,9 +168,21 @@ static void krdma_bench_account(struct krdma_bench_run *run,
 	run->ops += n;
 	run->bytes += bytes;
 	run->last_event_ns = now;
+	run->unpublished_ops += n;
+	run->unpublished_bytes += bytes;
+}
+
+/* Add what krdma_bench_account() counted since the last call to the run's. */
+static void krdma_bench_publish(struct krdma_bench_run *run)
+{
+	struct krdma_bench_shared *sh = run->shared;
+	u64 now = run->last_event_ns;
+
+	if (!run->unpublished_ops)
+		return;
 	spin_lock(&sh->lock);
-	sh->ops += n;
-	sh->bytes += bytes;
+	sh->ops += run->unpublished_ops;
+	sh->bytes += run->unpublished_bytes;
 	sh->last_event_ns = max(sh->last_event_ns, now);
 	/* another CPU's clock may be a little behind the window's start */
 	if (now >= sh->window_ns + KRDMA_BENCH_PEAK_WINDOW_NS) {
@@ -180,6 +195,8 @@ static void krdma_bench_account(struct krdma_bench_run *run,
 		sh->window_bytes = sh->bytes;
 	}
 	spin_unlock(&sh->lock);
+	run->unpublished_ops = 0;
+	run->unpublished_bytes = 0;
 }
 
 static void krdma_bench_sample(struct krdma_bench_run *run, u64 ns)
@@ -706,6 +723,7 @@ static int krdma_bench_step(struct krdma_bench_run *run,
 		ret = krdma_bench_next(run, bc);
 	else
 		ret = krdma_bench_fill(run, bc);
+	krdma_bench_publish(run);
 	/* sleep only if every CQ is drained and armed */
 	if (run->notify && (n || ret || krdma_bench_rearm(run, conn)))
 		*sleep = false;

@@ -157,6 +157,8 @@ struct krdma_bench_shared {
  * @last_progress_ns: last progress update
  * @ops: operations done by these connections
  * @bytes: bytes done by these connections
+ * @unpublished_ops: of @ops, those not yet added to @shared's
+ * @unpublished_bytes: of @bytes, those not yet added to @shared's
  * @t0: latency mode: when the operation being timed was posted
  * @samples: latency samples
  * @num_samples: entries of @samples used
@@ -200,6 +202,8 @@ struct krdma_bench_run {
 	u64 last_progress_ns;
 	u64 ops;
 	u64 bytes;
+	u64 unpublished_ops;
+	u64 unpublished_bytes;
 	u64 t0;
 	u64 *samples;
 	u64 num_samples;
