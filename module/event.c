@@ -43,11 +43,6 @@ struct krdma_queued_event {
 };
 
 /*
- * An entry for one event, or NULL if there is no memory or the session
- * already holds max_events unfetched events.  Never sleeps on anything
- * but memory (CM handlers call it).
- */
-/*
  * An entry allocated ahead, for an event queued where allocating is not
  * allowed (a QP's event handler); krdma_event_post() queues it past the cap.
  */
@@ -56,6 +51,11 @@ struct krdma_queued_event *krdma_event_prealloc(void)
 	return kzalloc(sizeof(struct krdma_queued_event), GFP_KERNEL);
 }
 
+/*
+ * An entry for one event, or NULL if there is no memory or the session
+ * already holds max_events unfetched events.  Never sleeps on anything
+ * but memory (CM handlers call it).
+ */
 struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session)
 {
 	if (READ_ONCE(session->num_events) >= READ_ONCE(max_events))
@@ -65,11 +65,10 @@ struct krdma_queued_event *krdma_event_alloc(struct krdma_session *session)
 
 /*
  * Queue @qe, from krdma_event_alloc() or krdma_event_prealloc(), and wake
- * the waiters.  Never fails:
- * a CONNECT_REQUEST's connection is published before its event is
- * queued, and failing then would leave the CM to destroy an id the
- * published connection still names.  (The cap may be passed by the
- * handlers running at once, which are few.)
+ * the waiters.  Never fails: a CONNECT_REQUEST's connection is published
+ * before its event is queued, and failing then would leave the CM to
+ * destroy an id the published connection still names.  (The cap may be
+ * passed by the handlers running at once, which are few.)
  */
 void krdma_event_post(struct krdma_session *session,
 		      struct krdma_queued_event *qe,
