@@ -34,7 +34,7 @@ MODULE_SRCS := $(wildcard $(SRC)/module/*.c $(SRC)/module/*.h)
 WARN_CFLAGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 
-.PHONY: all module tools selftests install clean check check-debug fuzz demo bench checkpatch sparse lint
+.PHONY: all module tools selftests install clean check check-debug fuzz demo bench bench-trace checkpatch sparse lint
 
 all: module tools
 
@@ -81,6 +81,10 @@ demo:
 bench:
 	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/bench.sh
 	@cat $(BUILD)/bench.json
+
+# where a SEND ping-pong's time goes (kprobes on rxe), per program
+bench-trace:
+	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/bench-trace.sh
 
 CHECKPATCH ?= $(BUILD)/linux-source/scripts/checkpatch.pl
 checkpatch:
