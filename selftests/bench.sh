@@ -45,15 +45,19 @@ if cp "$(command -v "$KRDMACTL")" "$TMP/krdmactl" 2>/dev/null; then
 	KRDMACTL=$TMP/krdmactl
 fi
 
-# perftest's GID: the IPv4 one (RoCE v2), found by address
-GIDX=$(for f in /sys/class/infiniband/$DEV/ports/1/gids/*; do
-	case $(cat "$f" 2>/dev/null) in
-	*:ffff:c000:0201) basename "$f"; break ;;
-	esac
-done)
-GIDX=${GIDX:-1}
+# perftest's GID: the IPv4-mapped one of $ADDR (RoCE v2)
+GID_TAIL=$(echo "$ADDR" | awk -F. '{ printf ":ffff:%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+GIDX=
+for f in "/sys/class/infiniband/$DEV/ports/1/gids/"*; do
+	case $(cat "$f" 2>/dev/null) in *"$GID_TAIL") GIDX=$(basename "$f"); break ;; esac
+done
 
 log() { echo "bench: $*" >&2; }
+if [ -z "$GIDX" ]; then
+	log "no IPv4 GID for $ADDR on $DEV"
+	rm -rf "$TMP"
+	exit 1
+fi
 
 # the data line after a perftest/krdmactl table header: field N
 field() {	# field FILE N
