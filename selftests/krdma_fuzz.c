@@ -204,7 +204,9 @@ static bool fz_errno_documented(unsigned int nr, int err)
 	case EINTR:	/* "a signal ended a call that waits" */
 		return nr == KRDMA_CMD_POLL || nr == KRDMA_CMD_GET_EVENTS ||
 		       nr == KRDMA_CMD_CM_CONNECT || nr == KRDMA_CMD_CM_ACCEPT ||
-		       nr == KRDMA_CMD_BENCH;
+		       nr == KRDMA_CMD_BENCH ||
+		       /* ... and a POST whose WRs' pages are faulted in */
+		       nr == KRDMA_CMD_POST;
 	case ETIMEDOUT: case ENETUNREACH: case EHOSTUNREACH:
 		/* neighbour resolution of a RoCE peer */
 		if (nr == KRDMA_CMD_CONN_MODIFY || nr == KRDMA_CMD_AH_CREATE ||
