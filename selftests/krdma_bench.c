@@ -381,6 +381,21 @@ static int bench_threads(void)
 	return n;
 }
 
+/*
+ * The threads left once a run has returned, given up to 2 s to go: the
+ * caller wakes on a thread's last completion, which the thread signals
+ * just before it exits (kthread_complete_and_exit()).
+ */
+static int bench_threads_left(void)
+{
+	uint64_t end = kt_now_ms() + 2000;
+	int n;
+
+	while ((n = bench_threads()) > 0 && kt_now_ms() < end)
+		usleep(10 * 1000);
+	return n;
+}
+
 struct bench_call {
 	int fd;
 	struct krdma_bench *b;
@@ -456,7 +471,7 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads, 90)
 	EXPECT_EQ(0u, b.wc_status);
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[0]));
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[1]));
-	EXPECT_EQ(0, bench_threads());
+	EXPECT_EQ(0, bench_threads_left());
 
 	/* while a timed run goes on, its kernel thread is there */
 	b.iters = 0;
@@ -473,7 +488,7 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads, 90)
 	}
 	EXPECT_EQ(cpus > 1 ? 1 : 0, seen);
 	EXPECT_LT(0u, b.ops_done);
-	EXPECT_EQ(0, bench_threads());
+	EXPECT_EQ(0, bench_threads_left());
 }
 
 /*
@@ -532,7 +547,7 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_signal_stops_all, 90)
 	EXPECT_EQ(EINTR, err);
 	EXPECT_GT(30000u, kt_now_ms() - t0);
 	EXPECT_LT(0u, b.ops_done);
-	EXPECT_EQ(0, bench_threads());
+	EXPECT_EQ(0, bench_threads_left());
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[0]));
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[1]));
 	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
@@ -563,7 +578,7 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_destroy_ends_run, 90)
 	EXPECT_EQ(-1, call.ret);
 	EXPECT_EQ(ENODEV, call.err);
 	EXPECT_LT(0u, b.ops_done);
-	EXPECT_EQ(0, bench_threads());
+	EXPECT_EQ(0, bench_threads_left());
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[0]));
 	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
 }
@@ -1156,6 +1171,23 @@ static void sigint_children(pid_t pid)
 		closedir(d);
 }
 
+/* Has @p (stderr split) printed a progress line: is its run going? */
+static bool cli_in_run(const struct kt_proc *p)
+{
+	char path[100], buf[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.err", p->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return strstr(buf, " ops, ");
+}
+
 /* Ctrl-C: krdmactl stops within seconds, and the server serves again. */
 KRDMA_TEST_F_TIMEOUT(cli, interrupt, 120)
 {
@@ -1165,7 +1197,12 @@ KRDMA_TEST_F_TIMEOUT(cli, interrupt, 120)
 	snprintf(cmd, sizeof(cmd), "krdmactl -j bench write %s -p %u -D 60",
 		 self->addr, self->port);
 	ASSERT_OK(kt_spawn(&self->client, "krdma_bench", "int", true, cmd));
-	sleep(3);
+	/* in its run, not still connecting: the run is what must stop */
+	for (i = 0; i < 300 && !cli_in_run(&self->client); i++)
+		usleep(100 * 1000);
+	ASSERT_LT(i, 300) {
+		TH_LOG("no progress line in 30 s");
+	}
 	/* timeout(1) passes it on; busybox's runs the command as itself */
 	kill(self->client.pid, SIGINT);
 	sigint_children(self->client.pid);

@@ -293,7 +293,7 @@ static void kf_expect_err_state(struct __test_metadata *_metadata,
 	struct krdma_wc wc;
 	uint64_t ms;
 
-	ASSERT_OK(kt_conn_query(self->fd, self->conn.handle, &q));
+	ASSERT_OK(kt_conn_query_err(self->fd, self->conn.handle, &q));
 	EXPECT_EQ((__u32)KRDMA_CONN_ERR, q.state);
 	EXPECT_EQ(status, q.last_wc_status);
 	kf_post_wait(_metadata, self, KRDMA_OP_SEND, 64, 9, &wc, &ms);

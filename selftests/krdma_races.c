@@ -308,7 +308,9 @@ static void kr_close_while_blocked(struct __test_metadata *_metadata,
 				   bool reuse, bool signal_it)
 {
 	struct sigaction sa = { .sa_handler = kr_sigusr1 };
-	struct kr_blocked b = { .how = how, .timeout_ms = 3000 };
+	/* a wait a signal ends is given long enough to tell the two apart */
+	struct kr_blocked b = { .how = how,
+				.timeout_ms = signal_it ? 10000 : 3000 };
 	struct kt_conn c;
 	pthread_t t;
 	int fd, fd2 = -1;
@@ -339,10 +341,9 @@ static void kr_close_while_blocked(struct __test_metadata *_metadata,
 		if (self->have_dev)
 			EXPECT_OK(kt_buf_alloc(fd2, self->dev.dev_index, 0, 64, &kb));
 	}
-	if (signal_it) {
-		usleep(100 * 1000);
+	/* again until it returns: a stalled guest may not be in the call yet */
+	while (signal_it && !kr_wait_done(&b.done, 100))
 		pthread_kill(t, SIGUSR1);
-	}
 	ASSERT_TRUE(kr_wait_done(&b.done, b.timeout_ms + 5000)) {
 		TH_LOG("the blocked call did not return after close()");
 	}
@@ -1665,7 +1666,8 @@ static void *kr_stall_fn(void *arg)
 	if (st->post) {
 		st->ret = kt_post(st->fd, st->conn, st->mem, 1, &st->count);
 	} else {
-		st->ret = kt_poll(st->fd, st->conn, st->mem, 1, 0);
+		/* waits for the WRITE's completion, then copies it out */
+		st->ret = kt_poll(st->fd, st->conn, st->mem, 1, 20000);
 		st->count = st->ret > 0 ? st->ret : 0;
 	}
 	st->err = st->ret < 0 ? errno : 0;
@@ -1719,10 +1721,8 @@ static void kr_stalled_fault(struct __test_metadata *_metadata,
 	kt_wr_sge(&wr, buf.handle, 0, 64);
 	wr.remote_addr = buf.addr + 1024;
 	wr.rkey = buf.rkey;
-	if (!post) {
+	if (!post)
 		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
-		usleep(200 * 1000);
-	}
 	st.conn = a.handle;
 	ASSERT_EQ(0, pthread_create(&t, NULL, kr_stall_fn, &st));
 	ASSERT_TRUE(kt_uffd_faulted(uffd)) {

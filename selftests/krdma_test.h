@@ -919,6 +919,24 @@ static inline uint64_t kt_now_ms(void)
 }
 
 /*
+ * CONN_QUERY of a connection whose QP is going to ERR: an error completion
+ * can be polled before the QP's state says so (rxe posts the completion,
+ * then moves the QP), so this asks again for up to 2 s while the state is
+ * not ERR yet.  As kt_conn_query(); @q holds the last answer.
+ */
+static inline int kt_conn_query_err(int fd, uint32_t handle,
+				    struct krdma_conn_query *q)
+{
+	uint64_t end = kt_now_ms() + 2000;
+	int ret;
+
+	while (!(ret = kt_conn_query(fd, handle, q)) &&
+	       q->state != KRDMA_CONN_ERR && kt_now_ms() < end)
+		usleep(1000);
+	return ret;
+}
+
+/*
  * Collect @n completions within @timeout_ms in all: how many arrived, or -1
  * if a POLL failed.
  */
@@ -1216,6 +1234,21 @@ static inline void kt_reap_pair(struct kt_proc *a, struct kt_proc *b,
 
 #define KC_CM_MS 10000		/* handshake and event waits: rxe under TCG */
 #define CM_MS KC_CM_MS
+
+/*
+ * Signal thread @t with @sig every 100 ms, the first time after 300 ms,
+ * until *@done is set: it should be blocked in a call the signal ends by
+ * then, but a stalled guest may not have let it reach the call yet, and a
+ * signal that comes before the call only runs the handler.
+ */
+static inline void kt_signal_until_done(pthread_t t, int sig, const int *done)
+{
+	usleep(300 * 1000);
+	while (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+		pthread_kill(t, sig);
+		usleep(100 * 1000);
+	}
+}
 
 /* @addr (IPv4 or IPv6 text, NULL or "" for family 0) and @port. */
 static inline int kc_sockaddr(struct krdma_sockaddr *sa, const char *addr,

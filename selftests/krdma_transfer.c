@@ -1150,6 +1150,7 @@ struct poll_thread {
 	int fd;
 	uint32_t conn;
 	int ret, err;
+	int done;
 };
 
 static void *poll_thread_fn(void *arg)
@@ -1159,6 +1160,7 @@ static void *poll_thread_fn(void *arg)
 
 	p->ret = kt_poll(p->fd, p->conn, &wc, 1, 60000);
 	p->err = errno;
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -1174,8 +1176,7 @@ KRDMA_TEST_F(xfer, poll_interrupted)
 		SKIP(return, "busy polling checks signals too, but spins");
 	ASSERT_OK(sigaction(SIGUSR1, &sa, NULL));
 	ASSERT_EQ(0, pthread_create(&t, NULL, poll_thread_fn, &p));
-	usleep(300 * 1000);
-	pthread_kill(t, SIGUSR1);
+	kt_signal_until_done(t, SIGUSR1, &p.done);
 	pthread_join(t, NULL);
 	EXPECT_EQ(-1, p.ret);
 	EXPECT_EQ(EINTR, p.err);
@@ -1221,7 +1222,10 @@ static void expect_state(struct __test_metadata *_metadata, int fd,
 {
 	struct krdma_conn_query q;
 
-	ASSERT_OK(kt_conn_query(fd, conn, &q));
+	if (state == KRDMA_CONN_ERR)
+		ASSERT_OK(kt_conn_query_err(fd, conn, &q));
+	else
+		ASSERT_OK(kt_conn_query(fd, conn, &q));
 	EXPECT_EQ(state, q.state);
 	EXPECT_EQ(last_status, q.last_wc_status);
 }
