@@ -1198,8 +1198,13 @@ KRDMA_TEST_F_TIMEOUT(cli, interrupt, 120)
 		 self->addr, self->port);
 	ASSERT_OK(kt_spawn(&self->client, "krdma_bench", "int", true, cmd));
 	/* in its run, not still connecting: the run is what must stop */
-	for (i = 0; i < 300 && !cli_in_run(&self->client); i++)
+	for (i = 0; i < 300 && !cli_in_run(&self->client); i++) {
+		ASSERT_FALSE(kt_check_exit(&self->client)) {
+			TH_LOG("krdmactl ended before its run: %s",
+			       kt_out(&self->client));
+		}
 		usleep(100 * 1000);
+	}
 	ASSERT_LT(i, 300) {
 		TH_LOG("no progress line in 30 s");
 	}

@@ -1369,17 +1369,24 @@ KRDMA_TEST_F(cm, disconnect_wrong_handles)
 
 KRDMA_TEST_F(cm, get_events_empty)
 {
+	uint64_t t0, ms, min0 = UINT64_MAX, min300 = UINT64_MAX;
 	struct krdma_event ev;
-	uint64_t t0;
+	int i;
 
-	t0 = kt_now_ms();
-	EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 0));
-	/* upper bounds far above the waits: a TCG guest can stall for seconds */
-	EXPECT_GT(5000u, kt_now_ms() - t0);
-	t0 = kt_now_ms();
-	EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 300));
-	EXPECT_LE(250u, kt_now_ms() - t0);
-	EXPECT_GT(10000u, kt_now_ms() - t0);
+	/* the fastest of three: a TCG guest can stall any one of them */
+	for (i = 0; i < 3; i++) {
+		t0 = kt_now_ms();
+		EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 0));
+		ms = kt_now_ms() - t0;
+		min0 = ms < min0 ? ms : min0;
+		t0 = kt_now_ms();
+		EXPECT_EQ(0, kc_events(self->cfd, &ev, 1, 300));
+		ms = kt_now_ms() - t0;
+		EXPECT_LE(250u, ms);
+		min300 = ms < min300 ? ms : min300;
+	}
+	EXPECT_GT(500u, min0);
+	EXPECT_GT(3000u, min300);
 	/* The listener alone queues nothing. */
 	EXPECT_EQ(0, kc_events(self->sfd, &ev, 1, 0));
 }

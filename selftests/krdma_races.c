@@ -313,7 +313,7 @@ static void kr_close_while_blocked(struct __test_metadata *_metadata,
 				.timeout_ms = signal_it ? 10000 : 3000 };
 	struct kt_conn c;
 	pthread_t t;
-	int fd, fd2 = -1;
+	int fd, fd2 = -1, i;
 
 	sigaction(SIGUSR1, &sa, NULL);
 	fd = krdma_open();
@@ -342,7 +342,7 @@ static void kr_close_while_blocked(struct __test_metadata *_metadata,
 			EXPECT_OK(kt_buf_alloc(fd2, self->dev.dev_index, 0, 64, &kb));
 	}
 	/* again until it returns: a stalled guest may not be in the call yet */
-	while (signal_it && !kr_wait_done(&b.done, 100))
+	for (i = 0; signal_it && i < 50 && !kr_wait_done(&b.done, 100); i++)
 		pthread_kill(t, SIGUSR1);
 	ASSERT_TRUE(kr_wait_done(&b.done, b.timeout_ms + 5000)) {
 		TH_LOG("the blocked call did not return after close()");
