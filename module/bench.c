@@ -172,7 +172,7 @@ static void krdma_bench_account(struct krdma_bench_run *run,
 	run->unpublished_bytes += bytes;
 }
 
-/* Add what krdma_bench_account() counted since the last call to the run's. */
+/* Add to @run->shared what krdma_bench_account() counted since last time. */
 static void krdma_bench_publish(struct krdma_bench_run *run)
 {
 	struct krdma_bench_shared *sh = run->shared;

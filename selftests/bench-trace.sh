@@ -30,7 +30,17 @@ PORT=19600
 
 die() { echo "bench-trace: $*" >&2; exit 1; }
 
+# this script's probes only, left behind by no run, whatever ends it
+unprobe() {
+	[ -d $T/events/krdma_trace ] || return 0
+	echo 0 > $T/events/krdma_trace/enable
+	echo '-:krdma_trace/post' >> $T/kprobe_events
+	echo '-:krdma_trace/cqe' >> $T/kprobe_events
+}
+
 [ -d $T/events ] || mount -t tracefs nodev $T || die "no tracefs"
+unprobe 2>/dev/null
+trap 'unprobe 2>/dev/null' EXIT
 echo 0 > $T/tracing_on
 echo 16384 > $T/buffer_size_kb
 echo 'p:krdma_trace/post rxe_post_send qp=%di' >> $T/kprobe_events ||
@@ -124,8 +134,7 @@ for r in $(seq "$ROUNDS"); do
 done
 kill $SERVER 2>/dev/null
 wait $SERVER 2>/dev/null
-echo 0 > $T/events/krdma_trace/enable
-echo > $T/kprobe_events
+unprobe
 
 # the t_typical a latency table printed
 typical() {
