@@ -1237,14 +1237,17 @@ static inline void kt_reap_pair(struct kt_proc *a, struct kt_proc *b,
 
 /*
  * Signal thread @t with @sig every 100 ms, the first time after 300 ms,
- * until *@done is set: it should be blocked in a call the signal ends by
- * then, but a stalled guest may not have let it reach the call yet, and a
- * signal that comes before the call only runs the handler.
+ * until *@done is set or 5 s passed: it should be blocked in a call the
+ * signal ends by then, but a stalled guest may not have let it reach the
+ * call yet, and a signal that comes before the call only runs the handler.
+ * A call no signal ends is left to its caller's timeout checks.
  */
 static inline void kt_signal_until_done(pthread_t t, int sig, const int *done)
 {
+	int i;
+
 	usleep(300 * 1000);
-	while (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) {
+	for (i = 0; i < 50 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++) {
 		pthread_kill(t, sig);
 		usleep(100 * 1000);
 	}
