@@ -36,7 +36,10 @@ MODULE_PARM_DESC(max_events,
 
 struct krdma_queued_event {
 	struct list_head entry;
-	/* the last unfetched event to name a destroyed object's handle */
+	/*
+	 * the last unfetched event to name a destroyed object's handle;
+	 * under the session's fetch_lock
+	 */
 	bool frees_handle;
 	bool frees_listener;
 	struct krdma_event event;
@@ -143,16 +146,25 @@ int krdma_event_queue(struct krdma_session *session,
  * caller can still read an event about the old one; else it is free now.
  * The fetch lock waits out a GET_EVENTS that holds events taken off the
  * queue but not yet delivered (it puts them back if the copy faults).
+ *
+ * Only a fetch, under the fetch lock, takes events off the queue: held
+ * here, the events queued so far stay where they are while others are
+ * added behind them, so the walk needs the event lock (and interrupts
+ * off) only to find where it starts, not for up to max_events steps.
  */
 void krdma_handle_retire(struct krdma_session *session, u32 handle)
 {
 	struct krdma_queued_event *qe;
+	struct list_head *newest, *pos;
 	unsigned long flags;
 	bool named = false;
 
 	mutex_lock(&session->fetch_lock);
 	spin_lock_irqsave(&session->event_lock, flags);
-	list_for_each_entry_reverse(qe, &session->events, entry) {
+	newest = session->events.prev;
+	spin_unlock_irqrestore(&session->event_lock, flags);
+	for (pos = newest; pos != &session->events; pos = pos->prev) {
+		qe = list_entry(pos, struct krdma_queued_event, entry);
 		if (qe->event.handle == handle) {
 			qe->frees_handle = true;
 			named = true;
@@ -164,7 +176,6 @@ void krdma_handle_retire(struct krdma_session *session, u32 handle)
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&session->event_lock, flags);
 	if (!named)
 		xa_release(&session->objects, handle);
 	mutex_unlock(&session->fetch_lock);

@@ -92,16 +92,16 @@ struct krdma_queued_event;
  *	lookup and the kref it takes
  * @wait: woken by completions and device removal, for poll(2) and waits
  * @ready_conns: interrupt-driven connections with completions to fetch
- * @event_lock: protects @events, @num_events, @overflow, @events_lost and
- *	the handles the events keep reserved; taken from QP event handlers,
- *	which may run in interrupt context
+ * @event_lock: protects @events, @num_events, @overflow and @events_lost;
+ *	taken from QP event handlers, which may run in interrupt context
  * @events: events not yet fetched
  * @num_events: entries of @events
  * @overflow: the OVERFLOW event of @events still counting lost ones
  * @events_lost: lost events no OVERFLOW event could be queued for yet
  * @fetch_lock: held by GET_EVENTS from taking events off @events until it
  *	delivered or put them back, and by krdma_handle_retire(), which must
- *	see every event not yet delivered
+ *	see every event not yet delivered; protects which event frees the
+ *	handles the events keep reserved
  * @pd_lock: protects @pds: its inserts and the erase of the last put
  * @pds: device id -> the session's &struct krdma_pd there
  */
