@@ -335,10 +335,10 @@ KRDMA_TEST_F_TIMEOUT(bench, signal_stops_run, 90)
 	b.duration_ms = 60000;
 	b.signal_every = 8;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	alarm(2);
+	ASSERT_OK(kt_alarm_repeat(2000));
 	ret = ioctl(self->fd, KRDMA_BENCH, &b);
 	err = errno;
-	alarm(0);
+	kt_alarm_stop();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	sigaction(SIGALRM, &old, NULL);
 	EXPECT_EQ(-1, ret);
@@ -538,10 +538,10 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_signal_stops_all, 90)
 	b.duration_ms = 60000;
 	b.signal_every = 8;
 	t0 = kt_now_ms();
-	alarm(2);
+	ASSERT_OK(kt_alarm_repeat(2000));
 	ret = ioctl(self->fd, KRDMA_BENCH, &b);
 	err = errno;
-	alarm(0);
+	kt_alarm_stop();
 	sigaction(SIGALRM, &old, NULL);
 	EXPECT_EQ(-1, ret);
 	EXPECT_EQ(EINTR, err);
@@ -618,10 +618,11 @@ KRDMA_TEST_F_TIMEOUT(bench, conn_busy_during_run, 90)
 	pthread_t t;
 
 	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
-	b.duration_ms = 3000;
+	/* long enough for the checks below, should the guest stall a while */
+	b.duration_ms = 10000;
 	call.b = &b;
 	ASSERT_EQ(0, pthread_create(&t, NULL, bench_call_fn, &call));
-	/* until the run has the connection (it ends after 3 s) */
+	/* until the run has the connection (it ends after 10 s) */
 	while (!busy && pthread_tryjoin_np(t, NULL) == EBUSY) {
 		if (bench_poll_now(self->fd, self->a.handle) && errno == EBUSY)
 			busy = true;
@@ -660,6 +661,7 @@ KRDMA_TEST_F_TIMEOUT(bench, conn_busy_during_run, 90)
 struct bench_poller {
 	int fd;
 	uint32_t conn;
+	int started;
 	int ret, err;
 	struct krdma_wc wc;
 };
@@ -672,6 +674,7 @@ static void *bench_poller_fn(void *arg)
 				.timeout_ms = 20000,
 				.wcs_uptr = (uintptr_t)&p->wc };
 
+	__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
 	p->ret = ioctl(p->fd, KRDMA_POLL, &q);
 	p->err = errno;
 	if (!p->ret)
@@ -691,9 +694,16 @@ KRDMA_TEST_F_TIMEOUT(bench, waiting_poll_yields_to_run, 90)
 	uint32_t h;
 
 	ASSERT_EQ(0, pthread_create(&t, NULL, bench_poller_fn, &p));
-	usleep(300 * 1000);	/* in its wait (a busy-polled CQ) */
+	/*
+	 * In its wait (a busy-polled CQ) by the time the run starts, or at
+	 * least in it before the run ends: one starting after would wait
+	 * 20 s and find nothing.
+	 */
+	while (!__atomic_load_n(&p.started, __ATOMIC_ACQUIRE))
+		usleep(10 * 1000);
+	usleep(300 * 1000);
 	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
-	b.duration_ms = 1500;
+	b.duration_ms = 3000;
 	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_LT(0u, b.ops_done);
 	ASSERT_EQ(0, pthread_join(t, NULL));

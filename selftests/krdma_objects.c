@@ -2051,9 +2051,9 @@ KRDMA_TEST_F(post, with_poll_signal_ends_wait)
 	wr.flags &= ~KRDMA_WR_SIGNALED;	/* nothing will complete */
 	post_poll_init(self, &p, &wr, &wc, 1, 60000);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	alarm(1);
+	ASSERT_OK(kt_alarm_repeat(1000));
 	ret = ioctl(self->fd, KRDMA_POST, &p);
-	alarm(0);
+	kt_alarm_stop();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	sigaction(SIGALRM, &old, NULL);
 	EXPECT_OK(ret);

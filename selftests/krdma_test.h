@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -1251,6 +1252,29 @@ static inline void kt_signal_until_done(pthread_t t, int sig, const int *done)
 		pthread_kill(t, sig);
 		usleep(100 * 1000);
 	}
+}
+
+/*
+ * SIGALRM after @first_ms, then every 100 ms until kt_alarm_stop(): for a
+ * blocking call a signal should end, made right after.  A single alarm()
+ * could fire before the call when the guest stalls between the two, and
+ * only run the handler; the next one finds the call.
+ */
+static inline int kt_alarm_repeat(unsigned int first_ms)
+{
+	struct itimerval it = {
+		.it_value = { first_ms / 1000, (first_ms % 1000) * 1000 },
+		.it_interval = { 0, 100 * 1000 },
+	};
+
+	return setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static inline void kt_alarm_stop(void)
+{
+	struct itimerval off = { 0 };
+
+	setitimer(ITIMER_REAL, &off, NULL);
 }
 
 /* @addr (IPv4 or IPv6 text, NULL or "" for family 0) and @port. */
