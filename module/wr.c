@@ -99,6 +99,50 @@ static const u32 krdma_transport_ops[] = {
 			  BIT(KRDMA_OP_RDMA_WRITE) |			\
 			  BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM))
 
+/* The fields of &struct krdma_wr past its header an opcode reads. */
+#define KRDMA_WRF_IMM		BIT(0)	/* imm_data */
+#define KRDMA_WRF_REMOTE	BIT(1)	/* remote_addr, rkey */
+#define KRDMA_WRF_ADD		BIT(2)	/* compare_add */
+#define KRDMA_WRF_SWAP		BIT(3)	/* swap */
+#define KRDMA_WRF_UD		BIT(4)	/* ah_handle, remote_qpn, remote_qkey */
+
+static const u8 krdma_wr_fields[KRDMA_OP_MAX] = {
+	[KRDMA_OP_SEND] = KRDMA_WRF_UD,
+	[KRDMA_OP_SEND_WITH_IMM] = KRDMA_WRF_IMM | KRDMA_WRF_UD,
+	[KRDMA_OP_RDMA_WRITE] = KRDMA_WRF_REMOTE,
+	[KRDMA_OP_RDMA_WRITE_WITH_IMM] = KRDMA_WRF_IMM | KRDMA_WRF_REMOTE,
+	[KRDMA_OP_RDMA_READ] = KRDMA_WRF_REMOTE,
+	[KRDMA_OP_ATOMIC_FETCH_ADD] = KRDMA_WRF_REMOTE | KRDMA_WRF_ADD,
+	[KRDMA_OP_ATOMIC_CMP_SWP] = KRDMA_WRF_REMOTE | KRDMA_WRF_ADD |
+				    KRDMA_WRF_SWAP,
+	[KRDMA_OP_SEND_WITH_INV] = KRDMA_WRF_IMM,
+	[KRDMA_OP_LOCAL_INV] = KRDMA_WRF_IMM,
+};
+
+/*
+ * Every field the WR's opcode does not read is 0, as the uAPI header
+ * says: a value there is a caller's mistake (a WRITE's rkey on a SEND, an
+ * address handle on RC), and may be given a meaning later.
+ */
+static bool krdma_wr_unused_zero(const struct krdma_post_ctx *ctx,
+				 const struct krdma_wr *uwr)
+{
+	u8 used = krdma_wr_fields[uwr->opcode];
+
+	if (!ctx->conn || ctx->conn->transport != KRDMA_TRANSPORT_UD)
+		used &= ~KRDMA_WRF_UD;
+	if (!(used & KRDMA_WRF_IMM) && uwr->imm_data)
+		return false;
+	if (!(used & KRDMA_WRF_REMOTE) && (uwr->remote_addr || uwr->rkey))
+		return false;
+	if (!(used & KRDMA_WRF_ADD) && uwr->compare_add)
+		return false;
+	if (!(used & KRDMA_WRF_SWAP) && uwr->swap)
+		return false;
+	return (used & KRDMA_WRF_UD) ||
+	       !(uwr->ah_handle | uwr->remote_qpn | uwr->remote_qkey);
+}
+
 u64 krdma_supported_ops(void)
 {
 	return krdma_transport_ops[KRDMA_TRANSPORT_RC];
@@ -202,6 +246,8 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 			   KRDMA_WR_FENCE | KRDMA_WR_SOLICITED))
 		return -EOPNOTSUPP;
 	if (is_recv && uwr->flags)
+		return -EINVAL;
+	if (!krdma_wr_unused_zero(ctx, uwr))
 		return -EINVAL;
 	if (uwr->num_sge > max_sge)
 		return -EINVAL;

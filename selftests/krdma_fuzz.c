@@ -520,7 +520,37 @@ static uint32_t fz_count(struct fz_thread *t, uint32_t typical)
 
 /* --------------------------------------------------------- generators */
 
-static void fz_wr(struct fz_thread *t, int slot, struct krdma_wr *wr)
+/*
+ * Zero what @wr's opcode does not read (uapi/krdma.h): a WR is refused for
+ * any of it.  A send's UD addressing is kept if @ud, the connection's
+ * transport as far as the fuzzer knows.
+ */
+static void fz_wr_clear_unused(struct krdma_wr *wr, bool ud)
+{
+	uint32_t op = wr->opcode;
+	bool rdma = op == KRDMA_OP_RDMA_WRITE || op == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
+		    op == KRDMA_OP_RDMA_READ;
+	bool atomic = op == KRDMA_OP_ATOMIC_FETCH_ADD || op == KRDMA_OP_ATOMIC_CMP_SWP;
+
+	if (op != KRDMA_OP_SEND_WITH_IMM && op != KRDMA_OP_RDMA_WRITE_WITH_IMM &&
+	    op != KRDMA_OP_SEND_WITH_INV && op != KRDMA_OP_LOCAL_INV)
+		wr->imm_data = 0;
+	if (!rdma && !atomic) {
+		wr->remote_addr = 0;
+		wr->rkey = 0;
+	}
+	if (!atomic)
+		wr->compare_add = 0;
+	if (op != KRDMA_OP_ATOMIC_CMP_SWP)
+		wr->swap = 0;
+	if (!ud || (op != KRDMA_OP_SEND && op != KRDMA_OP_SEND_WITH_IMM)) {
+		wr->ah_handle = 0;
+		wr->remote_qpn = 0;
+		wr->remote_qkey = 0;
+	}
+}
+
+static void fz_wr(struct fz_thread *t, int slot, bool ud, struct krdma_wr *wr)
 {
 	struct fz_obj o;
 	unsigned int i, nsge;
@@ -568,6 +598,9 @@ static void fz_wr(struct fz_thread *t, int slot, struct krdma_wr *wr)
 	wr->remote_qkey = fz_chance(&t->rng, 80) ? 0x11111111 : (uint32_t)fz_value(&t->rng);
 	wr->compare_add = fz_value(&t->rng);
 	wr->swap = fz_value(&t->rng);
+	/* mostly, the fields the opcode does not read are 0, as they must be */
+	if (fz_chance(&t->rng, 95))
+		fz_wr_clear_unused(wr, ud);
 }
 
 /*
@@ -773,10 +806,17 @@ static uint32_t fz_gen(struct fz_thread *t, int slot, unsigned int nr, void *buf
 		struct krdma_post *p = buf;
 		struct krdma_wr *wrs = (void *)t->data;
 		unsigned int i, n = fz_below(&t->rng, 6);
+		bool ud = fz_chance(&t->rng, 50);	/* a CM connection's: unknown */
 
-		p->handle = fz_handle(t, slot, K_CONN);
+		if (fz_chance(&t->rng, 85) && fz_pool_pick(t, slot, K_CONN, &o)) {
+			p->handle = o.handle;
+			if (o.kind == K_CONN)
+				ud = o.transport == KRDMA_TRANSPORT_UD;
+		} else {
+			p->handle = fz_handle(t, slot, K_CONN);
+		}
 		for (i = 0; i < n; i++)
-			fz_wr(t, slot, &wrs[i]);
+			fz_wr(t, slot, ud, &wrs[i]);
 		p->num_wrs = fz_chance(&t->rng, 95) ? n : (uint32_t)fz_value(&t->rng);
 		p->wr_entry_size = fz_entry_size(t, sizeof(struct krdma_wr));
 		p->wrs_uptr = fz_chance(&t->rng, 90) ? (uintptr_t)wrs : fz_ptr(t, 0);

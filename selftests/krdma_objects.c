@@ -896,8 +896,10 @@ KRDMA_TEST_F(obj, destroy_conn_with_outstanding_wrs)
 		kt_wr_init(&wrs[i], 100 + i, i % 2 ? KRDMA_OP_SEND : KRDMA_OP_RDMA_WRITE,
 			   KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wrs[i], big.handle, 0, 1 << 20);
-		wrs[i].remote_addr = dst.addr;
-		wrs[i].rkey = dst.rkey;
+		if (wrs[i].opcode == KRDMA_OP_RDMA_WRITE) {
+			wrs[i].remote_addr = dst.addr;
+			wrs[i].rkey = dst.rkey;
+		}
 	}
 	ASSERT_OK(kt_post(self->fd, a.handle, wrs, 8, NULL));
 	/* both ends go while data moves */
@@ -2217,6 +2219,112 @@ KRDMA_TEST_F(post, opcode_invalidate)
 	nothing_posted(_metadata, self);
 }
 
+/* The fields of struct krdma_wr past its header, for unused_fields_nonzero. */
+enum wr_field { WRF_IMM, WRF_RADDR, WRF_RKEY, WRF_ADD, WRF_SWAP, WRF_AH,
+		WRF_QPN, WRF_QKEY, WRF_COUNT };
+
+static const char *const wr_field_names[WRF_COUNT] = {
+	"imm_data", "remote_addr", "rkey", "compare_add", "swap", "ah_handle",
+	"remote_qpn", "remote_qkey",
+};
+
+/* Whether @op reads @f on @transport, as uapi/krdma.h lists them. */
+static bool wr_field_used(uint32_t op, uint32_t transport, enum wr_field f)
+{
+	bool rdma = op == KRDMA_OP_RDMA_WRITE ||
+		    op == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
+		    op == KRDMA_OP_RDMA_READ;
+	bool atomic = op == KRDMA_OP_ATOMIC_FETCH_ADD ||
+		      op == KRDMA_OP_ATOMIC_CMP_SWP;
+	bool send = op == KRDMA_OP_SEND || op == KRDMA_OP_SEND_WITH_IMM;
+
+	switch (f) {
+	case WRF_IMM:
+		return op == KRDMA_OP_SEND_WITH_IMM ||
+		       op == KRDMA_OP_RDMA_WRITE_WITH_IMM;
+	case WRF_RADDR:
+	case WRF_RKEY:
+		return rdma || atomic;
+	case WRF_ADD:
+		return atomic;
+	case WRF_SWAP:
+		return op == KRDMA_OP_ATOMIC_CMP_SWP;
+	default:
+		return send && transport == KRDMA_TRANSPORT_UD;
+	}
+}
+
+static void wr_field_set(struct krdma_wr *wr, enum wr_field f)
+{
+	switch (f) {
+	case WRF_IMM: wr->imm_data = 1; break;
+	case WRF_RADDR: wr->remote_addr = 8; break;
+	case WRF_RKEY: wr->rkey = 1; break;
+	case WRF_ADD: wr->compare_add = 1; break;
+	case WRF_SWAP: wr->swap = 1; break;
+	case WRF_AH: wr->ah_handle = 1; break;
+	case WRF_QPN: wr->remote_qpn = 1; break;
+	default: wr->remote_qkey = 1; break;
+	}
+}
+
+/*
+ * A field the opcode does not read must be 0: each one set alone on a WR
+ * that is otherwise good is EINVAL, and nothing is posted.  (SEND_WITH_INV
+ * and LOCAL_INV read imm_data only: opcode_invalidate has them.)
+ */
+KRDMA_TEST_F(post, unused_fields_nonzero)
+{
+	static const uint32_t ops[] = {
+		KRDMA_OP_SEND, KRDMA_OP_SEND_WITH_IMM, KRDMA_OP_RECV,
+		KRDMA_OP_RDMA_WRITE, KRDMA_OP_RDMA_WRITE_WITH_IMM,
+		KRDMA_OP_RDMA_READ, KRDMA_OP_ATOMIC_FETCH_ADD,
+		KRDMA_OP_ATOMIC_CMP_SWP,
+	};
+	uint32_t t = variant->transport;
+	unsigned int i, checked = 0;
+	enum wr_field f, g;
+	struct krdma_wr wr;
+
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		bool rdma_or_atomic = wr_field_used(ops[i], t, WRF_RKEY);
+		bool atomic = wr_field_used(ops[i], t, WRF_ADD);
+
+		/* what the transport or device lacks is EOPNOTSUPP first */
+		if ((t == KRDMA_TRANSPORT_UD && rdma_or_atomic) ||
+		    (t == KRDMA_TRANSPORT_UC &&
+		     (atomic || ops[i] == KRDMA_OP_RDMA_READ)) ||
+		    (atomic && self->dev.info.atomic_cap == KRDMA_ATOMIC_NONE))
+			continue;
+		for (f = 0; f < WRF_COUNT; f++) {
+			if (wr_field_used(ops[i], t, f))
+				continue;
+			kt_wr_init(&wr, 1, ops[i], ops[i] == KRDMA_OP_RECV ?
+				   0 : KRDMA_WR_SIGNALED);
+			kt_wr_sge(&wr, self->buf.handle, 0, 8);
+			/* the fields it does read, good */
+			for (g = WRF_IMM; g <= WRF_SWAP; g++)
+				if (g != WRF_RADDR && g != WRF_RKEY &&
+				    wr_field_used(ops[i], t, g))
+					wr_field_set(&wr, g);
+			if (rdma_or_atomic) {
+				wr.remote_addr = self->buf.addr;
+				wr.rkey = self->buf.rkey;
+			}
+			if (wr_field_used(ops[i], t, WRF_AH)) {
+				wr.ah_handle = self->ah;
+				wr.remote_qpn = self->b.qp_num;
+			}
+			wr_field_set(&wr, f);
+			EXPECT_POST1_ERRNO(EINVAL, &wr, "op %u with %s", ops[i],
+					   wr_field_names[f]);
+			checked++;
+		}
+	}
+	EXPECT_LT(0u, checked);
+	nothing_posted(_metadata, self);
+}
+
 KRDMA_TEST_F(post, unknown_wr_flags)
 {
 	struct krdma_wr wr;
@@ -2779,8 +2887,10 @@ static void busy_session(const struct kt_dev *dev, bool block)
 			   i % 2 ? KRDMA_OP_SEND : KRDMA_OP_RDMA_WRITE,
 			   i % 4 ? 0 : KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wrs[i], big.handle, 0, 1 << 20);
-		wrs[i].remote_addr = dst.addr;
-		wrs[i].rkey = dst.rkey;
+		if (wrs[i].opcode == KRDMA_OP_RDMA_WRITE) {
+			wrs[i].remote_addr = dst.addr;
+			wrs[i].rkey = dst.rkey;
+		}
 	}
 	if (kt_post(fd, a.handle, wrs, 16, NULL))
 		_exit(15);

@@ -385,7 +385,8 @@ static void one_transfer(struct __test_metadata *_metadata,
 
 	kt_wr_init(&wr, wr_id, op, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, x->src.handle, 0, size);
-	wr.imm_data = imm;
+	if (op == KRDMA_OP_SEND_WITH_IMM || op == KRDMA_OP_RDMA_WRITE_WITH_IMM)
+		wr.imm_data = imm;
 	if (op == KRDMA_OP_RDMA_WRITE || op == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
 	    op == KRDMA_OP_RDMA_READ) {
 		wr.remote_addr = x->dst.addr;
@@ -1305,7 +1306,8 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 			  cases[i].op == KRDMA_OP_ATOMIC_FETCH_ADD ? 8 : 64);
 		wr.remote_addr = target.addr;
 		wr.rkey = target.rkey;
-		wr.compare_add = 1;
+		if (cases[i].op == KRDMA_OP_ATOMIC_FETCH_ADD)
+			wr.compare_add = 1;
 		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
 		expect_wc(_metadata, self->fd, a.handle, 110 + i,
 			  KT_WC_REM_ACCESS_ERR, &wc);

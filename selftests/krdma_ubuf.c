@@ -625,7 +625,8 @@ KRDMA_TEST_F(ubuf, atomics_on_user)
 		wr.remote_addr = target.addr + 8 * k;
 		wr.rkey = target.rkey;
 		wr.compare_add = cas ? shadow[k] : add;
-		wr.swap = next;
+		if (cas)
+			wr.swap = next;
 		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
 		expect_wc(_metadata, self->fd, self->a.handle, 200 + i, 0, &wc);
 		EXPECT_EQ(shadow[k], *res) {

@@ -1136,7 +1136,8 @@ static void xvm_one_transfer(struct __test_metadata *_metadata,
 
 	kt_wr_init(&wr, wr_id, op, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->lb.handle, 0, size);
-	wr.imm_data = imm;
+	if (op == KRDMA_OP_SEND_WITH_IMM || op == KRDMA_OP_RDMA_WRITE_WITH_IMM)
+		wr.imm_data = imm;
 	if (op == KRDMA_OP_RDMA_WRITE || op == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
 	    op == KRDMA_OP_RDMA_READ) {
 		wr.remote_addr = self->rb.addr + roff;

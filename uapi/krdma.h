@@ -1132,6 +1132,13 @@ enum krdma_wr_flags {
  * @swap: compare-and-swap: the value to store on match
  * @sge: scatter/gather list
  *
+ * A field the opcode does not use must be 0 (else %EINVAL): @imm_data but
+ * for SEND_WITH_IMM, RDMA_WRITE_WITH_IMM, SEND_WITH_INV and LOCAL_INV;
+ * @remote_addr and @rkey but for the RDMA and atomic opcodes; @compare_add
+ * but for atomics; @swap but for compare-and-swap; @ah_handle, @remote_qpn
+ * and @remote_qkey but for SEND and SEND_WITH_IMM on UD; and for a RECV,
+ * all of them and @flags.  SGEs past @num_sge are not read.
+ *
  * An opcode the transport lacks, or an atomic on a device without atomics
  * (&struct krdma_device_info.atomic_cap NONE), is %EOPNOTSUPP; an atomic
  * whose @remote_addr is not 8-byte aligned is %EINVAL; a UD message over

@@ -943,9 +943,14 @@ static int via_post(struct via *v, uint32_t opcode, uint64_t wr_id,
 		     opcode != KRDMA_OP_ATOMIC_FETCH_ADD &&
 		     opcode != KRDMA_OP_ATOMIC_CMP_SWP ? KRDMA_WR_INLINE : 0);
 	wr->num_sge = 1;
-	wr->remote_addr = v->bc->adv.addr + roff;
-	wr->rkey = v->bc->adv.rkey;
-	wr->compare_add = 1;
+	/* what the opcode does not use stays 0: the kernel refuses it else */
+	if (opcode != KRDMA_OP_SEND && opcode != KRDMA_OP_SEND_WITH_IMM) {
+		wr->remote_addr = v->bc->adv.addr + roff;
+		wr->rkey = v->bc->adv.rkey;
+	}
+	if (opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
+	    opcode == KRDMA_OP_ATOMIC_CMP_SWP)
+		wr->compare_add = 1;
 	wr->sge[0].buf_handle = v->buf->handle;
 	wr->sge[0].length = size;
 	return via_post_wrs(v, wr, 1, wc, max);

@@ -414,7 +414,7 @@ static int xc_send(struct xc *x, uint32_t extra, bool with_imm, uint32_t imm)
 		.wr_id = XC_SEND_WRID,
 		.opcode = with_imm ? KRDMA_OP_SEND_WITH_IMM : KRDMA_OP_SEND,
 		.flags = KRDMA_WR_SIGNALED,
-		.imm_data = imm,
+		.imm_data = with_imm ? imm : 0,
 		.num_sge = 1,
 		.sge[0] = { .buf_handle = x->buf.handle,
 			    .offset = XC_SEND_OFF,
