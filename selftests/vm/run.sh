@@ -22,6 +22,7 @@
 #   --timeout SECS      whole-run watchdog (default 900, env KRDMA_VM_TIMEOUT)
 #   --mem MB            guest memory (default 1024, env MEM)
 #   --accel tcg|kvm     (default tcg, env KRDMA_VM_ACCEL; KVM hangs here)
+#   --cpu MODEL         qemu's -cpu under TCG (default max, env KRDMA_VM_CPU)
 #   --no-build          do not run make (use what is in build/ already)
 #   --no-insmod         do not insmod krdma.ko before CMD
 #   --verbose           full kernel log level on the console (default
@@ -84,6 +85,7 @@ PEER_CMD=
 TIMEOUT=${KRDMA_VM_TIMEOUT:-900}
 MEM=${MEM:-1024}
 ACCEL=${KRDMA_VM_ACCEL:-tcg}
+CPU=${KRDMA_VM_CPU:-max}
 BUILD=1
 INSMOD=1
 LOGLEVEL=5
@@ -91,7 +93,7 @@ EXTRA_APPEND=
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 note() { echo "run.sh: $*" >&2; }
-usage() { sed -n '4,29p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,30p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -103,6 +105,7 @@ while [ $# -gt 0 ]; do
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--mem) MEM=${2:?}; shift 2 ;;
 	--accel) ACCEL=${2:?}; shift 2 ;;
+	--cpu) CPU=${2:?}; shift 2 ;;
 	--no-build) BUILD=0; shift ;;
 	--no-insmod) INSMOD=0; shift ;;
 	--verbose) LOGLEVEL=8; shift ;;
@@ -585,7 +588,7 @@ note "ready to boot after $((SECONDS - T0))s ($REL, $ACCEL, logs in $RUNDIR)"
 APPEND="console=ttyS0,115200 panic=-1 printk.time=1 loglevel=$LOGLEVEL mitigations=off rdinit=/init${EXTRA_APPEND:+ $EXTRA_APPEND}"
 qemu_cmd() {	# qemu_cmd N NETARGS...
 	local n=$1; shift
-	local cpu=(-accel tcg -cpu max)
+	local cpu=(-accel tcg -cpu "$CPU")
 	[ "$ACCEL" = kvm ] && cpu=(-accel kvm -cpu host)
 	QEMU=(timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 "${cpu[@]}"
 		-m "$MEM" -smp 2 -nodefaults -no-user-config -display none -no-reboot
