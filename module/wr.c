@@ -247,8 +247,6 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 		return -EOPNOTSUPP;
 	if (is_recv && uwr->flags)
 		return -EINVAL;
-	if (!krdma_wr_unused_zero(ctx, uwr))
-		return -EINVAL;
 	if (uwr->num_sge > max_sge)
 		return -EINVAL;
 	if (uwr->opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
@@ -265,6 +263,9 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 	/* the device copies an inline payload at post: nothing lands there */
 	if ((uwr->flags & KRDMA_WR_INLINE) &&
 	    !(BIT(uwr->opcode) & KRDMA_INLINE_OPS))
+		return -EINVAL;
+	/* last: what the device or transport lacks is EOPNOTSUPP first */
+	if (!krdma_wr_unused_zero(ctx, uwr))
 		return -EINVAL;
 	return 0;
 }

@@ -2241,7 +2241,8 @@ static bool wr_field_used(uint32_t op, uint32_t transport, enum wr_field f)
 	switch (f) {
 	case WRF_IMM:
 		return op == KRDMA_OP_SEND_WITH_IMM ||
-		       op == KRDMA_OP_RDMA_WRITE_WITH_IMM;
+		       op == KRDMA_OP_RDMA_WRITE_WITH_IMM ||
+		       op == KRDMA_OP_SEND_WITH_INV || op == KRDMA_OP_LOCAL_INV;
 	case WRF_RADDR:
 	case WRF_RKEY:
 		return rdma || atomic;
@@ -2270,8 +2271,7 @@ static void wr_field_set(struct krdma_wr *wr, enum wr_field f)
 
 /*
  * A field the opcode does not read must be 0: each one set alone on a WR
- * that is otherwise good is EINVAL, and nothing is posted.  (SEND_WITH_INV
- * and LOCAL_INV read imm_data only: opcode_invalidate has them.)
+ * that is otherwise good is EINVAL, and nothing is posted.
  */
 KRDMA_TEST_F(post, unused_fields_nonzero)
 {
@@ -2279,7 +2279,8 @@ KRDMA_TEST_F(post, unused_fields_nonzero)
 		KRDMA_OP_SEND, KRDMA_OP_SEND_WITH_IMM, KRDMA_OP_RECV,
 		KRDMA_OP_RDMA_WRITE, KRDMA_OP_RDMA_WRITE_WITH_IMM,
 		KRDMA_OP_RDMA_READ, KRDMA_OP_ATOMIC_FETCH_ADD,
-		KRDMA_OP_ATOMIC_CMP_SWP,
+		KRDMA_OP_ATOMIC_CMP_SWP, KRDMA_OP_SEND_WITH_INV,
+		KRDMA_OP_LOCAL_INV,
 	};
 	uint32_t t = variant->transport;
 	unsigned int i, checked = 0;
@@ -2291,7 +2292,10 @@ KRDMA_TEST_F(post, unused_fields_nonzero)
 		bool atomic = wr_field_used(ops[i], t, WRF_ADD);
 
 		/* what the transport or device lacks is EOPNOTSUPP first */
-		if ((t == KRDMA_TRANSPORT_UD && rdma_or_atomic) ||
+		if ((t == KRDMA_TRANSPORT_UD &&
+		     (rdma_or_atomic || ops[i] == KRDMA_OP_LOCAL_INV)) ||
+		    (t != KRDMA_TRANSPORT_RC &&
+		     ops[i] == KRDMA_OP_SEND_WITH_INV) ||
 		    (t == KRDMA_TRANSPORT_UC &&
 		     (atomic || ops[i] == KRDMA_OP_RDMA_READ)) ||
 		    (atomic && self->dev.info.atomic_cap == KRDMA_ATOMIC_NONE))
@@ -2301,7 +2305,8 @@ KRDMA_TEST_F(post, unused_fields_nonzero)
 				continue;
 			kt_wr_init(&wr, 1, ops[i], ops[i] == KRDMA_OP_RECV ?
 				   0 : KRDMA_WR_SIGNALED);
-			kt_wr_sge(&wr, self->buf.handle, 0, 8);
+			if (ops[i] != KRDMA_OP_LOCAL_INV)
+				kt_wr_sge(&wr, self->buf.handle, 0, 8);
 			/* the fields it does read, good */
 			for (g = WRF_IMM; g <= WRF_SWAP; g++)
 				if (g != WRF_RADDR && g != WRF_RKEY &&
@@ -2315,6 +2320,11 @@ KRDMA_TEST_F(post, unused_fields_nonzero)
 				wr.ah_handle = self->ah;
 				wr.remote_qpn = self->b.qp_num;
 			}
+			/* keys that exist: an unknown one is EINVAL too */
+			if (ops[i] == KRDMA_OP_SEND_WITH_INV)
+				wr.imm_data = self->buf.rkey;
+			if (ops[i] == KRDMA_OP_LOCAL_INV)
+				wr.imm_data = self->buf.lkey;
 			wr_field_set(&wr, f);
 			EXPECT_POST1_ERRNO(EINVAL, &wr, "op %u with %s", ops[i],
 					   wr_field_names[f]);

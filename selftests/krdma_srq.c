@@ -277,6 +277,37 @@ KRDMA_TEST_F(srq, post_to_the_wrong_queue)
 					      &wrs[0]));
 }
 
+/* A RECV for the SRQ reads its wr_id and SGEs: anything else set is EINVAL. */
+KRDMA_TEST_F(srq, recv_unused_fields)
+{
+	struct krdma_wr wr;
+	uint32_t accepted;
+	unsigned int f;
+
+	for (f = 0; f < 8; f++) {
+		kt_wr_init(&wr, 40 + f, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&wr, self->dst.handle, 0, MSG);
+		switch (f) {
+		case 0: wr.imm_data = 1; break;
+		case 1: wr.remote_addr = 8; break;
+		case 2: wr.rkey = 1; break;
+		case 3: wr.compare_add = 1; break;
+		case 4: wr.swap = 1; break;
+		case 5: wr.ah_handle = 1; break;
+		case 6: wr.remote_qpn = 1; break;
+		default: wr.remote_qkey = 1; break;
+		}
+		accepted = 99;
+		EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->srq.handle, &wr, 1,
+					     &accepted), "field %u", f);
+		EXPECT_EQ(0u, accepted);
+	}
+	/* and with all of them 0 it is taken */
+	kt_wr_init(&wr, 48, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, self->dst.handle, 0, MSG);
+	EXPECT_OK(kt_post1(self->fd, self->srq.handle, &wr));
+}
+
 /*
  * KRDMA_POST_POLL reaps a connection's CQ; an SRQ has none of its own:
  * EINVAL, before anything is looked at (the struct comes back unchanged).
