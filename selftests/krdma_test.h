@@ -1255,17 +1255,16 @@ static inline void kt_signal_until_done(pthread_t t, int sig, const int *done)
 }
 
 /*
- * SIGALRM after @first_ms, then every 100 ms until kt_alarm_stop(): for a
+ * SIGALRM after @ms, and every @ms after that until kt_alarm_stop(): for a
  * blocking call a signal should end, made right after.  A single alarm()
  * could fire before the call when the guest stalls between the two, and
- * only run the handler; the next one finds the call.
+ * only run the handler; the next one finds the call, @ms into it.
  */
-static inline int kt_alarm_repeat(unsigned int first_ms)
+static inline int kt_alarm_repeat(unsigned int ms)
 {
-	struct itimerval it = {
-		.it_value = { first_ms / 1000, (first_ms % 1000) * 1000 },
-		.it_interval = { 0, 100 * 1000 },
-	};
+	struct timeval every = { ms / 1000, (ms % 1000) * 1000 };
+	struct itimerval it = { .it_value = every, .it_interval = every };
+
 
 	return setitimer(ITIMER_REAL, &it, NULL);
 }
