@@ -972,6 +972,11 @@ static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 	    !krdma_bench_is_send(cmd->opcode) &&
 	    cmd->opcode != KRDMA_OP_RDMA_READ)
 		return -EOPNOTSUPP;
+	/* the peer's buffer is a one-sided client's: 0 where nothing reads it */
+	if ((krdma_bench_is_send(cmd->opcode) ||
+	     (cmd->flags & KRDMA_BENCH_SERVER)) &&
+	    (cmd->remote_addr || cmd->remote_length || cmd->remote_rkey))
+		return -EINVAL;
 	return 0;
 }
 

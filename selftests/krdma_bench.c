@@ -101,9 +101,11 @@ static void bench_init(FIXTURE_DATA(bench) *self, struct krdma_bench *b,
 	b->local_buf = self->la.handle;
 	b->msg_size = opcode == KRDMA_OP_ATOMIC_FETCH_ADD ||
 		      opcode == KRDMA_OP_ATOMIC_CMP_SWP ? 8 : BENCH_SIZE;
-	b->remote_addr = self->lb.addr;
-	b->remote_length = self->lb.len;
-	b->remote_rkey = self->lb.rkey;
+	if (opcode != KRDMA_OP_SEND && opcode != KRDMA_OP_SEND_WITH_IMM) {
+		b->remote_addr = self->lb.addr;
+		b->remote_length = self->lb.len;
+		b->remote_rkey = self->lb.rkey;
+	}
 	b->tx_depth = 16;
 	b->iters = iters;
 	b->timeout_ms = 10000;
@@ -229,6 +231,46 @@ KRDMA_TEST_F(bench, errnos_against_objects)
 	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b), "UD");
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS,
 		  conn_state(self->fd, self->a.handle));
+}
+
+/*
+ * The peer's buffer is a one-sided client's: on a SEND run, or a server's,
+ * each of its three fields alone is EINVAL, and the connection is untouched.
+ */
+KRDMA_TEST_F(bench, remote_fields_one_sided_only)
+{
+	static const struct {
+		uint32_t opcode, flags;
+	} runs[] = {
+		{ KRDMA_OP_SEND, 0 },
+		{ KRDMA_OP_SEND_WITH_IMM, KRDMA_BENCH_LATENCY },
+		{ KRDMA_OP_SEND, KRDMA_BENCH_SERVER },
+		{ KRDMA_OP_RDMA_WRITE_WITH_IMM, KRDMA_BENCH_SERVER },
+	};
+	struct krdma_bench b;
+	unsigned int i, f;
+	uint32_t h;
+
+	for (i = 0; i < ARRAY_SIZE(runs); i++)
+		for (f = 0; f < 3; f++) {
+			bench_init(self, &b, &h, runs[i].opcode, 10);
+			b.flags = runs[i].flags;
+			b.remote_addr = b.remote_length = b.remote_rkey = 0;
+			if (f == 0)	/* (buffers' addresses start at 0) */
+				b.remote_addr = self->lb.addr + 4096;
+			else if (f == 1)
+				b.remote_length = self->lb.len;
+			else
+				b.remote_rkey = self->lb.rkey;
+			EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+				     "opcode %u flags 0x%x, field %u",
+				     runs[i].opcode, runs[i].flags, f);
+		}
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
+	/* with the three 0 a SEND run starts: here no one receives */
+	bench_init(self, &b, &h, KRDMA_OP_SEND, 10);
+	b.timeout_ms = 500;
+	EXPECT_ERRNO(ETIMEDOUT, ioctl(self->fd, KRDMA_BENCH, &b));
 }
 
 /* Bandwidth runs of each one-sided opcode: figures as asked, QP usable. */

@@ -881,7 +881,11 @@ static uint32_t fz_gen(struct fz_thread *t, int slot, unsigned int nr, void *buf
 			b->local_buf = fz_handle(t, slot, K_BUF);
 			b->msg_size = fz_value(&t->rng);
 		}
-		if (fz_pool_pick(t, fz_below(&t->rng, FZ_SLOTS), K_BUF, &o)) {
+		/* mostly where it may be: a one-sided client's */
+		if ((fz_chance(&t->rng, 5) ||
+		     (!(b->flags & KRDMA_BENCH_SERVER) &&
+		      b->opcode != KRDMA_OP_SEND && b->opcode != KRDMA_OP_SEND_WITH_IMM)) &&
+		    fz_pool_pick(t, fz_below(&t->rng, FZ_SLOTS), K_BUF, &o)) {
 			b->remote_addr = o.addr;
 			b->remote_length = o.len;
 			b->remote_rkey = o.rkey;

@@ -73,8 +73,12 @@
 
 #define KRDMA_DEVICE_PATH "/dev/krdma"
 
-/* Bumped only on an incompatible change, which the rules above avoid. */
-#define KRDMA_ABI_VERSION 1
+/*
+ * Bumped only on an incompatible change, which the rules above avoid.
+ * 2: a field a KRDMA_POST WR's opcode, or a KRDMA_BENCH run, does not read
+ * must be 0 (version 1 ignored it).
+ */
+#define KRDMA_ABI_VERSION 2
 
 #define KRDMA_TYPE 0xE5
 #define KRDMA_MAX_ENTRY_SIZE 4096	/* largest entry_size of any array */
@@ -1436,7 +1440,8 @@ struct krdma_bench_progress {
  * @remote_length: the peer buffer's length; one-sided operations use
  *	consecutive @msg_size slots of it, wrapping (atomics: all at
  *	@remote_addr)
- * @remote_rkey: the peer buffer's rkey
+ * @remote_rkey: the peer buffer's rkey.  The three are a one-sided
+ *	client's: 0 for SEND, SEND_WITH_IMM and a server (else %EINVAL)
  * @tx_depth: WRs in flight per connection (0: 128), at most the send
  *	queue (receive queue for a server)
  * @iters: operations per connection; 0: run for @duration_ms (a server:

@@ -1142,9 +1142,11 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 	b->conns_uptr = (uintptr_t)handles;
 	b->local_buf = buf->handle;
 	b->msg_size = size;
-	b->remote_addr = conns[0].adv.addr;
-	b->remote_length = conns[0].adv.length;
-	b->remote_rkey = conns[0].adv.rkey;
+	if (o->op != BOP_SEND && o->op != BOP_SEND_IMM) {	/* one-sided */
+		b->remote_addr = conns[0].adv.addr;
+		b->remote_length = conns[0].adv.length;
+		b->remote_rkey = conns[0].adv.rkey;
+	}
 	b->tx_depth = o->latency ? 0 : o->tx_depth;
 	b->iters = o->iters;
 	b->duration_ms = o->duration_s * 1000;
