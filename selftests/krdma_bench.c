@@ -1071,6 +1071,54 @@ KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
 	EXPECT_EQ(8, json_num(kt_out(&self->client), "connected", 0));
 }
 
+/*
+ * -c uc, client and server: WRITE bandwidth, latency and through the ioctl
+ * path over UC QPs; what UC cannot run, and UD, are refused with a reason.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, uc_write, 300)
+{
+	static const char *const runs[] = {
+		"write -c uc -s 4096 -n 300", "write -c uc --lat -s 64 -n 100",
+		"write -c uc -s 4096 -n 300 --via-ioctl -Q 4",
+		"write -c uc -s 4096 -n 100 -q 2 -t 8",
+	};
+	static const unsigned int iters[] = { 300, 100, 300, 200 };
+	unsigned int port = self->port + 800, i;
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "krdmactl bench -c uc -p %u -T 30", port);
+	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", "uc", false, 300,
+			       cmd));
+	ASSERT_EQ(0, cli_wait_listening(&self->other)) {
+		TH_LOG("the UC server never listened: %s",
+		       kt_out(&self->other));
+	}
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		const char *out;
+
+		EXPECT_EQ(0, cli_client_to(self, port, runs[i])) {
+			TH_LOG("%s: %s", runs[i], kt_out(&self->client));
+		}
+		out = kt_out(&self->client);
+		EXPECT_EQ((double)iters[i], json_num(out, "iterations", 0)) {
+			TH_LOG("%s: %s", runs[i], out);
+		}
+		EXPECT_NE(NULL, strstr(out, "\"transport\":\"uc\"")) {
+			TH_LOG("%s: %s", runs[i], out);
+		}
+	}
+	/* refused before connecting, with the reason */
+	EXPECT_EQ(2, cli_client_to(self, port, "send -c uc -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "write only"));
+	EXPECT_EQ(2, cli_client_to(self, port, "read -c uc -n 10"));
+	EXPECT_EQ(2, cli_client_to(self, port, "send -c ud -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "rc or uc"));
+	/* the UC server served them and is still up */
+	EXPECT_FALSE(kt_check_exit(&self->other)) {
+		TH_LOG("%s", kt_out(&self->other));
+	}
+}
+
 KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
 {
 	EXPECT_EQ(0, cli_client(self, "send --lat -s 512 -n 50 --validate")) {

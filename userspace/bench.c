@@ -141,7 +141,8 @@ static const char bench_usage[] =
 	"  -Q, --cq-mod N       signal one WR in N (default 1; --lat: one\n"
 	"                       SEND ping in N, as ib_send_lat's 100)\n"
 	"  -I, --inline N       payloads up to N bytes inline\n"
-	"  -c, --connection rc  transport (rdma_cm connects RC only)\n"
+	"  -c, --connection T   rc (default) or uc (write only), client and\n"
+	"                       server alike\n"
 	"  -e, --events         sleep on CQ events instead of busy polling\n"
 	"      --bw | --lat     bandwidth (default) or latency\n"
 	"      --validate       check payloads at the receiver\n"
@@ -191,6 +192,7 @@ struct bench_opts {
 	bool once;
 	bool corrupt;		/* selftests: spoil the source pattern */
 	bool copy_only;	/* the guest's memcpy bandwidth */
+	uint32_t transport;	/* KRDMA_TRANSPORT_RC or _UC */
 };
 
 /* The BOP_ of an operation's name; BOP_NONE if it is not one. */
@@ -234,6 +236,14 @@ static int bench_check_opts(const struct bench_opts *o,
 		why = "--validate checks send, send_imm and read payloads";
 	else if (o->via_ioctl && (o->qps > 1 || o->validate))
 		why = "--via-ioctl drives one QP, without --validate";
+	else if (o->host && o->transport == KRDMA_TRANSPORT_UC &&
+		 o->op != BOP_WRITE && !o->conns)
+		/*
+		 * A message that finds no receive is dropped over UC, unseen:
+		 * the server's READY, the END and its answer must arrive.
+		 */
+		why = "-c uc: write only (UC has no READ or atomics, and drops "
+		      "a message that finds no receive)";
 	else
 		return 0;
 	if (why)
@@ -280,8 +290,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	o->timeout_s = 10;
 	while ((c = getopt_long(argc, argv, ":s:an:D:q:t:Q:I:c:ep:P:T:hj",
 				long_opts, (longidx = -1, &longidx))) != -1) {
-		/* what a server takes: -p, -T, --once, -j, --pretty */
-		if (!client_opt[0] && (c >= 0x100 || !strchr(":?hjpPT", c)) &&
+		/* what a server takes: -p, -T, -c, --once, -j, --pretty */
+		if (!client_opt[0] && (c >= 0x100 || !strchr(":?hjpPTc", c)) &&
 		    c != OPT_ONCE && c != OPT_PRETTY)
 			opt_name(c, long_opts, longidx, client_opt,
 				 sizeof(client_opt));
@@ -329,9 +339,14 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 					&o->inline_size);
 			break;
 		case 'c':
-			if (strcmp(optarg, "rc")) {
-				err_msg("bench: -c %s: rdma_cm connects RC "
-					"only", optarg);
+			if (!strcmp(optarg, "rc")) {
+				o->transport = KRDMA_TRANSPORT_RC;
+			} else if (!strcmp(optarg, "uc")) {
+				o->transport = KRDMA_TRANSPORT_UC;
+			} else {
+				err_msg("bench: -c %s: rc or uc (the kernel "
+					"loop runs connected QPs; UD: "
+					PROG_NAME " send -t ud)", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -501,7 +516,8 @@ static void print_header(const struct bench_opts *o, const char *dev,
 	printf(" Number of qps  : %u\t\tTransport type : IB\n", o->qps);
 	printf(" Loop threads   : %s\n", o->one_cpu || o->qps == 1 ? "1" :
 	       "one per CPU, up to one per QP");
-	printf(" Connection type: RC\t\tUsing SRQ      : OFF\n");
+	printf(" Connection type: %s\t\tUsing SRQ      : OFF\n",
+	       o->transport == KRDMA_TRANSPORT_UC ? "UC" : "RC");
 	printf(" TX depth       : %u\n", latency ? 1 : o->tx_depth);
 	printf(" CQ Moderation  : %u\n", o->cq_mod);
 	printf(" Mtu            : from the path\n");
@@ -658,7 +674,7 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.size = sizeof(cc),
 		.flags = o->events ? KRDMA_CONN_NOTIFY : 0,
 		.dst = *dst,
-		.transport = KRDMA_TRANSPORT_RC,
+		.transport = o->transport,
 		.timeout_ms = o->timeout_s * 1000,
 		.caps = { .max_send_wr = o->op ? depth + 2 : 4,
 			  .max_recv_wr = o->op ? 8 + (o->via_ioctl ? VIA_RECVS :
@@ -688,7 +704,8 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	ret = krdma_ioctl_quiet(fd, KRDMA_CM_CONNECT, &cc);
 	if (ret == -ECONNREFUSED) {
 		err_msg("bench: connection refused (reject reason %d): is "
-			PROG_NAME " bench running there?", cc.reject_reason);
+			PROG_NAME " bench running there, with the same -c?",
+			cc.reject_reason);
 		return ret;
 	}
 	if (ret == -EINVAL) {
@@ -1242,6 +1259,8 @@ static int bench_client(int fd, const struct bench_opts *o)
 	if (pr_is_json()) {
 		pr_str("op", bench_ops[o->op].name);
 		pr_str("mode", o->latency ? "lat" : "bw");
+		pr_str("transport", o->transport == KRDMA_TRANSPORT_UC ? "uc" :
+		       "rc");
 		pr_str("loop", o->via_ioctl ? "ioctl" : "kernel");
 		pr_str("device", dev);
 		pr_u64("qps", o->qps);
@@ -1554,6 +1573,12 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
+	/* over UC, what bench_check_opts() lets a client ask: write */
+	if (s->o->transport == KRDMA_TRANSPORT_UC && h->op &&
+	    be16toh(h->op) != BOP_WRITE) {
+		srv_reject(s, ev->handle);
+		return;
+	}
 	if (!h->op) {	/* --conns: a connection, nothing more */
 		ac.caps = (struct krdma_qp_caps){ .max_send_wr = 4,
 			.max_recv_wr = 4, .max_send_sge = 1,
@@ -1641,7 +1666,7 @@ static int bench_serve(int fd, const struct bench_opts *o)
 		.size = sizeof(l),
 		.addr = { .family = AF_INET, .port = o->port },
 		.backlog = 1024,
-		.transport = KRDMA_TRANSPORT_RC,
+		.transport = o->transport,
 	};
 	struct srv s = { .fd = fd, .o = o };
 	struct krdma_event evs[16];
