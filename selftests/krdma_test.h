@@ -1265,7 +1265,6 @@ static inline int kt_alarm_repeat(unsigned int ms)
 	struct timeval every = { ms / 1000, (ms % 1000) * 1000 };
 	struct itimerval it = { .it_value = every, .it_interval = every };
 
-
 	return setitimer(ITIMER_REAL, &it, NULL);
 }
 
