@@ -1107,6 +1107,11 @@ KRDMA_TEST_F_TIMEOUT(cli, uc_write, 300)
 			TH_LOG("%s: %s", runs[i], out);
 		}
 	}
+	/* the server's QPs are UC: rdma_cm refuses an RC client */
+	EXPECT_EQ(1, cli_client_to(self, port, "write -s 4096 -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "the same -c")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
 	/* refused before connecting, with the reason */
 	EXPECT_EQ(2, cli_client_to(self, port, "send -c uc -n 10"));
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "write only"));
