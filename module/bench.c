@@ -43,7 +43,7 @@ static bool krdma_bench_is_atomic(u32 opcode)
 	       opcode == KRDMA_OP_ATOMIC_CMP_SWP;
 }
 
-/* Opcodes a transport can run; UD is not benchmarked. */
+/* Opcodes a transport can run. */
 static bool krdma_bench_transport_ok(u32 transport, u32 opcode)
 {
 	switch (transport) {
@@ -52,6 +52,8 @@ static bool krdma_bench_transport_ok(u32 transport, u32 opcode)
 	case KRDMA_TRANSPORT_UC:
 		return opcode != KRDMA_OP_RDMA_READ &&
 		       !krdma_bench_is_atomic(opcode);
+	case KRDMA_TRANSPORT_UD:
+		return krdma_bench_is_send(opcode);
 	default:
 		return false;
 	}
@@ -88,6 +90,22 @@ static bool krdma_bench_check(struct krdma_buf *buf, u64 offset, u32 len)
 		i += n;
 	}
 	return true;
+}
+
+/* Copy @len bytes at @offset of the buffer to @dst. */
+static void krdma_bench_copy_out(struct krdma_buf *buf, u64 offset, void *dst,
+				 u32 len)
+{
+	u32 i = 0;
+
+	while (i < len) {
+		size_t avail, n;
+		u8 *p = krdma_bench_mem(buf, offset + i, &avail);
+
+		n = min_t(u64, avail, len - i);
+		memcpy((u8 *)dst + i, p, n);
+		i += n;
+	}
 }
 
 static void krdma_bench_validate(struct krdma_bench_run *run,
@@ -270,15 +288,77 @@ static void krdma_bench_send_done(struct krdma_bench_run *run,
 	}
 }
 
+/* A receive's payload length: on UD, the GRH in front is not payload. */
+static u32 krdma_bench_recv_len(const struct krdma_bench_run *run,
+				const struct ib_wc *wc)
+{
+	if (!run->ud)
+		return wc->byte_len;
+	return wc->byte_len > KRDMA_GRH_LEN ? wc->byte_len - KRDMA_GRH_LEN : 0;
+}
+
+/*
+ * UD server without a peer the CM resolved (an accepted connection): the
+ * sender of the first message is the client; replies go there, through an
+ * address handle made from its GRH, which the receive put in the buffer's
+ * GRH area (every message of one sender carries the same addresses).  The
+ * handle becomes the connection's, as if the CM had resolved it: the
+ * connection's teardown (DESTROY, device removal), which does not wait for
+ * the run, destroys it with the QP, before the PD.  Runs under the hw
+ * lock, in process context: making it may sleep (a RoCE peer's MAC).
+ */
+static int krdma_bench_ud_peer(struct krdma_bench_run *run,
+			       struct krdma_bench_conn *bc,
+			       const struct ib_wc *wc)
+{
+	struct krdma_conn *conn = bc->conn;
+	struct ib_grh grh;
+	struct ib_ah *ah;
+
+	if (bc->ah)
+		return 0;
+	krdma_bench_copy_out(run->buf, run->grh_off, &grh, sizeof(grh));
+	ah = ib_create_ah_from_wc(conn->obj.kpd->pd, wc, &grh, conn->port_num);
+	if (IS_ERR(ah))
+		return PTR_ERR(ah);
+	bc->ah = ah;
+	bc->dest_qpn = wc->src_qp;
+	/* only the CM sets it otherwise, on an active side, before the run */
+	conn->dest_qp_num = wc->src_qp;
+	/* pairs with the smp_load_acquire() of a post */
+	smp_store_release(&conn->ud_ah, ah);
+	return 0;
+}
+
+/* A control message (ready, end) rather than a payload? */
+static bool krdma_bench_is_imm(const struct ib_wc *wc, u32 imm)
+{
+	return (wc->wc_flags & IB_WC_WITH_IMM) &&
+	       be32_to_cpu(wc->ex.imm_data) == imm;
+}
+
 static void krdma_bench_recv_done(struct krdma_bench_run *run,
 				  struct krdma_bench_conn *bc,
 				  const struct ib_wc *wc, u64 now)
 {
 	u64 slot = wc->wr_id & ~KRDMA_BENCH_RECV_WRID;
-	u32 len = wc->byte_len;
+	u32 len = krdma_bench_recv_len(run, wc);
 
-	if ((wc->wc_flags & IB_WC_WITH_IMM) &&
-	    be32_to_cpu(wc->ex.imm_data) == KRDMA_BENCH_END_IMM) {
+	if (run->ud && run->server) {
+		int ret = krdma_bench_ud_peer(run, bc, wc);
+
+		if (ret) {
+			krdma_bench_stop(run, ret);
+			return;
+		}
+		/* the client's hello (it sends again until the answer) */
+		if (krdma_bench_is_imm(wc, KRDMA_BENCH_READY_IMM)) {
+			bc->hello = true;
+			bc->recv_other++;
+			return;
+		}
+	}
+	if (krdma_bench_is_imm(wc, KRDMA_BENCH_END_IMM)) {
 		bc->done = true;
 		bc->ended = true;
 		return;
@@ -327,7 +407,7 @@ static bool krdma_bench_wc_ours(struct krdma_bench_run *run,
 	/* (a WRITE_WITH_IMM's length is the WRITE's, not the receive's) */
 	return (run->server ? slot < run->nslots : slot == 0) &&
 	       (wc->opcode != IB_WC_RECV ||
-		wc->byte_len <= run->cmd->msg_size);
+		krdma_bench_recv_len(run, wc) <= run->cmd->msg_size);
 }
 
 /*
@@ -420,8 +500,12 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 		return 0;
 	for (i = 0; i < n; i++) {
 		u64 slot = run->server ? (bc->recv_posted + i) % run->nslots : 0;
+		struct ib_sge *sge = run->rwrs[i].sg_list;
 
-		run->rsges[i].addr = run->iova + slot * run->cmd->msg_size;
+		/* UD: the GRH first, to the GRH area; then the payload */
+		if (run->ud)
+			sge++->addr = run->iova + run->grh_off;
+		sge->addr = run->iova + slot * run->cmd->msg_size;
 		run->rwrs[i].wr_id = KRDMA_BENCH_RECV_WRID | slot;
 		run->rwrs[i].next = i + 1 < n ? &run->rwrs[i + 1] : NULL;
 	}
@@ -431,6 +515,16 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 		return ret;
 	bc->recv_posted += n;
 	return 0;
+}
+
+/* UD: where @bc's sends go. */
+static void krdma_bench_address(struct krdma_bench_run *run,
+				struct krdma_bench_conn *bc,
+				union krdma_bench_wr *wr)
+{
+	wr->ud.ah = bc->ah;
+	wr->ud.remote_qpn = bc->dest_qpn;
+	wr->ud.remote_qkey = bc->conn->qkey;
 }
 
 /* Fill in WR @i of the chain for @bc's next operation of @len bytes. */
@@ -494,6 +588,8 @@ static void krdma_bench_build(struct krdma_bench_run *run,
 	default:
 		break;
 	}
+	if (run->ud)
+		krdma_bench_address(run, bc, wr);
 }
 
 /* Post @n operations of @len bytes as one chain; @last: the run's last. */
@@ -614,16 +710,18 @@ static bool krdma_bench_owes_report(const struct krdma_bench_run *run,
 static int krdma_bench_tell(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc, u32 imm)
 {
-	struct ib_send_wr wr = {
-		.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1),
-		.opcode = IB_WR_SEND_WITH_IMM,
-		.send_flags = IB_SEND_SIGNALED,
-		.ex.imm_data = cpu_to_be32(imm),
+	union krdma_bench_wr wr = {
+		.send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1),
+		.send.opcode = IB_WR_SEND_WITH_IMM,
+		.send.send_flags = IB_SEND_SIGNALED,
+		.send.ex.imm_data = cpu_to_be32(imm),
 	};
 	int ret;
 
+	if (run->ud)
+		krdma_bench_address(run, bc, &wr);
 	run->cmd->post_calls++;
-	ret = krdma_bench_post(bc->conn->qp, &wr);
+	ret = krdma_bench_post(bc->conn->qp, &wr.send);
 	if (ret)
 		return ret;
 	bc->posted++;
@@ -639,11 +737,11 @@ static int krdma_bench_tell(struct krdma_bench_run *run,
 static int krdma_bench_serve(struct krdma_bench_run *run,
 			     struct krdma_bench_conn *bc)
 {
-	u64 want = bc->ops + run->depth - bc->echo_count;
+	u64 want = bc->ops + bc->recv_other + run->depth - bc->echo_count;
 	int ret;
 
 	if (run->cmd->iters)
-		want = min(want, run->cmd->iters);
+		want = min(want, run->cmd->iters + bc->recv_other);
 	while (bc->echo_count && krdma_bench_room(bc)) {
 		u64 e = bc->echo[bc->echo_head];
 		u32 len = lower_32_bits(e);
@@ -664,8 +762,10 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 		if (ret)
 			return ret;
 	}
-	/* once, when the first receives are posted */
-	if (!bc->ready) {
+	/* once, when the first receives are posted (UD: and the client said
+	 * where it is)
+	 */
+	if (!bc->ready && (!run->ud || bc->hello)) {
 		ret = krdma_bench_tell(run, bc, KRDMA_BENCH_READY_IMM);
 		if (ret)
 			return ret;
@@ -1026,6 +1126,53 @@ static int krdma_bench_qp_ready(struct krdma_conn *conn)
 	return attr.qp_state == IB_QPS_RTS ? 0 : -EINVAL;
 }
 
+/*
+ * UD: every connection of the run is UD; a message is one packet; a
+ * receive takes two SGEs (the GRH's, the payload's); a client's sends go
+ * to the peer the CM resolved, a server's to the sender of the first
+ * message.
+ */
+static int krdma_bench_check_ud(struct krdma_bench_run *run,
+				struct krdma_conn *conn)
+{
+	struct krdma_bench *cmd = run->cmd;
+
+	if (run->num_conns > 1 && !run->ud)
+		return -EINVAL;
+	run->ud = true;
+	if (cmd->msg_size > ib_mtu_enum_to_int(conn->active_mtu))
+		return -EINVAL;
+	if ((run->server || run->pingpong) && conn->caps.max_recv_sge < 2)
+		return -EINVAL;
+	/* pairs with the CM handler's smp_store_release() */
+	if (!run->server && !smp_load_acquire(&conn->ud_ah))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * UD: the buffer's last %KRDMA_GRH_LEN bytes take the GRHs; the slots are
+ * before them.
+ */
+static int krdma_bench_ud_slots(struct krdma_bench_run *run)
+{
+	u64 length = run->buf->length;
+	u32 i;
+
+	if (length < (u64)run->cmd->msg_size + KRDMA_GRH_LEN)
+		return -EINVAL;
+	run->grh_off = length - KRDMA_GRH_LEN;
+	run->nslots = div64_u64(run->grh_off, run->cmd->msg_size);
+	for (i = 0; i < run->num_conns; i++) {
+		struct krdma_bench_conn *bc = &run->bconns[i];
+
+		/* set by the CM before the connect returned, or NULL */
+		bc->ah = smp_load_acquire(&bc->conn->ud_ah);
+		bc->dest_qpn = bc->conn->dest_qp_num;
+	}
+	return 0;
+}
+
 static int krdma_bench_check_conn(struct krdma_bench_run *run,
 				  struct krdma_conn *conn)
 {
@@ -1052,6 +1199,12 @@ static int krdma_bench_check_conn(struct krdma_bench_run *run,
 		return -EINVAL;
 	if (run->inline_send && cmd->inline_size > caps->max_inline_data)
 		return -EINVAL;
+	if (conn->transport == KRDMA_TRANSPORT_UD) {
+		int ret = krdma_bench_check_ud(run, conn);
+
+		if (ret)
+			return ret;
+	}
 	return krdma_bench_qp_ready(conn);
 }
 
@@ -1087,6 +1240,14 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 		bc->held = !ret;
 		if (ret)
 			return ret;
+		/* all UD, or none */
+		if (run->ud && bc->conn->transport != KRDMA_TRANSPORT_UD)
+			return -EINVAL;
+	}
+	if (run->ud) {
+		ret = krdma_bench_ud_slots(run);
+		if (ret)
+			return ret;
 	}
 	if (cmd->signal_every > run->depth)
 		return -EINVAL;
@@ -1111,21 +1272,27 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 int krdma_bench_alloc(struct krdma_bench_run *run)
 {
 	u32 n = max(run->depth, 1U);
-	u32 i;
+	u32 nsge = run->ud ? 2 : 1;
+	u32 i, j;
 
 	run->wrs = kcalloc(n, sizeof(*run->wrs), GFP_KERNEL);
 	run->sges = kcalloc(n, sizeof(*run->sges), GFP_KERNEL);
 	run->rwrs = kcalloc(n, sizeof(*run->rwrs), GFP_KERNEL);
-	run->rsges = kcalloc(n, sizeof(*run->rsges), GFP_KERNEL);
+	run->rsges = kcalloc(n * nsge, sizeof(*run->rsges), GFP_KERNEL);
 	if (!run->wrs || !run->sges || !run->rwrs || !run->rsges)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
+		struct ib_sge *rsge = &run->rsges[i * nsge];
+
 		run->wrs[i].send.opcode = run->ib_opcode;
 		run->wrs[i].send.sg_list = &run->sges[i];
-		run->rwrs[i].sg_list = &run->rsges[i];
-		run->rwrs[i].num_sge = 1;
-		run->rsges[i].length = run->cmd->msg_size;
-		run->rsges[i].lkey = run->lkey;
+		run->rwrs[i].sg_list = rsge;
+		run->rwrs[i].num_sge = nsge;
+		for (j = 0; j < nsge; j++) {
+			rsge[j].length = j + 1 < nsge ? KRDMA_GRH_LEN :
+							run->cmd->msg_size;
+			rsge[j].lkey = run->lkey;
+		}
 	}
 	if (!run->latency || run->server)
 		return 0;

@@ -48,6 +48,7 @@ union krdma_bench_wr {
 	struct ib_send_wr send;
 	struct ib_rdma_wr rdma;
 	struct ib_atomic_wr atomic;
+	struct ib_ud_wr ud;
 };
 
 /**
@@ -72,6 +73,12 @@ union krdma_bench_wr {
  * @ended: a server saw the end message (and owes its report)
  * @reported: a server sent its report
  * @waiting: latency mode: the operation being timed has not completed
+ * @held: the run claimed the connection's CQ
+ * @ah: UD: where sends go, the connection's address handle (which the CM
+ *	resolved, or a server made from the first message's GRH)
+ * @dest_qpn: UD: the peer's QP number
+ * @hello: UD server: the client's hello arrived (its ready message is due)
+ * @recv_other: receives taken by messages that are not payloads (hellos)
  */
 struct krdma_bench_conn {
 	struct krdma_conn *conn;
@@ -93,6 +100,10 @@ struct krdma_bench_conn {
 	bool reported;
 	bool waiting;
 	bool held;
+	struct ib_ah *ah;
+	u32 dest_qpn;
+	bool hello;
+	u64 recv_other;
 };
 
 /**
@@ -137,7 +148,9 @@ struct krdma_bench_shared {
  * @iova: its address for the device
  * @inline_addr: kernel address of its first byte (inline sources)
  * @echo_off: a server's reply being built: where its payload is
- * @nslots: @msg_size slots of the buffer
+ * @nslots: @msg_size slots of the buffer (UD: before the GRH area)
+ * @grh_off: UD: where receives put their GRH, the buffer's last
+ *	%KRDMA_GRH_LEN bytes
  * @remote_nslots: @msg_size slots of the peer's buffer
  * @ib_opcode: the IB_WR_* posted
  * @server: %KRDMA_BENCH_SERVER
@@ -146,6 +159,7 @@ struct krdma_bench_shared {
  * @notify: %KRDMA_BENCH_NOTIFY
  * @validate: %KRDMA_BENCH_VALIDATE
  * @inline_send: payloads go inline
+ * @ud: the connections are UD: sends name an address, receives take a GRH
  * @depth: tx_depth (a server: receives kept posted)
  * @signal_every: signal one send WR in this many
  * @timeout_ns: idle limit
@@ -166,7 +180,7 @@ struct krdma_bench_shared {
  * @wrs: a chain of send WRs, built once
  * @sges: their SGEs
  * @rwrs: a chain of receive WRs
- * @rsges: their SGEs
+ * @rsges: their SGEs (UD: two each, the GRH's and the payload's)
  * @threads: the kernel threads running the other shares of the run
  * @num_threads: entries of @threads
  * @wc: completions being handled
@@ -183,6 +197,7 @@ struct krdma_bench_run {
 	void *inline_addr;
 	u64 echo_off;
 	u64 nslots;
+	u64 grh_off;
 	u64 remote_nslots;
 	enum ib_wr_opcode ib_opcode;
 	bool server;
@@ -191,6 +206,7 @@ struct krdma_bench_run {
 	bool notify;
 	bool validate;
 	bool inline_send;
+	bool ud;
 	u32 depth;
 	u32 signal_every;
 	u64 timeout_ns;

@@ -223,12 +223,12 @@ KRDMA_TEST_F(bench, errnos_against_objects)
 	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
 	h[0] = fresh.handle;
 	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "QP in RESET");
-	/* UD: no bench of its own */
+	/* UD: SENDs only (bench.ud_errnos has the rest) */
 	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
 				 NULL, &fresh));
-	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	bench_init(self, &b, h, KRDMA_OP_RDMA_READ, 10);
 	h[0] = fresh.handle;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b), "UD");
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b), "UD READ");
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS,
 		  conn_state(self->fd, self->a.handle));
 }
@@ -907,6 +907,196 @@ KRDMA_TEST_F(bench, server_pingpong)
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, ha));
 }
 
+/* Two manual UD connections, RTS; @recv_sge: the first one's SGEs. */
+static void bench_ud_pair(FIXTURE_DATA(bench) *self, uint32_t recv_sge,
+			  struct kt_conn *u, struct kt_conn *c,
+			  struct __test_metadata *_metadata)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 64, .max_recv_wr = 64,
+				      .max_recv_sge = recv_sge };
+
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 &caps, u));
+	caps.max_recv_sge = 1;
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 &caps, c));
+	ASSERT_OK(kt_conn_connect(self->fd, u, NULL));
+	ASSERT_OK(kt_conn_connect(self->fd, c, NULL));
+}
+
+/* What a UD run needs of its connections and buffer, one by one. */
+KRDMA_TEST_F(bench, ud_errnos)
+{
+	struct krdma_conn_query q;
+	struct kt_conn u, c, u1;
+	struct krdma_bench b;
+	struct kt_buf small;
+	uint32_t h[2];
+
+	bench_ud_pair(self, 2, &u, &c, _metadata);
+	ASSERT_OK(kt_conn_query(self->fd, u.handle, &q));
+	ASSERT_LT(0u, q.path_mtu);
+	/* a client sends where the CM resolved: a manual connection has no peer */
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	h[0] = u.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	/* UD has SEND and SEND_WITH_IMM only */
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	h[0] = u.handle;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b));
+	/* a server: one packet a message; two receive SGEs; UD alone */
+	bench_init(self, &b, h, KRDMA_OP_SEND, 0);
+	b.flags = KRDMA_BENCH_SERVER;
+	h[0] = u.handle;
+	b.msg_size = q.path_mtu + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "over the MTU");
+	b.msg_size = 64;
+	h[0] = c.handle;	/* max_recv_sge 1 */
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "one SGE");
+	h[0] = self->b.handle;
+	h[1] = u.handle;
+	b.num_conns = 2;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "RC, UD");
+	h[0] = u.handle;
+	h[1] = self->b.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "UD, RC");
+	/* the buffer's last KRDMA_GRH_LEN bytes are the GRHs' */
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       64, &small));
+	b.num_conns = 1;
+	b.local_buf = small.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b), "no GRH room");
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, u.handle));
+	/* with room for both, the run starts, and waits for a hello */
+	b.msg_size = 64 - KRDMA_GRH_LEN;
+	b.timeout_ms = 300;
+	EXPECT_ERRNO(ETIMEDOUT, ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(0u, b.ops_done);
+	/* a connection whose receive queue holds one SGE a WR */
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 NULL, &u1));
+	EXPECT_EQ(1u, u1.caps.max_recv_sge);
+	EXPECT_OK(kt_destroy(self->fd, u1.handle));
+	EXPECT_OK(kt_destroy(self->fd, small.handle));
+	EXPECT_OK(kt_destroy(self->fd, u.handle));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+}
+
+/* UD c: a receive of a zero-length message (the GRH) at @off of la. */
+static int bench_ud_grh_recv(FIXTURE_DATA(bench) *self, uint32_t conn,
+			     uint64_t wr_id)
+{
+	struct krdma_wr wr;
+
+	kt_wr_init(&wr, wr_id, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, self->la.handle, self->la.len - KRDMA_GRH_LEN,
+		  KRDMA_GRH_LEN);
+	return kt_post1(self->fd, conn, &wr);
+}
+
+/* UD c: a SEND(_WITH_IMM) of @len bytes at @off of la to @u, by @ah. */
+static int bench_ud_send(FIXTURE_DATA(bench) *self, uint32_t conn,
+			 uint32_t ah, const struct kt_conn *u, uint32_t opcode,
+			 uint32_t imm, uint64_t off, uint32_t len)
+{
+	struct krdma_wr wr;
+
+	kt_wr_init(&wr, 1, opcode, KRDMA_WR_SIGNALED);
+	if (len)
+		kt_wr_sge(&wr, self->la.handle, off, len);
+	wr.imm_data = opcode == KRDMA_OP_SEND_WITH_IMM ? imm : 0;
+	wr.ah_handle = ah;
+	wr.remote_qpn = u->qp_num;
+	return kt_post1(self->fd, conn, &wr);
+}
+
+/* The next completion of a receive on @conn (sends' passed over), or -1. */
+static int bench_ud_recv_wc(int fd, uint32_t conn, uint32_t timeout_ms,
+			    struct krdma_wc *wc)
+{
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		if (kt_poll(fd, conn, wc, 1, timeout_ms) != 1)
+			return -1;
+		if (wc->opcode == KRDMA_OP_RECV)
+			return wc->status ? -1 : 0;
+	}
+	return -1;
+}
+
+/*
+ * A UD server run, driven by hand over manual connections: it learns the
+ * client from its hello (it has no CM peer), answers it, checks each
+ * payload after the GRH, and reports to the same address.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
+{
+	struct krdma_conn_query q;
+	struct krdma_bench s;
+	struct kt_conn u, c;
+	struct krdma_wc wc;
+	uint32_t hs, ah, i;
+	int status, tries;
+	pid_t pid;
+
+	bench_ud_pair(self, 2, &u, &c, _metadata);
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+	bench_init(self, &s, &hs, KRDMA_OP_SEND, 0);
+	hs = u.handle;
+	s.flags = KRDMA_BENCH_SERVER | KRDMA_BENCH_VALIDATE;
+	s.local_buf = self->lb.handle;
+	s.msg_size = 256;
+	s.tx_depth = 32;	/* more receives than the client sends */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ret = ioctl(self->fd, KRDMA_BENCH, &s);
+
+		_exit(ret ? 1 : s.ops_done == 20 && s.validate_errors == 1 ?
+		      0 : 2);
+	}
+	/* hello until the answer: the first ones may find no receive */
+	ASSERT_OK(bench_ud_grh_recv(self, c.handle, 5));
+	for (tries = 0; tries < 100; tries++) {
+		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u,
+					KRDMA_OP_SEND_WITH_IMM,
+					KRDMA_BENCH_READY_IMM, 0, 0));
+		if (!bench_ud_recv_wc(self->fd, c.handle, 200, &wc))
+			break;
+	}
+	ASSERT_GT(100, tries);
+	EXPECT_EQ(5u, wc.wr_id);
+	EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
+	EXPECT_EQ((uint32_t)KRDMA_GRH_LEN, wc.byte_len);
+	EXPECT_EQ(KT_WC_GRH, wc.wc_flags & KT_WC_GRH);
+	/* 20 payloads from the pattern; the 6th starts one byte off it */
+	for (i = 0; i < 20; i++) {
+		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u, KRDMA_OP_SEND,
+					0, i == 5, 256));
+		ASSERT_EQ(1, kt_poll(self->fd, c.handle, &wc, 1, 5000));
+		ASSERT_EQ(0u, wc.status);
+	}
+	/* the end message; the report: one payload failed the check */
+	ASSERT_OK(bench_ud_grh_recv(self, c.handle, 6));
+	ASSERT_OK(bench_ud_send(self, c.handle, ah, &u, KRDMA_OP_SEND_WITH_IMM,
+				KRDMA_BENCH_END_IMM, 0, 0));
+	ASSERT_OK(bench_ud_recv_wc(self->fd, c.handle, 10000, &wc));
+	EXPECT_EQ(6u, wc.wr_id);
+	EXPECT_EQ(KT_WC_WITH_IMM, wc.wc_flags & KT_WC_WITH_IMM);
+	EXPECT_EQ(1u, wc.imm_data);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* the server's connection now names the client */
+	ASSERT_OK(kt_conn_query(self->fd, u.handle, &q));
+	EXPECT_EQ(c.qp_num, q.dest_qp_num);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, q.state);
+	EXPECT_OK(kt_destroy(self->fd, u.handle));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+	EXPECT_OK(kt_destroy(self->fd, ah));
+}
+
 /* ------------------------------------------------------------------------
  * krdmactl bench against krdmactl bench, over rdma_cm on rxe0.
  */
@@ -1116,9 +1306,75 @@ KRDMA_TEST_F_TIMEOUT(cli, uc_write, 300)
 	EXPECT_EQ(2, cli_client_to(self, port, "send -c uc -n 10"));
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "write only"));
 	EXPECT_EQ(2, cli_client_to(self, port, "read -c uc -n 10"));
-	EXPECT_EQ(2, cli_client_to(self, port, "send -c ud -n 10"));
-	EXPECT_NE(NULL, strstr(kt_out(&self->client), "rc or uc"));
 	/* the UC server served them and is still up */
+	EXPECT_FALSE(kt_check_exit(&self->other)) {
+		TH_LOG("%s", kt_out(&self->other));
+	}
+}
+
+/* UD: one packet a message, hello and end repeated until answered. */
+KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
+{
+	static const char *const runs[] = {
+		"send -c ud -s 1024 -n 300", "send -c ud --lat -s 8 -n 100",
+		"send_imm -c ud -s 512 -n 300 -t 16 --validate",
+		"send -c ud -s 256 -n 100 -q 2 -t 8",
+	};
+	static const unsigned int iters[] = { 300, 100, 300, 200 };
+	unsigned int port = self->port + 900, i;
+	const char *out;
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "krdmactl bench -c ud -p %u -T 30", port);
+	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", "ud", false, 300,
+			       cmd));
+	ASSERT_EQ(0, cli_wait_listening(&self->other)) {
+		TH_LOG("the UD server never listened: %s",
+		       kt_out(&self->other));
+	}
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		EXPECT_EQ(0, cli_client_to(self, port, runs[i])) {
+			TH_LOG("%s: %s", runs[i], kt_out(&self->client));
+		}
+		out = kt_out(&self->client);
+		EXPECT_EQ((double)iters[i], json_num(out, "iterations", 0)) {
+			TH_LOG("%s: %s", runs[i], out);
+		}
+		EXPECT_NE(NULL, strstr(out, "\"transport\":\"ud\"")) {
+			TH_LOG("%s: %s", runs[i], out);
+		}
+	}
+	/* every size up to the MTU, checked at both ends */
+	EXPECT_EQ(0, cli_client_to(self, port,
+				   "send -c ud --lat -a -n 2 --validate")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	out = kt_out(&self->client);
+	EXPECT_LT(0, json_num(out, "bytes", 8)) {	/* 2 ... 512 at least */
+		TH_LOG("%s", out);
+	}
+	EXPECT_EQ(-1, json_num(out, "bytes", 12)) {	/* 8192: over any MTU */
+		TH_LOG("%s", out);
+	}
+	EXPECT_EQ(0, json_num(out, "server_validate_errors", 0));
+	/* a spoilt source: the server's check says so (all that arrived) */
+	EXPECT_EQ(1, cli_client_to(self, port, "send -c ud -s 256 -n 50 -t 4 "
+				   "--validate --corrupt"));
+	out = kt_out(&self->client);
+	EXPECT_LE(1, json_num(out, "server_validate_errors", 0)) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_GE(50, json_num(out, "server_validate_errors", 0));
+	/* refused by the client, with the reason */
+	EXPECT_EQ(1, cli_client_to(self, port, "send -c ud -s 65536 -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "at most the MTU"));
+	EXPECT_EQ(2, cli_client_to(self, port, "write -c ud -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "send and send_imm"));
+	EXPECT_EQ(2, cli_client_to(self, port, "send -c ud --via-ioctl"));
+	EXPECT_EQ(2, cli_client_to(self, port, "--conns 4 -c ud"));
+	/* an RC client finds no UD listener: rdma_cm's port spaces differ */
+	EXPECT_EQ(1, cli_client_to(self, port, "send -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "the same -c"));
 	EXPECT_FALSE(kt_check_exit(&self->other)) {
 		TH_LOG("%s", kt_out(&self->other));
 	}

@@ -1239,6 +1239,9 @@ enum krdma_wc_flags {
 	KRDMA_WC_WITH_INVALIDATE = 1 << 2,
 };
 
+/* The GRH in front of every UD receive (%KRDMA_WC_GRH), in bytes. */
+#define KRDMA_GRH_LEN 40
+
 /**
  * struct krdma_wc - one completion (struct ib_wc)
  * @wr_id: the WR's @wr_id
@@ -1383,6 +1386,23 @@ struct krdma_srq_create {
  *	own connections' CQs; the figures, @timeout_ms and the failure
  *	reported are the run's.  A software device such as rxe does a
  *	connection's work on the CPU that posts to it
+ *
+ * UD connections run SEND and SEND_WITH_IMM, all of a run's connections UD,
+ * messages of one packet (@msg_size at most the port's MTU).  The last
+ * %KRDMA_GRH_LEN bytes of @local_buf take the GRH of every receive (two
+ * SGEs each: the connections need max_recv_sge 2 where the run receives),
+ * the slots are before them.  A client's messages go to the peer the CM
+ * resolved (a connection made by %KRDMA_CM_CONNECT).  A server answers,
+ * instead of saying it is ready unasked, the client's hello: a zero-length
+ * SEND_WITH_IMM of %KRDMA_BENCH_READY_IMM that the client's caller posts
+ * before its run and repeats until the answer comes, because UD drops a
+ * message that finds no receive posted.  Its replies go where the
+ * connection's sends go by default; a connection without such a peer (an
+ * accepted one: a SIDR request carries no path back) gets the sender of
+ * the first message the run receives, from its GRH, for good.  Nothing
+ * is resent: the client's caller repeats its end message until the report
+ * comes; a lost ping ends a ping-pong with %ETIMEDOUT; a server counts
+ * what arrived, which may be less than what was sent.
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
@@ -1492,7 +1512,8 @@ struct krdma_bench_progress {
  * or bit 62, sends, set: a caller's WR with those bits may pass for one.)
  * Other failures: %EINVAL (a value above, a connection of another device,
  * not connected, or receiving from an SRQ in a run that receives,
- * %KRDMA_BENCH_NOTIFY on a busy-polled connection), %EOPNOTSUPP (an opcode
+ * %KRDMA_BENCH_NOTIFY on a busy-polled connection, on UD what
+ * &enum krdma_bench_flags asks of UD connections), %EOPNOTSUPP (an opcode
  * the transport lacks, or that cannot be measured in the mode asked),
  * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU).
  */

@@ -53,6 +53,8 @@
 #define MIB 1048576.0
 #define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
 #define VIA_RECV_BATCH 16		/* ... posted this many at a time */
+#define UD_ALL_MAX 4096U		/* -a over UD: no more than an MTU */
+#define UD_HELLO_MS 200			/* UD: hello, end again after this */
 
 enum bench_op {
 	BOP_NONE = 0,		/* --conns: connect only */
@@ -70,6 +72,7 @@ enum {
 	BH_VALIDATE = 1 << 1,
 	BH_NOTIFY = 1 << 2,
 	BH_ONE_CPU = 1 << 3,	/* the server keeps one loop as well */
+	BH_ALL = 1 << 4,	/* -a: sizes up to max_size (UD: or the MTU) */
 };
 
 /* CONNECT private data, 32 bytes */
@@ -141,7 +144,8 @@ static const char bench_usage[] =
 	"  -Q, --cq-mod N       signal one WR in N (default 1; --lat: one\n"
 	"                       SEND ping in N, as ib_send_lat's 100)\n"
 	"  -I, --inline N       payloads up to N bytes inline\n"
-	"  -c, --connection T   rc (default) or uc (write only), client and\n"
+	"  -c, --connection T   rc (default), uc (write only) or ud (send,\n"
+	"                       send_imm; one packet a message), client and\n"
 	"                       server alike\n"
 	"  -e, --events         sleep on CQ events instead of busy polling\n"
 	"      --bw | --lat     bandwidth (default) or latency\n"
@@ -192,7 +196,7 @@ struct bench_opts {
 	bool once;
 	bool corrupt;		/* selftests: spoil the source pattern */
 	bool copy_only;	/* the guest's memcpy bandwidth */
-	uint32_t transport;	/* KRDMA_TRANSPORT_RC or _UC */
+	uint32_t transport;	/* KRDMA_TRANSPORT_* */
 };
 
 /* The BOP_ of an operation's name; BOP_NONE if it is not one. */
@@ -244,6 +248,13 @@ static int bench_check_opts(const struct bench_opts *o,
 		 */
 		why = "-c uc: write only (UC has no READ or atomics, and drops "
 		      "a message that finds no receive)";
+	else if (o->host && o->transport == KRDMA_TRANSPORT_UD && o->conns)
+		why = "--conns measures connection setup: UD has none";
+	else if (o->host && o->transport == KRDMA_TRANSPORT_UD &&
+		 o->op != BOP_SEND && o->op != BOP_SEND_IMM)
+		why = "-c ud: send and send_imm only (UD has no RDMA or atomics)";
+	else if (o->host && o->transport == KRDMA_TRANSPORT_UD && o->via_ioctl)
+		why = "--via-ioctl: RC and UC only";
 	else
 		return 0;
 	if (why)
@@ -343,10 +354,10 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 				o->transport = KRDMA_TRANSPORT_RC;
 			} else if (!strcmp(optarg, "uc")) {
 				o->transport = KRDMA_TRANSPORT_UC;
+			} else if (!strcmp(optarg, "ud")) {
+				o->transport = KRDMA_TRANSPORT_UD;
 			} else {
-				err_msg("bench: -c %s: rc or uc (the kernel "
-					"loop runs connected QPs; UD: "
-					PROG_NAME " send -t ud)", optarg);
+				err_msg("bench: -c %s: rc, uc or ud", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -482,14 +493,32 @@ static void fill_pattern(uint8_t *p, uint64_t len)
 		p[i] = krdma_bench_pattern(i);
 }
 
-/* Bytes of the buffer a side needs for messages of @size. */
-static uint64_t buf_len(uint32_t size, uint32_t depth, bool validate)
+/*
+ * Bytes of the buffer a side needs for messages of @size; over UD the
+ * kernel puts receives' GRHs in the last KRDMA_GRH_LEN of them.
+ */
+static uint64_t buf_len(uint32_t size, uint32_t depth, bool validate,
+			uint32_t transport)
 {
 	uint64_t len = (uint64_t)size * depth;
 
 	if (!validate && len > BENCH_MAX_BUF)
 		len = BENCH_MAX_BUF;
-	return len < size ? size : len;
+	if (len < size)
+		len = size;
+	return transport == KRDMA_TRANSPORT_UD ? len + KRDMA_GRH_LEN : len;
+}
+
+static const char *transport_name(uint32_t transport, bool upper)
+{
+	switch (transport) {
+	case KRDMA_TRANSPORT_UC:
+		return upper ? "UC" : "uc";
+	case KRDMA_TRANSPORT_UD:
+		return upper ? "UD" : "ud";
+	default:
+		return upper ? "RC" : "rc";
+	}
 }
 
 /* ---- results ---- */
@@ -517,7 +546,7 @@ static void print_header(const struct bench_opts *o, const char *dev,
 	printf(" Loop threads   : %s\n", o->one_cpu || o->qps == 1 ? "1" :
 	       "one per CPU, up to one per QP");
 	printf(" Connection type: %s\t\tUsing SRQ      : OFF\n",
-	       o->transport == KRDMA_TRANSPORT_UC ? "UC" : "RC");
+	       transport_name(o->transport, true));
 	printf(" TX depth       : %u\n", latency ? 1 : o->tx_depth);
 	printf(" CQ Moderation  : %u\n", o->cq_mod);
 	printf(" Mtu            : from the path\n");
@@ -662,6 +691,12 @@ static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
 	return -ETIMEDOUT;
 }
 
+/* -a: up to 8 MiB; over UD, one packet (the hello asks for no more). */
+static uint32_t bench_all_max(const struct bench_opts *o)
+{
+	return o->transport == KRDMA_TRANSPORT_UD ? UD_ALL_MAX : BENCH_ALL_MAX;
+}
+
 static int bench_connect(int fd, const struct bench_opts *o,
 			 const struct krdma_sockaddr *dst, uint32_t group,
 			 uint32_t index, uint32_t qps, struct bench_conn *c,
@@ -679,7 +714,10 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.caps = { .max_send_wr = o->op ? depth + 2 : 4,
 			  .max_recv_wr = o->op ? 8 + (o->via_ioctl ? VIA_RECVS :
 							     0) : 4,
-			  .max_send_sge = 1, .max_recv_sge = 1,
+			  .max_send_sge = 1,
+			  /* UD: the GRH's and the payload's */
+			  .max_recv_sge = o->transport ==
+					  KRDMA_TRANSPORT_UD ? 2 : 1,
 			  .max_inline_data = o->inline_size },
 		.private_data_len = sizeof(struct bench_hello),
 	};
@@ -690,8 +728,9 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.flags = htobe32((o->latency ? BH_LATENCY : 0) |
 				 (o->validate ? BH_VALIDATE : 0) |
 				 (o->events ? BH_NOTIFY : 0) |
-				 (o->one_cpu ? BH_ONE_CPU : 0)),
-		.max_size = htobe32(o->all ? BENCH_ALL_MAX : o->size),
+				 (o->one_cpu ? BH_ONE_CPU : 0) |
+				 (o->all ? BH_ALL : 0)),
+		.max_size = htobe32(o->all ? bench_all_max(o) : o->size),
 		.tx_depth = htobe32(o->latency ? 1 : o->tx_depth),
 		.qps = htobe16(qps),
 		.index = htobe16(index),
@@ -723,8 +762,11 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	}
 	c->handle = cc.handle;
 	c->dev_index = cc.dev_index;
-	/* the server's READY message needs a receive as soon as can be */
-	if (two_sided(o->op)) {
+	/*
+	 * The server's READY message needs a receive as soon as can be (UD:
+	 * one with room for the GRH, in the buffer, after the hello)
+	 */
+	if (two_sided(o->op) && o->transport != KRDMA_TRANSPORT_UD) {
 		struct krdma_wr wr = { .wr_id = 1, .opcode = KRDMA_OP_RECV };
 
 		ret = xfer_post_one(fd, c->handle, &wr);
@@ -747,9 +789,9 @@ static int bench_connect(int fd, const struct bench_opts *o,
  * are passed over, a failed one ends the wait.
  */
 static int wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
-		   int64_t start_ms, uint32_t timeout_s, struct krdma_wc *out)
+		   int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out)
 {
-	int64_t deadline = start_ms + timeout_s * 1000LL;
+	int64_t deadline = start_ms + timeout_ms;
 	struct krdma_wc wc[4];
 	int i, n;
 
@@ -800,10 +842,59 @@ static int send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 	if (!ret)
 		ret = xfer_post_one(fd, conn, &wr);
 	if (!ret)
-		ret = wait_wc(fd, conn, KRDMA_OP_RECV, true, start, timeout_s,
-			      &wc);
+		ret = wait_wc(fd, conn, KRDMA_OP_RECV, true, start,
+			      timeout_s * 1000, &wc);
 	if (!ret)
 		*bad = wc.imm_data;
+	return ret;
+}
+
+/*
+ * UD: a receive for the server's answer, with room for the GRH in front
+ * (the buffer's last KRDMA_GRH_LEN bytes, where the kernel's runs put
+ * them too); a zero-length answer is nothing else.
+ */
+static int ud_post_grh_recv(int fd, uint32_t conn, const struct xfer_buf *buf,
+			    uint64_t wr_id)
+{
+	return xfer_post_recv(fd, conn, wr_id, buf->handle,
+			      buf->length - KRDMA_GRH_LEN, KRDMA_GRH_LEN);
+}
+
+/*
+ * UD: a zero-length SEND_WITH_IMM of @imm every UD_HELLO_MS until the
+ * server's answer comes (its imm_data to @answer), for @timeout_s: UD drops
+ * a message that finds no receive, as a hello sent before the server's run
+ * has posted its receives, or an end message that meets a full receive
+ * queue.  The server answers a hello once; a later copy finds no receive
+ * here and is dropped.
+ */
+static int ud_until_answer(int fd, uint32_t conn, const struct xfer_buf *buf,
+			   uint32_t imm, uint32_t timeout_s, uint32_t *answer)
+{
+	int64_t deadline = xfer_now_ms() + timeout_s * 1000LL;
+	struct krdma_wr wr = {
+		.wr_id = 2,
+		.opcode = KRDMA_OP_SEND_WITH_IMM,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = imm,
+	};
+	struct krdma_wc wc;
+	int ret;
+
+	ret = ud_post_grh_recv(fd, conn, buf, 3);
+	while (!ret) {
+		ret = xfer_post_one(fd, conn, &wr);
+		if (!ret)
+			ret = wait_wc(fd, conn, KRDMA_OP_RECV, true,
+				      xfer_now_ms(), UD_HELLO_MS, &wc);
+		if (!ret) {
+			*answer = wc.imm_data;
+			return 0;
+		}
+		if (ret == -ETIMEDOUT && xfer_now_ms() < deadline)
+			ret = 0;
+	}
 	return ret;
 }
 
@@ -1201,6 +1292,34 @@ static const char *errno_hint(int err)
 	}
 }
 
+/*
+ * UD: a message is one packet, of the port's MTU at most; -a stops there,
+ * and -s beyond it is refused before the server is asked to run.
+ */
+static int ud_max_size(int fd, uint32_t conn, const struct bench_opts *o,
+		       uint32_t *max_size)
+{
+	struct krdma_conn_query q = { .size = sizeof(q), .handle = conn };
+	int ret;
+
+	ret = krdma_ioctl_quiet(fd, KRDMA_CONN_QUERY, &q);
+	if (ret) {
+		err_msg("bench: query the connection: %s", strerror(-ret));
+		return ret;
+	}
+	if (o->all) {
+		if (*max_size > q.path_mtu)
+			*max_size = q.path_mtu;
+		return 0;
+	}
+	if (*max_size > q.path_mtu) {
+		err_msg("bench: -s %u: over UD a message is one packet, at "
+			"most the MTU, %u bytes", *max_size, q.path_mtu);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
 static int bench_client(int fd, const struct bench_opts *o)
 {
 	struct bench_conn *conns;
@@ -1233,34 +1352,42 @@ static int bench_client(int fd, const struct bench_opts *o)
 			snprintf(dev, sizeof(dev), "%s", snap.devs[0].name);
 		free_snapshot(&snap);
 	}
-	max_size = o->all ? BENCH_ALL_MAX : o->size;
+	max_size = o->all ? bench_all_max(o) : o->size;
+	if (o->transport == KRDMA_TRANSPORT_UD) {
+		ret = ud_max_size(fd, conns[0].handle, o, &max_size);
+		if (ret)
+			goto out;
+	}
 	ret = xfer_buf_alloc(fd, conns[0].dev_index,
 			     KRDMA_ACCESS_LOCAL_WRITE,
 			     buf_len(max_size, o->latency ? 1 : o->tx_depth,
-				     o->validate), &buf);
+				     o->validate, o->transport), &buf);
 	if (ret)
 		goto out;
 	fill_pattern(buf.mem, buf.length);
 	if (o->corrupt)
 		buf.mem[0] ^= 0xff;
-	if (two_sided(o->op)) {
-		for (i = 0; i < o->qps; i++) {
-			/* the server's KRDMA_BENCH_READY_IMM */
+	for (i = 0; i < o->qps && two_sided(o->op); i++) {
+		/* the server's KRDMA_BENCH_READY_IMM */
+		if (o->transport == KRDMA_TRANSPORT_UD)
+			ret = ud_until_answer(fd, conns[i].handle, &buf,
+					      KRDMA_BENCH_READY_IMM,
+					      o->timeout_s, &wc.imm_data);
+		else
 			ret = wait_wc(fd, conns[i].handle, KRDMA_OP_RECV,
-				      true, xfer_now_ms(), o->timeout_s, &wc);
-			if (ret) {
-				err_msg("bench: the server never said it was "
-					"ready: %s", errno_hint(ret));
-				goto out;
-			}
+				      true, xfer_now_ms(),
+				      o->timeout_s * 1000, &wc);
+		if (ret) {
+			err_msg("bench: the server never said it was ready: %s",
+				errno_hint(ret));
+			goto out;
 		}
 	}
 	print_header(o, dev, o->latency);
 	if (pr_is_json()) {
 		pr_str("op", bench_ops[o->op].name);
 		pr_str("mode", o->latency ? "lat" : "bw");
-		pr_str("transport", o->transport == KRDMA_TRANSPORT_UC ? "uc" :
-		       "rc");
+		pr_str("transport", transport_name(o->transport, false));
 		pr_str("loop", o->via_ioctl ? "ioctl" : "kernel");
 		pr_str("device", dev);
 		pr_u64("qps", o->qps);
@@ -1293,8 +1420,13 @@ static int bench_client(int fd, const struct bench_opts *o)
 	for (i = 0; i < o->qps && !ret && two_sided(o->op); i++) {
 		uint32_t bad = 0;
 
-		ret = send_end_report(fd, conns[i].handle, o->timeout_s,
-				      &bad);
+		if (o->transport == KRDMA_TRANSPORT_UD)
+			ret = ud_until_answer(fd, conns[i].handle, &buf,
+					      KRDMA_BENCH_END_IMM,
+					      o->timeout_s, &bad);
+		else
+			ret = send_end_report(fd, conns[i].handle,
+					      o->timeout_s, &bad);
 		if (ret) {
 			err_msg("bench: no answer from the server to the end "
 				"message: %s", errno_hint(ret));
@@ -1497,6 +1629,8 @@ static void srv_run(struct srv *s, struct srv_group *g)
 {
 	struct bench_result r = { .size = g->max_size };
 	struct krdma_bench *b = &r.b;
+	struct krdma_conn_query q = { .size = sizeof(q),
+				      .handle = g->handles[0] };
 	bool lat = g->flags & BH_LATENCY;
 	int ret;
 
@@ -1511,6 +1645,15 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->conns_uptr = (uintptr_t)g->handles;
 	b->local_buf = g->buf.handle;
 	b->msg_size = g->max_size;
+	/*
+	 * UD: -a asks for up to UD_ALL_MAX, a message is one packet; a size
+	 * over the MTU the client asked for is refused at once (a UD client
+	 * that gives up says nothing, and the run would wait for its hello)
+	 */
+	if (s->o->transport == KRDMA_TRANSPORT_UD && g->flags & BH_ALL &&
+	    !krdma_ioctl_quiet(s->fd, KRDMA_CONN_QUERY, &q) &&
+	    q.path_mtu < b->msg_size)
+		b->msg_size = q.path_mtu;
 	b->tx_depth = lat ? 4 : 2 * g->tx_depth;
 	/*
 	 * A ping-pong's replies are signaled one in as many as may be in
@@ -1549,6 +1692,24 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	fflush(stdout);
 }
 
+static void srv_disconnected(struct srv *s, uint32_t handle)
+{
+	struct srv_group *g;
+	uint32_t gi;
+
+	xfer_destroy(s->fd, handle);
+	if (handle >= s->conn_group_len || !s->conn_group[handle])
+		return;
+	gi = s->conn_group[handle] - 1;
+	s->conn_group[handle] = 0;
+	g = &s->groups[gi];
+	if (--g->live)
+		return;
+	if (g->op)
+		s->finished = true;
+	srv_group_free(s, g);
+}
+
 static void srv_request(struct srv *s, const struct krdma_event *ev)
 {
 	const struct bench_hello *h = (const void *)ev->private_data;
@@ -1579,6 +1740,12 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
+	/* over UD: send and send_imm, and no --conns */
+	if (s->o->transport == KRDMA_TRANSPORT_UD &&
+	    be16toh(h->op) != BOP_SEND && be16toh(h->op) != BOP_SEND_IMM) {
+		srv_reject(s, ev->handle);
+		return;
+	}
 	if (!h->op) {	/* --conns: a connection, nothing more */
 		ac.caps = (struct krdma_qp_caps){ .max_send_wr = 4,
 			.max_recv_wr = 4, .max_send_sge = 1,
@@ -1605,7 +1772,8 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 				     KRDMA_ACCESS_REMOTE_READ |
 				     KRDMA_ACCESS_REMOTE_ATOMIC,
 				     buf_len(g->max_size, depth,
-					     g->flags & BH_VALIDATE), &g->buf);
+					     g->flags & BH_VALIDATE,
+					     s->o->transport), &g->buf);
 		if (ret) {
 			srv_reject(s, ev->handle);
 			srv_group_free(s, g);
@@ -1621,7 +1789,8 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	ac.caps.max_send_wr = g->op ? (lat ? 8 : g->tx_depth + 2) : 4;
 	ac.caps.max_recv_wr = g->op && two_sided(g->op) ? depth + 2 : 4;
 	ac.caps.max_send_sge = 1;
-	ac.caps.max_recv_sge = 1;
+	/* UD: the GRH's and the payload's */
+	ac.caps.max_recv_sge = s->o->transport == KRDMA_TRANSPORT_UD ? 2 : 1;
 	ac.caps.max_inline_data = lat ? 64 : 0;
 	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
 	if (ret == -EINVAL && ac.caps.max_inline_data) {
@@ -1638,26 +1807,13 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	g->handles[g->joined++] = ev->handle;
 	g->live++;
 	srv_map(s, ev->handle, g - s->groups + 1);
-	if (g->joined == g->qps && g->op && two_sided(g->op))
-		srv_run(s, g);
-}
-
-static void srv_disconnected(struct srv *s, uint32_t handle)
-{
-	struct srv_group *g;
-	uint32_t gi;
-
-	xfer_destroy(s->fd, handle);
-	if (handle >= s->conn_group_len || !s->conn_group[handle])
+	if (g->joined != g->qps || !g->op || !two_sided(g->op))
 		return;
-	gi = s->conn_group[handle] - 1;
-	s->conn_group[handle] = 0;
-	g = &s->groups[gi];
-	if (--g->live)
-		return;
-	if (g->op)
-		s->finished = true;
-	srv_group_free(s, g);
+	srv_run(s, g);
+	/* UD: no disconnect ends the connections; the run did */
+	if (s->o->transport == KRDMA_TRANSPORT_UD)
+		for (index = 0; index < g->qps; index++)
+			srv_disconnected(s, g->handles[index]);
 }
 
 static int bench_serve(int fd, const struct bench_opts *o)
