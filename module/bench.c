@@ -337,6 +337,16 @@ static bool krdma_bench_is_imm(const struct ib_wc *wc, u32 imm)
 	       be32_to_cpu(wc->ex.imm_data) == imm;
 }
 
+/*
+ * Does a server wait for the client's hello before it says it is ready?
+ * Over UC and UD, which drop a message that finds no receive: a READY sent
+ * unasked may come before the client has posted the receive for it.
+ */
+static bool krdma_bench_waits_hello(const struct krdma_bench_conn *bc)
+{
+	return bc->conn->transport != KRDMA_TRANSPORT_RC;
+}
+
 static void krdma_bench_recv_done(struct krdma_bench_run *run,
 				  struct krdma_bench_conn *bc,
 				  const struct ib_wc *wc, u64 now)
@@ -351,12 +361,13 @@ static void krdma_bench_recv_done(struct krdma_bench_run *run,
 			krdma_bench_stop(run, ret);
 			return;
 		}
-		/* the client's hello (it sends again until the answer) */
-		if (krdma_bench_is_imm(wc, KRDMA_BENCH_READY_IMM)) {
-			bc->hello = true;
-			bc->recv_other++;
-			return;
-		}
+	}
+	/* the client's hello (it sends again until the answer) */
+	if (run->server && krdma_bench_waits_hello(bc) &&
+	    krdma_bench_is_imm(wc, KRDMA_BENCH_READY_IMM)) {
+		bc->hello = true;
+		bc->recv_other++;
+		return;
 	}
 	if (krdma_bench_is_imm(wc, KRDMA_BENCH_END_IMM)) {
 		bc->done = true;
@@ -762,10 +773,8 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 		if (ret)
 			return ret;
 	}
-	/* once, when the first receives are posted (UD: and the client said
-	 * where it is)
-	 */
-	if (!bc->ready && (!run->ud || bc->hello)) {
+	/* once, when the first receives are posted (UC, UD: and asked for) */
+	if (!bc->ready && (!krdma_bench_waits_hello(bc) || bc->hello)) {
 		ret = krdma_bench_tell(run, bc, KRDMA_BENCH_READY_IMM);
 		if (ret)
 			return ret;

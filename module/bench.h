@@ -77,7 +77,7 @@ union krdma_bench_wr {
  * @ah: UD: where sends go, the connection's address handle (which the CM
  *	resolved, or a server made from the first message's GRH)
  * @dest_qpn: UD: the peer's QP number
- * @hello: UD server: the client's hello arrived (its ready message is due)
+ * @hello: UC, UD server: the client's hello arrived (READY is due)
  * @recv_other: receives taken by messages that are not payloads (hellos)
  */
 struct krdma_bench_conn {

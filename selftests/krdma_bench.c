@@ -1262,17 +1262,24 @@ KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
 }
 
 /*
- * -c uc, client and server: WRITE bandwidth, latency and through the ioctl
- * path over UC QPs; what UC cannot run, and UD, are refused with a reason.
+ * -c uc, client and server: one-sided and two-sided bandwidth, latency and
+ * through the ioctl path over UC QPs (the hello and end message repeated
+ * until answered); what UC cannot run is refused with a reason.
  */
-KRDMA_TEST_F_TIMEOUT(cli, uc_write, 300)
+KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 {
 	static const char *const runs[] = {
 		"write -c uc -s 4096 -n 300", "write -c uc --lat -s 64 -n 100",
 		"write -c uc -s 4096 -n 300 --via-ioctl -Q 4",
 		"write -c uc -s 4096 -n 100 -q 2 -t 8",
+		"send -c uc -s 4096 -n 300 -t 16",
+		"send -c uc --lat -s 8 -n 100 --validate",
+		"send_imm -c uc -s 1024 -n 200 -t 16 --validate",
+		"write_imm -c uc -s 4096 -n 200 -t 16",
+		"send -c uc --lat -s 64 -n 100 --via-ioctl",
 	};
-	static const unsigned int iters[] = { 300, 100, 300, 200 };
+	static const unsigned int iters[] = { 300, 100, 300, 200, 300, 100,
+					      200, 200, 100 };
 	unsigned int port = self->port + 800, i;
 	char cmd[256];
 
@@ -1296,6 +1303,13 @@ KRDMA_TEST_F_TIMEOUT(cli, uc_write, 300)
 		EXPECT_NE(NULL, strstr(out, "\"transport\":\"uc\"")) {
 			TH_LOG("%s: %s", runs[i], out);
 		}
+		/* the server's count of bad payloads, where it checked */
+		if (strstr(runs[i], "--validate")) {
+			EXPECT_EQ(0, json_num(out, "server_validate_errors",
+					      0)) {
+				TH_LOG("%s: %s", runs[i], out);
+			}
+		}
 	}
 	/* the server's QPs are UC: rdma_cm refuses an RC client */
 	EXPECT_EQ(1, cli_client_to(self, port, "write -s 4096 -n 10"));
@@ -1303,9 +1317,9 @@ KRDMA_TEST_F_TIMEOUT(cli, uc_write, 300)
 		TH_LOG("%s", kt_out(&self->client));
 	}
 	/* refused before connecting, with the reason */
-	EXPECT_EQ(2, cli_client_to(self, port, "send -c uc -n 10"));
-	EXPECT_NE(NULL, strstr(kt_out(&self->client), "write only"));
 	EXPECT_EQ(2, cli_client_to(self, port, "read -c uc -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "no READ or atomics"));
+	EXPECT_EQ(2, cli_client_to(self, port, "fadd -c uc -n 10"));
 	/* the UC server served them and is still up */
 	EXPECT_FALSE(kt_check_exit(&self->other)) {
 		TH_LOG("%s", kt_out(&self->other));

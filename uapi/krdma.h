@@ -1365,7 +1365,8 @@ struct krdma_srq_create {
  *	(and in latency mode echo) what arrives, until @iters messages per
  *	connection or a SEND_WITH_IMM of %KRDMA_BENCH_END_IMM on each.  Once
  *	its receives are posted it sends a zero-length SEND_WITH_IMM of
- *	%KRDMA_BENCH_READY_IMM on each connection: a client that waits for
+ *	%KRDMA_BENCH_READY_IMM on each connection (UC, UD: once the client
+ *	asked, below): a client that waits for
  *	it never meets an empty receive queue (an RNR NAK, which rdma_cm
  *	connections answer with a 655 ms back-off).  It answers the end
  *	message (and, with %KRDMA_BENCH_VALIDATE, the last of @iters
@@ -1387,22 +1388,25 @@ struct krdma_srq_create {
  *	reported are the run's.  A software device such as rxe does a
  *	connection's work on the CPU that posts to it
  *
+ * UC and UD drop a message that finds no receive posted, and nothing is
+ * resent.  A server on a UC or UD connection answers, instead of saying it
+ * is ready unasked, the client's hello: a zero-length SEND_WITH_IMM of
+ * %KRDMA_BENCH_READY_IMM that the client's caller posts before its run and
+ * repeats until the answer comes (the first ones may come before the
+ * server's receives); the caller repeats its end message until the report
+ * comes (it may meet a full receive queue).  A lost ping ends a ping-pong
+ * with %ETIMEDOUT; a server counts what arrived, which may be less than
+ * what was sent.
+ *
  * UD connections run SEND and SEND_WITH_IMM, all of a run's connections UD,
  * messages of one packet (@msg_size at most the port's MTU).  The last
  * %KRDMA_GRH_LEN bytes of @local_buf take the GRH of every receive (two
  * SGEs each: the connections need max_recv_sge 2 where the run receives),
  * the slots are before them.  A client's messages go to the peer the CM
- * resolved (a connection made by %KRDMA_CM_CONNECT).  A server answers,
- * instead of saying it is ready unasked, the client's hello: a zero-length
- * SEND_WITH_IMM of %KRDMA_BENCH_READY_IMM that the client's caller posts
- * before its run and repeats until the answer comes, because UD drops a
- * message that finds no receive posted.  Its replies go where the
- * connection's sends go by default; a connection without such a peer (an
- * accepted one: a SIDR request carries no path back) gets the sender of
- * the first message the run receives, from its GRH, for good.  Nothing
- * is resent: the client's caller repeats its end message until the report
- * comes; a lost ping ends a ping-pong with %ETIMEDOUT; a server counts
- * what arrived, which may be less than what was sent.
+ * resolved (a connection made by %KRDMA_CM_CONNECT).  A server's replies
+ * go where the connection's sends go by default; a connection without such
+ * a peer (an accepted one: a SIDR request carries no path back) gets the
+ * sender of the first message the run receives, from its GRH, for good.
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,

@@ -54,7 +54,7 @@
 #define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
 #define VIA_RECV_BATCH 16		/* ... posted this many at a time */
 #define UD_ALL_MAX 4096U		/* -a over UD: no more than an MTU */
-#define UD_HELLO_MS 200			/* UD: hello, end again after this */
+#define HELLO_REPEAT_MS 200		/* UC, UD: hello, end again after this */
 
 enum bench_op {
 	BOP_NONE = 0,		/* --conns: connect only */
@@ -144,9 +144,9 @@ static const char bench_usage[] =
 	"  -Q, --cq-mod N       signal one WR in N (default 1; --lat: one\n"
 	"                       SEND ping in N, as ib_send_lat's 100)\n"
 	"  -I, --inline N       payloads up to N bytes inline\n"
-	"  -c, --connection T   rc (default), uc (write only) or ud (send,\n"
-	"                       send_imm; one packet a message), client and\n"
-	"                       server alike\n"
+	"  -c, --connection T   rc (default), uc (no read, no atomics) or ud\n"
+	"                       (send, send_imm; one packet a message), client\n"
+	"                       and server alike\n"
 	"  -e, --events         sleep on CQ events instead of busy polling\n"
 	"      --bw | --lat     bandwidth (default) or latency\n"
 	"      --validate       check payloads at the receiver\n"
@@ -241,13 +241,9 @@ static int bench_check_opts(const struct bench_opts *o,
 	else if (o->via_ioctl && (o->qps > 1 || o->validate))
 		why = "--via-ioctl drives one QP, without --validate";
 	else if (o->host && o->transport == KRDMA_TRANSPORT_UC &&
-		 o->op != BOP_WRITE && !o->conns)
-		/*
-		 * A message that finds no receive is dropped over UC, unseen:
-		 * the server's READY, the END and its answer must arrive.
-		 */
-		why = "-c uc: write only (UC has no READ or atomics, and drops "
-		      "a message that finds no receive)";
+		 (o->op == BOP_READ || is_atomic(o->op)))
+		why = "-c uc: write, write_imm, send and send_imm (UC has no "
+		      "READ or atomics)";
 	else if (o->host && o->transport == KRDMA_TRANSPORT_UD && o->conns)
 		why = "--conns measures connection setup: UD has none";
 	else if (o->host && o->transport == KRDMA_TRANSPORT_UD &&
@@ -763,10 +759,10 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	c->handle = cc.handle;
 	c->dev_index = cc.dev_index;
 	/*
-	 * The server's READY message needs a receive as soon as can be (UD:
-	 * one with room for the GRH, in the buffer, after the hello)
+	 * The server's READY message needs a receive as soon as can be (UC,
+	 * UD: the server waits for the client's hello, after this)
 	 */
-	if (two_sided(o->op) && o->transport != KRDMA_TRANSPORT_UD) {
+	if (two_sided(o->op) && o->transport == KRDMA_TRANSPORT_RC) {
 		struct krdma_wr wr = { .wr_id = 1, .opcode = KRDMA_OP_RECV };
 
 		ret = xfer_post_one(fd, c->handle, &wr);
@@ -850,29 +846,35 @@ static int send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 }
 
 /*
- * UD: a receive for the server's answer, with room for the GRH in front
- * (the buffer's last KRDMA_GRH_LEN bytes, where the kernel's runs put
- * them too); a zero-length answer is nothing else.
+ * UC, UD: a receive for the server's zero-length answer; over UD with room
+ * for the GRH in front (the buffer's last KRDMA_GRH_LEN bytes, where the
+ * kernel's runs put them too).
  */
-static int ud_post_grh_recv(int fd, uint32_t conn, const struct xfer_buf *buf,
-			    uint64_t wr_id)
+static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
+			    const struct xfer_buf *buf, uint64_t wr_id)
 {
-	return xfer_post_recv(fd, conn, wr_id, buf->handle,
-			      buf->length - KRDMA_GRH_LEN, KRDMA_GRH_LEN);
+	struct krdma_wr wr = { .wr_id = wr_id, .opcode = KRDMA_OP_RECV };
+
+	if (transport == KRDMA_TRANSPORT_UD)
+		return xfer_post_recv(fd, conn, wr_id, buf->handle,
+				      buf->length - KRDMA_GRH_LEN,
+				      KRDMA_GRH_LEN);
+	return xfer_post_one(fd, conn, &wr);
 }
 
 /*
- * UD: a zero-length SEND_WITH_IMM of @imm every UD_HELLO_MS until the
- * server's answer comes (its imm_data to @answer), for @timeout_s: UD drops
- * a message that finds no receive, as a hello sent before the server's run
- * has posted its receives, or an end message that meets a full receive
- * queue.  The server answers a hello once; a later copy finds no receive
- * here and is dropped.
+ * UC, UD: a zero-length SEND_WITH_IMM of @imm every HELLO_REPEAT_MS until
+ * the server's answer comes (its imm_data to @answer), for -T.  Both
+ * drop a message that finds no receive, as a hello sent before the
+ * server's run has posted its receives, or an end message that meets a
+ * full receive queue.  The server answers a hello once; a later copy finds
+ * no receive here and is dropped.
  */
-static int ud_until_answer(int fd, uint32_t conn, const struct xfer_buf *buf,
-			   uint32_t imm, uint32_t timeout_s, uint32_t *answer)
+static int until_answer(int fd, uint32_t conn, const struct bench_opts *o,
+			const struct xfer_buf *buf, uint32_t imm,
+			uint32_t *answer)
 {
-	int64_t deadline = xfer_now_ms() + timeout_s * 1000LL;
+	int64_t deadline = xfer_now_ms() + o->timeout_s * 1000LL;
 	struct krdma_wr wr = {
 		.wr_id = 2,
 		.opcode = KRDMA_OP_SEND_WITH_IMM,
@@ -882,12 +884,12 @@ static int ud_until_answer(int fd, uint32_t conn, const struct xfer_buf *buf,
 	struct krdma_wc wc;
 	int ret;
 
-	ret = ud_post_grh_recv(fd, conn, buf, 3);
+	ret = post_answer_recv(fd, conn, o->transport, buf, 3);
 	while (!ret) {
 		ret = xfer_post_one(fd, conn, &wr);
 		if (!ret)
 			ret = wait_wc(fd, conn, KRDMA_OP_RECV, true,
-				      xfer_now_ms(), UD_HELLO_MS, &wc);
+				      xfer_now_ms(), HELLO_REPEAT_MS, &wc);
 		if (!ret) {
 			*answer = wc.imm_data;
 			return 0;
@@ -1369,10 +1371,10 @@ static int bench_client(int fd, const struct bench_opts *o)
 		buf.mem[0] ^= 0xff;
 	for (i = 0; i < o->qps && two_sided(o->op); i++) {
 		/* the server's KRDMA_BENCH_READY_IMM */
-		if (o->transport == KRDMA_TRANSPORT_UD)
-			ret = ud_until_answer(fd, conns[i].handle, &buf,
-					      KRDMA_BENCH_READY_IMM,
-					      o->timeout_s, &wc.imm_data);
+		if (o->transport != KRDMA_TRANSPORT_RC)
+			ret = until_answer(fd, conns[i].handle, o, &buf,
+					   KRDMA_BENCH_READY_IMM,
+					   &wc.imm_data);
 		else
 			ret = wait_wc(fd, conns[i].handle, KRDMA_OP_RECV,
 				      true, xfer_now_ms(),
@@ -1420,10 +1422,9 @@ static int bench_client(int fd, const struct bench_opts *o)
 	for (i = 0; i < o->qps && !ret && two_sided(o->op); i++) {
 		uint32_t bad = 0;
 
-		if (o->transport == KRDMA_TRANSPORT_UD)
-			ret = ud_until_answer(fd, conns[i].handle, &buf,
-					      KRDMA_BENCH_END_IMM,
-					      o->timeout_s, &bad);
+		if (o->transport != KRDMA_TRANSPORT_RC)
+			ret = until_answer(fd, conns[i].handle, o, &buf,
+					   KRDMA_BENCH_END_IMM, &bad);
 		else
 			ret = send_end_report(fd, conns[i].handle,
 					      o->timeout_s, &bad);
@@ -1734,9 +1735,9 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
-	/* over UC, what bench_check_opts() lets a client ask: write */
-	if (s->o->transport == KRDMA_TRANSPORT_UC && h->op &&
-	    be16toh(h->op) != BOP_WRITE) {
+	/* over UC, what bench_check_opts() lets a client ask */
+	if (s->o->transport == KRDMA_TRANSPORT_UC &&
+	    (be16toh(h->op) == BOP_READ || is_atomic(be16toh(h->op)))) {
 		srv_reject(s, ev->handle);
 		return;
 	}
