@@ -166,6 +166,8 @@ static bool krdma_bench_idle(struct krdma_bench_run *run, u64 now)
 	spin_lock(&sh->lock);
 	last = max(run->last_event_ns, sh->last_event_ns);
 	spin_unlock(&sh->lock);
+	/* a hello or an end message, which the figures do not count */
+	last = max(last, run->last_control_ns);
 	return now > last + run->timeout_ns;
 }
 
@@ -288,6 +290,13 @@ static void krdma_bench_send_done(struct krdma_bench_run *run,
 	}
 }
 
+/* UD: where @bc's receives put their GRH. */
+static u64 krdma_bench_grh_off(const struct krdma_bench_run *run,
+			       const struct krdma_bench_conn *bc)
+{
+	return run->grh_off + (u64)bc->index * KRDMA_GRH_LEN;
+}
+
 /* A receive's payload length: on UD, the GRH in front is not payload. */
 static u32 krdma_bench_recv_len(const struct krdma_bench_run *run,
 				const struct ib_wc *wc)
@@ -299,35 +308,71 @@ static u32 krdma_bench_recv_len(const struct krdma_bench_run *run,
 
 /*
  * UD server without a peer the CM resolved (an accepted connection): the
- * sender of the first message is the client; replies go there, through an
- * address handle made from its GRH, which the receive put in the buffer's
- * GRH area (every message of one sender carries the same addresses).  The
- * handle becomes the connection's, as if the CM had resolved it: the
- * connection's teardown (DESTROY, device removal), which does not wait for
- * the run, destroys it with the QP, before the PD.  Runs under the hw
- * lock, in process context: making it may sleep (a RoCE peer's MAC).
+ * sender of the first message is the client, and replies go there.  Keep
+ * that message's completion and GRH (which its receive put in the
+ * connection's GRH area; every message of one sender carries the same
+ * addresses) for krdma_bench_make_peer(), after the step.
  */
-static int krdma_bench_ud_peer(struct krdma_bench_run *run,
-			       struct krdma_bench_conn *bc,
-			       const struct ib_wc *wc)
+static void krdma_bench_note_peer(struct krdma_bench_run *run,
+				  struct krdma_bench_conn *bc,
+				  const struct ib_wc *wc)
+{
+	if (bc->ah || bc->peer_pending)
+		return;
+	bc->peer_wc = *wc;
+	krdma_bench_copy_out(run->buf, krdma_bench_grh_off(run, bc),
+			     &bc->peer_grh, sizeof(bc->peer_grh));
+	bc->peer_pending = true;
+}
+
+/*
+ * The address handle of the peer krdma_bench_note_peer() kept, made
+ * outside the connection's hw lock: resolving a RoCE peer's MAC may sleep
+ * for up to a second, and DESTROY does not wait for a run.  The device's
+ * usage lock holds off removal meanwhile, as in KRDMA_AH_CREATE, so the
+ * PD stays.  The handle becomes the connection's, as if the CM had
+ * resolved it: the connection's teardown (DESTROY, device removal)
+ * destroys it with the QP, before the PD.  One the CM resolved meanwhile
+ * wins.
+ */
+static int krdma_bench_make_peer(struct krdma_bench_conn *bc)
 {
 	struct krdma_conn *conn = bc->conn;
-	struct ib_grh grh;
+	struct krdma_device *kdev;
 	struct ib_ah *ah;
+	int ret;
 
-	if (bc->ah)
-		return 0;
-	krdma_bench_copy_out(run->buf, run->grh_off, &grh, sizeof(grh));
-	ah = ib_create_ah_from_wc(conn->obj.kpd->pd, wc, &grh, conn->port_num);
-	if (IS_ERR(ah))
-		return PTR_ERR(ah);
-	bc->ah = ah;
-	bc->dest_qpn = wc->src_qp;
-	/* only the CM sets it otherwise, on an active side, before the run */
-	conn->dest_qp_num = wc->src_qp;
-	/* pairs with the smp_load_acquire() of a post */
-	smp_store_release(&conn->ud_ah, ah);
-	return 0;
+	bc->peer_pending = false;
+	ret = krdma_device_enter(conn->obj.kdev->id, &kdev);
+	if (ret)
+		return ret;
+	if (conn->obj.kpd->dead) {
+		ret = -ENODEV;
+		goto out;
+	}
+	ah = ib_create_ah_from_wc(conn->obj.kpd->pd, &bc->peer_wc,
+				  &bc->peer_grh, conn->port_num);
+	if (IS_ERR(ah)) {
+		ret = -EHOSTUNREACH;
+		goto out;
+	}
+	ret = krdma_object_lock_hw(&conn->obj);
+	if (ret) {
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+		goto out;
+	}
+	/* a post's smp_load_acquire() pairs with the release */
+	if (cmpxchg_release(&conn->ud_ah, NULL, ah))
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	else
+		WRITE_ONCE(conn->dest_qp_num, bc->peer_wc.src_qp);
+	bc->ah = conn->ud_ah;
+	bc->dest_qpn = READ_ONCE(conn->dest_qp_num);
+	krdma_object_unlock_hw(&conn->obj);
+out:
+	krdma_device_exit(kdev);
+	krdma_device_put(kdev);
+	return ret;
 }
 
 /* A control message (ready, end) rather than a payload? */
@@ -347,6 +392,25 @@ static bool krdma_bench_waits_hello(const struct krdma_bench_conn *bc)
 	return bc->conn->transport != KRDMA_TRANSPORT_RC;
 }
 
+/*
+ * UC, UD: a hello.  The server answers each that comes before the first
+ * payload: the client repeats it until an answer arrives, and an answer
+ * too may be lost.  A ping-pong client may see a late answer in a receive
+ * it posted for a reply: it posts that receive again.
+ */
+static void krdma_bench_hello(struct krdma_bench_run *run,
+			      struct krdma_bench_conn *bc)
+{
+	if (!run->server) {
+		bc->recv_posted--;
+		return;
+	}
+	bc->recv_other++;
+	if (!bc->ops)
+		bc->ready = false;
+	bc->hello = true;
+}
+
 static void krdma_bench_recv_done(struct krdma_bench_run *run,
 				  struct krdma_bench_conn *bc,
 				  const struct ib_wc *wc, u64 now)
@@ -354,24 +418,27 @@ static void krdma_bench_recv_done(struct krdma_bench_run *run,
 	u64 slot = wc->wr_id & ~KRDMA_BENCH_RECV_WRID;
 	u32 len = krdma_bench_recv_len(run, wc);
 
-	if (run->ud && run->server) {
-		int ret = krdma_bench_ud_peer(run, bc, wc);
-
-		if (ret) {
-			krdma_bench_stop(run, ret);
-			return;
-		}
-	}
-	/* the client's hello (it sends again until the answer) */
-	if (run->server && krdma_bench_waits_hello(bc) &&
+	if (run->ud && run->server)
+		krdma_bench_note_peer(run, bc, wc);
+	if (krdma_bench_waits_hello(bc) &&
 	    krdma_bench_is_imm(wc, KRDMA_BENCH_READY_IMM)) {
-		bc->hello = true;
-		bc->recv_other++;
+		run->last_control_ns = now;
+		krdma_bench_hello(run, bc);
 		return;
 	}
 	if (krdma_bench_is_imm(wc, KRDMA_BENCH_END_IMM)) {
+		run->last_control_ns = now;
+		bc->recv_other++;
 		bc->done = true;
 		bc->ended = true;
+		/* UC, UD: a repeat, its answer lost: answer again */
+		if (krdma_bench_waits_hello(bc))
+			bc->reported = false;
+		return;
+	}
+	/* UC, UD: a server done with @iters keeps receives for end messages */
+	if (run->server && bc->done) {
+		bc->recv_other++;
 		return;
 	}
 	if (run->validate && wc->opcode == IB_WC_RECV)
@@ -514,8 +581,10 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 		struct ib_sge *sge = run->rwrs[i].sg_list;
 
 		/* UD: the GRH first, to the GRH area; then the payload */
-		if (run->ud)
-			sge++->addr = run->iova + run->grh_off;
+		if (run->ud) {
+			sge->addr = run->iova + krdma_bench_grh_off(run, bc);
+			sge++;
+		}
 		sge->addr = run->iova + slot * run->cmd->msg_size;
 		run->rwrs[i].wr_id = KRDMA_BENCH_RECV_WRID | slot;
 		run->rwrs[i].next = i + 1 < n ? &run->rwrs[i + 1] : NULL;
@@ -711,7 +780,7 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 static bool krdma_bench_owes_report(const struct krdma_bench_run *run,
 				    const struct krdma_bench_conn *bc)
 {
-	return run->validate || bc->ended;
+	return run->validate || bc->ended || krdma_bench_waits_hello(bc);
 }
 
 /*
@@ -721,14 +790,13 @@ static bool krdma_bench_owes_report(const struct krdma_bench_run *run,
 static int krdma_bench_tell(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc, u32 imm)
 {
-	union krdma_bench_wr wr = {
-		.send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1),
-		.send.opcode = IB_WR_SEND_WITH_IMM,
-		.send.send_flags = IB_SEND_SIGNALED,
-		.send.ex.imm_data = cpu_to_be32(imm),
-	};
+	union krdma_bench_wr wr = {};
 	int ret;
 
+	wr.send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1);
+	wr.send.opcode = IB_WR_SEND_WITH_IMM;
+	wr.send.send_flags = IB_SEND_SIGNALED;
+	wr.send.ex.imm_data = cpu_to_be32(imm);
 	if (run->ud)
 		krdma_bench_address(run, bc, &wr);
 	run->cmd->post_calls++;
@@ -749,11 +817,14 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 			     struct krdma_bench_conn *bc)
 {
 	u64 want = bc->ops + bc->recv_other + run->depth - bc->echo_count;
+	/* UD: nothing goes out before the client's address handle is made */
+	bool can_send = !run->ud || bc->ah;
 	int ret;
 
-	if (run->cmd->iters)
+	/* UC, UD: receives stay posted for end messages, repeated */
+	if (run->cmd->iters && !krdma_bench_waits_hello(bc))
 		want = min(want, run->cmd->iters + bc->recv_other);
-	while (bc->echo_count && krdma_bench_room(bc)) {
+	while (can_send && bc->echo_count && krdma_bench_room(bc)) {
 		u64 e = bc->echo[bc->echo_head];
 		u32 len = lower_32_bits(e);
 
@@ -766,28 +837,35 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 		bc->echo_count--;
 	}
 	/* after the replies, which a ping-pong client waits for */
-	if (!bc->done && want > bc->recv_posted) {
+	if ((!bc->done || krdma_bench_waits_hello(bc)) &&
+	    want > bc->recv_posted) {
 		ret = krdma_bench_post_recvs(run, bc,
 					     min_t(u64, want - bc->recv_posted,
 						   run->depth));
 		if (ret)
 			return ret;
 	}
-	/* once, when the first receives are posted (UC, UD: and asked for) */
-	if (!bc->ready && (!krdma_bench_waits_hello(bc) || bc->hello)) {
+	/*
+	 * Once the first receives are posted; UC, UD: in answer to a hello
+	 * (krdma_bench_hello())
+	 */
+	if (can_send && !bc->ready && krdma_bench_room(bc) &&
+	    (!krdma_bench_waits_hello(bc) || bc->hello)) {
 		ret = krdma_bench_tell(run, bc, KRDMA_BENCH_READY_IMM);
 		if (ret)
 			return ret;
 		bc->ready = true;
 	}
-	if (krdma_bench_owes_report(run, bc) && bc->done && !bc->reported &&
-	    !bc->echo_count && krdma_bench_room(bc)) {
+	if (can_send && krdma_bench_owes_report(run, bc) && bc->done &&
+	    !bc->reported && !bc->echo_count && krdma_bench_room(bc)) {
 		ret = krdma_bench_tell(run, bc,
 				       min_t(u64, bc->validate_errors,
 					     KRDMA_BENCH_REPORT_MAX));
 		if (ret)
 			return ret;
 		bc->reported = true;
+		bc->linger_until_ns = krdma_bench_now() +
+				      min(KRDMA_BENCH_LINGER_NS, run->timeout_ns);
 	}
 	return 0;
 }
@@ -837,6 +915,10 @@ static int krdma_bench_step(struct krdma_bench_run *run,
 	if (run->notify && (n || ret || krdma_bench_rearm(run, conn)))
 		*sleep = false;
 	krdma_object_unlock_hw(&conn->obj);
+	if (!ret && bc->peer_pending) {
+		ret = krdma_bench_make_peer(bc);
+		*sleep = false;
+	}
 	return ret ?: n;
 }
 
@@ -846,7 +928,9 @@ static bool krdma_bench_conn_idle(struct krdma_bench_run *run,
 	if (run->server)
 		return bc->done && !bc->echo_count &&
 		       (bc->reported || !krdma_bench_owes_report(run, bc)) &&
-		       bc->completed == bc->posted;
+		       bc->completed == bc->posted &&
+		       (!krdma_bench_waits_hello(bc) ||
+			krdma_bench_now() >= bc->linger_until_ns);
 	return bc->completed == bc->posted && bc->signaled == bc->posted &&
 	       !bc->waiting;
 }
@@ -1153,31 +1237,36 @@ static int krdma_bench_check_ud(struct krdma_bench_run *run,
 		return -EINVAL;
 	if ((run->server || run->pingpong) && conn->caps.max_recv_sge < 2)
 		return -EINVAL;
-	/* pairs with the CM handler's smp_store_release() */
+	/* pairs with the CM handler's cmpxchg_release() */
 	if (!run->server && !smp_load_acquire(&conn->ud_ah))
 		return -EINVAL;
 	return 0;
 }
 
 /*
- * UD: the buffer's last %KRDMA_GRH_LEN bytes take the GRHs; the slots are
- * before them.
+ * UD: the buffer ends in a GRH area of %KRDMA_GRH_LEN bytes per connection,
+ * in the order of the run's connections; the slots are before it.  A
+ * connection's own area: a server makes its peer's address handle from
+ * it (krdma_bench_note_peer()).
  */
 static int krdma_bench_ud_slots(struct krdma_bench_run *run)
 {
 	u64 length = run->buf->length;
+	u64 grh_len = (u64)run->num_conns * KRDMA_GRH_LEN;
 	u32 i;
 
-	if (length < (u64)run->cmd->msg_size + KRDMA_GRH_LEN)
+	BUILD_BUG_ON(sizeof(struct ib_grh) != KRDMA_GRH_LEN);
+	if (length < run->cmd->msg_size + grh_len)
 		return -EINVAL;
-	run->grh_off = length - KRDMA_GRH_LEN;
+	run->grh_off = length - grh_len;
 	run->nslots = div64_u64(run->grh_off, run->cmd->msg_size);
 	for (i = 0; i < run->num_conns; i++) {
 		struct krdma_bench_conn *bc = &run->bconns[i];
 
+		bc->index = i;
 		/* set by the CM before the connect returned, or NULL */
 		bc->ah = smp_load_acquire(&bc->conn->ud_ah);
-		bc->dest_qpn = bc->conn->dest_qp_num;
+		bc->dest_qpn = READ_ONCE(bc->conn->dest_qp_num);
 	}
 	return 0;
 }

@@ -19,6 +19,8 @@
 #define KRDMA_BENCH_PEAK_WINDOW_NS (10 * NSEC_PER_MSEC)
 #define KRDMA_BENCH_DRAIN_NS (2 * NSEC_PER_SEC)
 #define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
+/* UC, UD server: how long it answers repeated end messages (or timeout) */
+#define KRDMA_BENCH_LINGER_NS (1 * NSEC_PER_SEC)
 /* a run's wr_ids: the tag, and a receive's slot or a send's count */
 #define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
 #define KRDMA_BENCH_SEND_WRID BIT_ULL(62)
@@ -77,8 +79,14 @@ union krdma_bench_wr {
  * @ah: UD: where sends go, the connection's address handle (which the CM
  *	resolved, or a server made from the first message's GRH)
  * @dest_qpn: UD: the peer's QP number
- * @hello: UC, UD server: the client's hello arrived (READY is due)
- * @recv_other: receives taken by messages that are not payloads (hellos)
+ * @index: UD: the connection's place in the run, which picks its GRH area
+ * @peer_pending: UD server: @peer_wc and @peer_grh hold the first
+ *	message's, for an address handle to make after the step
+ * @peer_wc: its completion
+ * @peer_grh: its GRH
+ * @linger_until_ns: UC, UD server: answers repeated end messages until then
+ * @hello: UC, UD server: the client's hello arrived
+ * @recv_other: receives taken by hellos and end messages (not payloads)
  */
 struct krdma_bench_conn {
 	struct krdma_conn *conn;
@@ -102,6 +110,11 @@ struct krdma_bench_conn {
 	bool held;
 	struct ib_ah *ah;
 	u32 dest_qpn;
+	u32 index;
+	bool peer_pending;
+	struct ib_wc peer_wc;
+	struct ib_grh peer_grh;
+	u64 linger_until_ns;
 	bool hello;
 	u64 recv_other;
 };
@@ -149,8 +162,8 @@ struct krdma_bench_shared {
  * @inline_addr: kernel address of its first byte (inline sources)
  * @echo_off: a server's reply being built: where its payload is
  * @nslots: @msg_size slots of the buffer (UD: before the GRH area)
- * @grh_off: UD: where receives put their GRH, the buffer's last
- *	%KRDMA_GRH_LEN bytes
+ * @grh_off: UD: the GRH area, %KRDMA_GRH_LEN bytes per connection at the
+ *	buffer's end
  * @remote_nslots: @msg_size slots of the peer's buffer
  * @ib_opcode: the IB_WR_* posted
  * @server: %KRDMA_BENCH_SERVER
@@ -168,6 +181,7 @@ struct krdma_bench_shared {
  * @start_ns: first post
  * @end_ns: @start_ns + duration, or 0
  * @last_event_ns: last completion
+ * @last_control_ns: last hello or end message (idle, but not figures)
  * @last_progress_ns: last progress update
  * @ops: operations done by these connections
  * @bytes: bytes done by these connections
@@ -215,6 +229,7 @@ struct krdma_bench_run {
 	u64 start_ns;
 	u64 end_ns;
 	u64 last_event_ns;
+	u64 last_control_ns;
 	u64 last_progress_ns;
 	u64 ops;
 	u64 bytes;

@@ -175,10 +175,15 @@ static int krdma_cm_ud_peer(struct krdma_conn *conn,
 	ah = rdma_create_ah(conn->obj.kpd->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
 	if (IS_ERR(ah))
 		return PTR_ERR(ah);
-	conn->dest_qp_num = ev->param.ud.qp_num;
+	WRITE_ONCE(conn->dest_qp_num, ev->param.ud.qp_num);
 	conn->qkey = ev->param.ud.qkey;
-	/* pairs with the smp_load_acquire() of a post */
-	smp_store_release(&conn->ud_ah, ah);
+	/*
+	 * Pairs with the smp_load_acquire() of a post.  A bench server run
+	 * may have made one from a message meanwhile (krdma_bench_make_peer()):
+	 * the first one stays.
+	 */
+	if (cmpxchg_release(&conn->ud_ah, NULL, ah))
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
 	return 0;
 }
 

@@ -629,7 +629,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		/* what the QP says: rdma_cm connected it, not CONN_MODIFY */
 		cmd->dest_qp_num = attr.qp_state >= IB_QPS_RTR &&
 				   conn->transport != KRDMA_TRANSPORT_UD ?
-				   attr.dest_qp_num : conn->dest_qp_num;
+				   attr.dest_qp_num : READ_ONCE(conn->dest_qp_num);
 		cmd->path_mtu = krdma_conn_query_mtu(conn, &attr);
 		cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
 	}

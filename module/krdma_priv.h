@@ -285,7 +285,9 @@ enum {
  * @qp: the QP
  * @srq: the SRQ the QP receives from (referenced and bound), or NULL
  * @ud_ah: UD over rdma_cm: the address handle of the peer the CM resolved
- *	(set once by the CM handler, before the connect returns), or NULL
+ *	(set once by the CM handler, before the connect returns), or that a
+ *	bench server run made from its first message's GRH, or NULL; set once
+ *	(cmpxchg_release()), destroyed with the QP
  * @state: KRDMA_CONN_* bits, atomic
  * @transport: &enum krdma_transport
  * @notify: interrupt-driven completions (else busy polling)

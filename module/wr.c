@@ -330,13 +330,13 @@ static int krdma_build_ud(struct krdma_post_ctx *ctx,
 		return -EMSGSIZE;
 	if (uwr->remote_qpn & ~KRDMA_QPN_MASK)
 		return -EINVAL;
-	/* pairs with the smp_store_release() of the CM handler */
+	/* pairs with the cmpxchg_release() of the CM handler or a bench run */
 	cm_ah = smp_load_acquire(&conn->ud_ah);
 	if (!uwr->ah_handle && cm_ah) {
-		/* the peer rdma_cm resolved, unless the WR names another */
+		/* the connection's peer, unless the WR names another */
 		ud->ah = cm_ah;
 		ud->remote_qpn = uwr->remote_qpn ?
-				 uwr->remote_qpn : conn->dest_qp_num;
+				 uwr->remote_qpn : READ_ONCE(conn->dest_qp_num);
 		ud->remote_qkey = uwr->remote_qkey ?: conn->qkey;
 		return 0;
 	}

@@ -1025,10 +1025,27 @@ static int bench_ud_recv_wc(int fd, uint32_t conn, uint32_t timeout_ms,
 	return -1;
 }
 
+/* UD c: the end message, and the server's report (its imm_data), or -1. */
+static int64_t bench_ud_end(FIXTURE_DATA(bench) *self, uint32_t conn,
+			    uint32_t ah, const struct kt_conn *u)
+{
+	struct krdma_wc wc;
+
+	if (bench_ud_grh_recv(self, conn, 6) ||
+	    bench_ud_send(self, conn, ah, u, KRDMA_OP_SEND_WITH_IMM,
+			  KRDMA_BENCH_END_IMM, 0, 0) ||
+	    bench_ud_recv_wc(self->fd, conn, 10000, &wc) || wc.wr_id != 6 ||
+	    !(wc.wc_flags & KT_WC_WITH_IMM))
+		return -1;
+	return wc.imm_data;
+}
+
 /*
  * A UD server run, driven by hand over manual connections: it learns the
- * client from its hello (it has no CM peer), answers it, checks each
- * payload after the GRH, and reports to the same address.
+ * client from its hello (it has no CM peer) and answers it, takes repeated
+ * hellos without losing receives for payloads (4 kept posted), checks each
+ * payload after the GRH, reports once done with its @iters (a report the
+ * client has no receive for, lost) and again for each end message.
  */
 KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 {
@@ -1042,12 +1059,12 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 
 	bench_ud_pair(self, 2, &u, &c, _metadata);
 	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
-	bench_init(self, &s, &hs, KRDMA_OP_SEND, 0);
+	bench_init(self, &s, &hs, KRDMA_OP_SEND, 20);
 	hs = u.handle;
 	s.flags = KRDMA_BENCH_SERVER | KRDMA_BENCH_VALIDATE;
 	s.local_buf = self->lb.handle;
 	s.msg_size = 256;
-	s.tx_depth = 32;	/* more receives than the client sends */
+	s.tx_depth = 4;
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -1070,21 +1087,25 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 	EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
 	EXPECT_EQ((uint32_t)KRDMA_GRH_LEN, wc.byte_len);
 	EXPECT_EQ(KT_WC_GRH, wc.wc_flags & KT_WC_GRH);
+	/* three more hellos: each takes a receive, which the server replaces */
+	for (i = 0; i < 3; i++) {
+		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u,
+					KRDMA_OP_SEND_WITH_IMM,
+					KRDMA_BENCH_READY_IMM, 0, 0));
+		ASSERT_EQ(1, kt_poll(self->fd, c.handle, &wc, 1, 5000));
+		usleep(20 * 1000);
+	}
 	/* 20 payloads from the pattern; the 6th starts one byte off it */
 	for (i = 0; i < 20; i++) {
 		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u, KRDMA_OP_SEND,
 					0, i == 5, 256));
 		ASSERT_EQ(1, kt_poll(self->fd, c.handle, &wc, 1, 5000));
 		ASSERT_EQ(0u, wc.status);
+		usleep(5 * 1000);	/* the server reposts: 4 receives */
 	}
-	/* the end message; the report: one payload failed the check */
-	ASSERT_OK(bench_ud_grh_recv(self, c.handle, 6));
-	ASSERT_OK(bench_ud_send(self, c.handle, ah, &u, KRDMA_OP_SEND_WITH_IMM,
-				KRDMA_BENCH_END_IMM, 0, 0));
-	ASSERT_OK(bench_ud_recv_wc(self->fd, c.handle, 10000, &wc));
-	EXPECT_EQ(6u, wc.wr_id);
-	EXPECT_EQ(KT_WC_WITH_IMM, wc.wc_flags & KT_WC_WITH_IMM);
-	EXPECT_EQ(1u, wc.imm_data);
+	/* the report at 20 found no receive; each end message gets one */
+	EXPECT_EQ(1, bench_ud_end(self, c.handle, ah, &u));
+	EXPECT_EQ(1, bench_ud_end(self, c.handle, ah, &u));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -1326,6 +1347,34 @@ KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 	}
 }
 
+/*
+ * The messages of the @n-th run a running server served ("served OP: N
+ * QP(s), M messages, ..."), waiting up to 10 s for its line; -1 if none.
+ */
+static long cli_served_messages(const struct kt_proc *p, unsigned int n)
+{
+	static char buf[65536];
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		const char *q = buf, *qp;
+		unsigned int k = 0;
+		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+
+		if (fd >= 0)
+			close(fd);
+		buf[len > 0 ? len : 0] = 0;
+		while ((q = strstr(q, "served ")) && ++k < n)
+			q++;
+		qp = q ? strstr(q, "QP(s), ") : NULL;
+		if (qp)
+			return strtol(qp + strlen("QP(s), "), NULL, 10);
+		usleep(100 * 1000);
+	}
+	return -1;
+}
+
 /* UD: one packet a message, hello and end repeated until answered. */
 KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 {
@@ -1338,6 +1387,7 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 	unsigned int port = self->port + 900, i;
 	const char *out;
 	char cmd[256];
+	long served;
 
 	snprintf(cmd, sizeof(cmd), "krdmactl bench -c ud -p %u -T 30", port);
 	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", "ud", false, 300,
@@ -1357,6 +1407,10 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 		EXPECT_NE(NULL, strstr(out, "\"transport\":\"ud\"")) {
 			TH_LOG("%s: %s", runs[i], out);
 		}
+		/* the server's count: what arrived, UD may drop some */
+		served = cli_served_messages(&self->other, i + 1);
+		EXPECT_LT(0, served);
+		EXPECT_GE((long)iters[i], served);
 	}
 	/* every size up to the MTU, checked at both ends */
 	EXPECT_EQ(0, cli_client_to(self, port,

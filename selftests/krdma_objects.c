@@ -3172,6 +3172,158 @@ KRDMA_TEST_F_TIMEOUT(removal, live_handles, 120)
 	EXPECT_EQ(self->before.num_devices, info.num_devices);
 }
 
+/* A KRDMA_BENCH in another thread; @done once it returned. */
+struct removal_bench {
+	int fd;
+	uint32_t handle;
+	struct krdma_bench b;
+	struct krdma_bench_progress progress;
+	int err;
+	int done;
+};
+
+static void *removal_bench_fn(void *arg)
+{
+	struct removal_bench *rb = arg;
+
+	rb->err = ioctl(rb->fd, KRDMA_BENCH, &rb->b) ? errno : 0;
+	__atomic_store_n(&rb->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void removal_bench_init(struct removal_bench *rb, int fd,
+			       uint32_t conn, uint32_t opcode, uint32_t buf,
+			       uint32_t msg_size)
+{
+	memset(rb, 0, sizeof(*rb));
+	rb->fd = fd;
+	rb->handle = conn;
+	rb->b.size = sizeof(rb->b);
+	rb->b.opcode = opcode;
+	rb->b.num_conns = 1;
+	rb->b.conns_uptr = (uintptr_t)&rb->handle;
+	rb->b.local_buf = buf;
+	rb->b.msg_size = msg_size;
+	rb->b.tx_depth = 16;
+	rb->b.timeout_ms = 60000;
+	rb->b.progress_uptr = (uintptr_t)&rb->progress;
+}
+
+/*
+ * The device goes while a bench run writes to it: the removal does not
+ * wait for the run (which would take a minute), the run ends with ENODEV
+ * and what it did, and every handle is then destroyed as usual.
+ */
+KRDMA_TEST_F_TIMEOUT(removal, during_bench, 120)
+{
+	struct removal_bench rb;
+	struct krdma_info info;
+	uint64_t mark, t0;
+	struct kt_conn rc;
+	struct kt_buf buf;
+	pthread_t t;
+
+	if (!self->have_buf)
+		SKIP(return, "no buffers on " TMP_DEV);
+	mark = kt_dmesg_mark();
+	self_conn(_metadata, self->fd, &self->dev, KRDMA_TRANSPORT_RC, NULL, &rc);
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       1 << 20, &buf));
+	removal_bench_init(&rb, self->fd, rc.handle, KRDMA_OP_RDMA_WRITE,
+			   buf.handle, 4096);
+	rb.b.remote_addr = buf.addr;
+	rb.b.remote_length = buf.len;
+	rb.b.remote_rkey = buf.rkey;
+	rb.b.duration_ms = 60000;
+	ASSERT_OK(pthread_create(&t, NULL, removal_bench_fn, &rb));
+	/* its first progress report: it is writing */
+	for (t0 = kt_now_ms(); kt_now_ms() - t0 < 20000; usleep(50 * 1000))
+		if (__atomic_load_n(&rb.progress.updates, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&rb.done, __ATOMIC_ACQUIRE))
+			break;
+	EXPECT_FALSE(__atomic_load_n(&rb.done, __ATOMIC_ACQUIRE)) {
+		TH_LOG("the run ended early: %s", strerror(rb.err));
+	}
+	t0 = kt_now_ms();
+	remove_tmp_dev(_metadata);
+	EXPECT_GT(30000u, kt_now_ms() - t0);
+	ASSERT_OK(pthread_join(t, NULL));
+	EXPECT_EQ(ENODEV, rb.err);
+	EXPECT_LT(0u, rb.b.ops_done);
+	EXPECT_OK(kt_destroy(self->fd, rc.handle));
+	EXPECT_OK(kt_destroy(self->fd, buf.handle));
+	ASSERT_OK(wait_contexts(self->fd, self->before.num_device_contexts, &info));
+	EXPECT_EQ(self->before.num_device_contexts, info.num_device_contexts);
+	EXPECT_EQ(0, kt_dmesg_bad_since(mark));
+}
+
+/*
+ * A UD bench server that made an address handle for its client (from the
+ * hello's GRH), when the device goes: the handle went with the connection,
+ * before the PD (no warning of a PD still in use), the run ends ENODEV.
+ */
+KRDMA_TEST_F_TIMEOUT(removal, during_ud_bench_server, 120)
+{
+	struct krdma_qp_caps caps = { .max_recv_wr = 32, .max_recv_sge = 2 };
+	struct kt_buf sbuf, cbuf;
+	struct removal_bench rb;
+	struct krdma_info info;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	struct kt_conn u, c;
+	uint32_t ah, tries;
+	uint64_t mark;
+	pthread_t t;
+	int n = 0;
+
+	if (!self->have_buf)
+		SKIP(return, "no buffers on " TMP_DEV);
+	mark = kt_dmesg_mark();
+	self_conn(_metadata, self->fd, &self->dev, KRDMA_TRANSPORT_UD, &caps,
+		  &u);
+	self_conn(_metadata, self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
+		  &c);
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       64 * 1024, &sbuf));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       4096, &cbuf));
+	removal_bench_init(&rb, self->fd, u.handle, KRDMA_OP_SEND, sbuf.handle,
+			   256);
+	rb.b.flags = KRDMA_BENCH_SERVER;
+	ASSERT_OK(pthread_create(&t, NULL, removal_bench_fn, &rb));
+	/* the hello, until the server answers */
+	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, cbuf.handle, 0, KRDMA_GRH_LEN);
+	ASSERT_OK(kt_post1(self->fd, c.handle, &wr));
+	for (tries = 0; tries < 100; tries++) {
+		kt_wr_init(&wr, 2, KRDMA_OP_SEND_WITH_IMM, KRDMA_WR_SIGNALED);
+		wr.imm_data = KRDMA_BENCH_READY_IMM;
+		wr.ah_handle = ah;
+		wr.remote_qpn = u.qp_num;
+		ASSERT_OK(kt_post1(self->fd, c.handle, &wr));
+		while ((n = kt_poll(self->fd, c.handle, &wc, 1, 200)) == 1 &&
+		       wc.opcode != KRDMA_OP_RECV)
+			;
+		if (n == 1)
+			break;
+	}
+	ASSERT_EQ(1, n);
+	EXPECT_EQ(0u, wc.status);
+	EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
+	remove_tmp_dev(_metadata);
+	ASSERT_OK(pthread_join(t, NULL));
+	EXPECT_EQ(ENODEV, rb.err);
+	EXPECT_OK(kt_destroy(self->fd, u.handle));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+	EXPECT_OK(kt_destroy(self->fd, ah));
+	EXPECT_OK(kt_destroy(self->fd, sbuf.handle));
+	EXPECT_OK(kt_destroy(self->fd, cbuf.handle));
+	ASSERT_OK(wait_contexts(self->fd, self->before.num_device_contexts, &info));
+	EXPECT_EQ(self->before.num_device_contexts, info.num_device_contexts);
+	EXPECT_EQ(0, kt_dmesg_bad_since(mark));
+}
+
 /* BUF_RW on a buffer whose device is gone: ENODEV like every other use. */
 KRDMA_TEST_F(removal, buf_rw_after_removal)
 {

@@ -767,7 +767,7 @@ enum krdma_conn_state {
  * @transport: out, &enum krdma_transport
  * @qp_num: out, local QP number
  * @dest_qp_num: out, the peer's QP number (UD: the one rdma_cm resolved
- *	for a connect, else 0)
+ *	for a connect, or a %KRDMA_BENCH server run learned, else 0)
  * @path_mtu: out, bytes: the connected path's MTU (0 before RTR); UD: the
  *	port's active MTU, the largest message a send may carry
  * @last_wc_status: out, status of the last failed completion (0 if none)
@@ -1128,7 +1128,8 @@ enum krdma_wr_flags {
  * @remote_addr: peer address (WRITE, READ, atomics: 8-byte aligned)
  * @rkey: the peer's rkey (one-sided ops)
  * @ah_handle: UD: the address handle of the destination; 0 on a UD
- *	connection made by %KRDMA_CM_CONNECT: the peer rdma_cm resolved
+ *	connection made by %KRDMA_CM_CONNECT: the peer rdma_cm resolved (or
+ *	on one a %KRDMA_BENCH server run learned its client on)
  * @remote_qpn: UD: destination QP number, 24 bits (else %EINVAL); 0 with
  *	the CM peer: its QP
  * @remote_qkey: UD: destination Q_Key (0: the connection's)
@@ -1393,20 +1394,26 @@ struct krdma_srq_create {
  * is ready unasked, the client's hello: a zero-length SEND_WITH_IMM of
  * %KRDMA_BENCH_READY_IMM that the client's caller posts before its run and
  * repeats until the answer comes (the first ones may come before the
- * server's receives); the caller repeats its end message until the report
- * comes (it may meet a full receive queue).  A lost ping ends a ping-pong
- * with %ETIMEDOUT; a server counts what arrived, which may be less than
- * what was sent.
+ * server's receives).  Each hello before the first payload is answered;
+ * a ping-pong client's run takes a late answer for what it is, and posts
+ * the receive again.  The server reports when done (end message, or
+ * @iters) and answers each repeated end message (the caller repeats it
+ * until the report comes: it may have found no receive, or the report may
+ * have been lost) for a second (at most @timeout_ms) after.  A lost ping
+ * ends a ping-pong with %ETIMEDOUT; a server counts what arrived, which
+ * may be less than what was sent.
  *
  * UD connections run SEND and SEND_WITH_IMM, all of a run's connections UD,
- * messages of one packet (@msg_size at most the port's MTU).  The last
- * %KRDMA_GRH_LEN bytes of @local_buf take the GRH of every receive (two
- * SGEs each: the connections need max_recv_sge 2 where the run receives),
- * the slots are before them.  A client's messages go to the peer the CM
+ * messages of one packet (@msg_size at most the port's MTU).  @local_buf
+ * ends in a GRH area, %KRDMA_GRH_LEN bytes per connection in the order of
+ * @conns_uptr, where the connection's receives put their GRH (two SGEs a
+ * receive: the connections need max_recv_sge 2 where the run receives);
+ * the slots are before it.  A client's messages go to the peer the CM
  * resolved (a connection made by %KRDMA_CM_CONNECT).  A server's replies
  * go where the connection's sends go by default; a connection without such
  * a peer (an accepted one: a SIDR request carries no path back) gets the
- * sender of the first message the run receives, from its GRH, for good.
+ * sender of the first message the run receives, from its GRH, for good
+ * (%EHOSTUNREACH if no address handle can be made to it).
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,
@@ -1517,7 +1524,8 @@ struct krdma_bench_progress {
  * Other failures: %EINVAL (a value above, a connection of another device,
  * not connected, or receiving from an SRQ in a run that receives,
  * %KRDMA_BENCH_NOTIFY on a busy-polled connection, on UD what
- * &enum krdma_bench_flags asks of UD connections), %EOPNOTSUPP (an opcode
+ * &enum krdma_bench_flags asks of UD connections), %EHOSTUNREACH (UD, above),
+ * %EOPNOTSUPP (an opcode
  * the transport lacks, or that cannot be measured in the mode asked),
  * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU).
  */

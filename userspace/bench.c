@@ -490,11 +490,11 @@ static void fill_pattern(uint8_t *p, uint64_t len)
 }
 
 /*
- * Bytes of the buffer a side needs for messages of @size; over UD the
- * kernel puts receives' GRHs in the last KRDMA_GRH_LEN of them.
+ * Bytes of the buffer a side needs for messages of @size, and over UD
+ * the GRH area at its end, KRDMA_GRH_LEN bytes for each of @qps.
  */
 static uint64_t buf_len(uint32_t size, uint32_t depth, bool validate,
-			uint32_t transport)
+			uint32_t transport, uint32_t qps)
 {
 	uint64_t len = (uint64_t)size * depth;
 
@@ -502,7 +502,9 @@ static uint64_t buf_len(uint32_t size, uint32_t depth, bool validate,
 		len = BENCH_MAX_BUF;
 	if (len < size)
 		len = size;
-	return transport == KRDMA_TRANSPORT_UD ? len + KRDMA_GRH_LEN : len;
+	if (transport == KRDMA_TRANSPORT_UD)
+		len += (uint64_t)qps * KRDMA_GRH_LEN;
+	return len;
 }
 
 static const char *transport_name(uint32_t transport, bool upper)
@@ -778,11 +780,10 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	return ret;
 }
 
-/* Wait for a completion of @want (a KRDMA_OP_*, or RECV with @imm). */
 /*
  * Wait for a completion of @want (with immediate data if @with_imm) on
- * @conn, for @timeout_s from @start_ms; it goes to @out.  Other completions
- * are passed over, a failed one ends the wait.
+ * @conn, for @timeout_ms from @start_ms; it goes to @out.  Other
+ * completions are passed over, a failed one ends the wait.
  */
 static int wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 		   int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out)
@@ -864,38 +865,55 @@ static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
 
 /*
  * UC, UD: a zero-length SEND_WITH_IMM of @imm every HELLO_REPEAT_MS until
- * the server's answer comes (its imm_data to @answer), for -T.  Both
- * drop a message that finds no receive, as a hello sent before the
- * server's run has posted its receives, or an end message that meets a
- * full receive queue.  The server answers a hello once; a later copy finds
- * no receive here and is dropped.
+ * the server's answer comes (its imm_data to @answer), for -T.  Both drop
+ * a message that finds no receive posted: a hello sent before the server's
+ * run has posted its receives, an end message that comes when the server
+ * has none left, an answer lost.  Every hello's send completion is reaped
+ * before the run starts, which would take one for a stranger's (EBUSY).
  */
 static int until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 			const struct xfer_buf *buf, uint32_t imm,
 			uint32_t *answer)
 {
-	int64_t deadline = xfer_now_ms() + o->timeout_s * 1000LL;
+	int64_t deadline = xfer_now_ms() + o->timeout_s * 1000LL, next = 0;
 	struct krdma_wr wr = {
 		.wr_id = 2,
 		.opcode = KRDMA_OP_SEND_WITH_IMM,
 		.flags = KRDMA_WR_SIGNALED,
 		.imm_data = imm,
 	};
-	struct krdma_wc wc;
-	int ret;
+	uint32_t sent = 0, sends_done = 0;
+	bool answered = false;
+	struct krdma_wc wc[4];
+	int ret, n, i;
 
 	ret = post_answer_recv(fd, conn, o->transport, buf, 3);
-	while (!ret) {
-		ret = xfer_post_one(fd, conn, &wr);
-		if (!ret)
-			ret = wait_wc(fd, conn, KRDMA_OP_RECV, true,
-				      xfer_now_ms(), HELLO_REPEAT_MS, &wc);
-		if (!ret) {
-			*answer = wc.imm_data;
-			return 0;
+	while (!ret && (!answered || sends_done < sent)) {
+		if (xfer_stop)
+			return -EINTR;
+		if (xfer_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		if (!answered && xfer_now_ms() >= next) {
+			ret = xfer_post_one(fd, conn, &wr);
+			sent++;
+			next = xfer_now_ms() + HELLO_REPEAT_MS;
 		}
-		if (ret == -ETIMEDOUT && xfer_now_ms() < deadline)
-			ret = 0;
+		n = ret ? 0 : xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 20);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (wc[i].status) {
+				err_msg("bench: completion failed: %s",
+					wc_status_name(wc[i].status));
+				return -EIO;
+			}
+			if (wc[i].opcode != KRDMA_OP_RECV) {
+				sends_done++;
+				continue;
+			}
+			answered = true;
+			*answer = wc[i].imm_data;
+		}
 	}
 	return ret;
 }
@@ -1363,7 +1381,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 	ret = xfer_buf_alloc(fd, conns[0].dev_index,
 			     KRDMA_ACCESS_LOCAL_WRITE,
 			     buf_len(max_size, o->latency ? 1 : o->tx_depth,
-				     o->validate, o->transport), &buf);
+				     o->validate, o->transport, o->qps), &buf);
 	if (ret)
 		goto out;
 	fill_pattern(buf.mem, buf.length);
@@ -1546,6 +1564,7 @@ struct srv_group {
 	uint32_t *handles;
 	struct xfer_buf buf;
 	bool ran;
+	int64_t created_ms;
 };
 
 #define SRV_MAX_GROUPS 16
@@ -1591,6 +1610,7 @@ static struct srv_group *srv_group(struct srv *s, uint32_t id,
 		g->tx_depth = be32toh(h->tx_depth);
 		g->qps = be16toh(h->qps);
 		g->timeout_s = be32toh(h->timeout_s);
+		g->created_ms = xfer_now_ms();
 		g->handles = calloc(g->qps, sizeof(*g->handles));
 		if (!g->handles || g->op >= (int)ARRAY_SIZE(bench_ops) ||
 		    !g->tx_depth || !g->max_size) {
@@ -1626,12 +1646,33 @@ static void srv_map(struct srv *s, uint32_t handle, uint32_t gi)
 	s->conn_group[handle] = gi;
 }
 
+/*
+ * UD: a message is one packet.  -a asks for up to UD_ALL_MAX: the run
+ * takes up to the MTU.  A client that asked for more with -s has given up
+ * (it checks too), without a word, as UD has no disconnect: not a run.
+ */
+static bool srv_ud_size(struct srv *s, struct srv_group *g, uint32_t *size)
+{
+	struct krdma_conn_query q = { .size = sizeof(q),
+				      .handle = g->handles[0] };
+
+	if (krdma_ioctl_quiet(s->fd, KRDMA_CONN_QUERY, &q) ||
+	    q.path_mtu >= *size)
+		return true;
+	if (g->flags & BH_ALL) {
+		*size = q.path_mtu;
+		return true;
+	}
+	warn_msg("bench: a client asked for %u-byte messages, over UD at "
+		 "most the MTU, %u: not served", *size, q.path_mtu);
+	g->ran = true;
+	return false;
+}
+
 static void srv_run(struct srv *s, struct srv_group *g)
 {
 	struct bench_result r = { .size = g->max_size };
 	struct krdma_bench *b = &r.b;
-	struct krdma_conn_query q = { .size = sizeof(q),
-				      .handle = g->handles[0] };
 	bool lat = g->flags & BH_LATENCY;
 	int ret;
 
@@ -1646,15 +1687,9 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->conns_uptr = (uintptr_t)g->handles;
 	b->local_buf = g->buf.handle;
 	b->msg_size = g->max_size;
-	/*
-	 * UD: -a asks for up to UD_ALL_MAX, a message is one packet; a size
-	 * over the MTU the client asked for is refused at once (a UD client
-	 * that gives up says nothing, and the run would wait for its hello)
-	 */
-	if (s->o->transport == KRDMA_TRANSPORT_UD && g->flags & BH_ALL &&
-	    !krdma_ioctl_quiet(s->fd, KRDMA_CONN_QUERY, &q) &&
-	    q.path_mtu < b->msg_size)
-		b->msg_size = q.path_mtu;
+	if (s->o->transport == KRDMA_TRANSPORT_UD &&
+	    !srv_ud_size(s, g, &b->msg_size))
+		return;
 	b->tx_depth = lat ? 4 : 2 * g->tx_depth;
 	/*
 	 * A ping-pong's replies are signaled one in as many as may be in
@@ -1709,6 +1744,19 @@ static void srv_disconnected(struct srv *s, uint32_t handle)
 	if (g->op)
 		s->finished = true;
 	srv_group_free(s, g);
+}
+
+/*
+ * UD: the group's connections are done, as a disconnect would say over
+ * RC and UC; the last one frees the group, and with it its handles.
+ */
+static void srv_ud_done(struct srv *s, struct srv_group *g)
+{
+	uint32_t handles[BENCH_MAX_QPS], n = g->joined, i;
+
+	memcpy(handles, g->handles, n * sizeof(*handles));
+	for (i = 0; i < n; i++)
+		srv_disconnected(s, handles[i]);
 }
 
 static void srv_request(struct srv *s, const struct krdma_event *ev)
@@ -1774,7 +1822,7 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 				     KRDMA_ACCESS_REMOTE_ATOMIC,
 				     buf_len(g->max_size, depth,
 					     g->flags & BH_VALIDATE,
-					     s->o->transport), &g->buf);
+					     s->o->transport, g->qps), &g->buf);
 		if (ret) {
 			srv_reject(s, ev->handle);
 			srv_group_free(s, g);
@@ -1813,8 +1861,25 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	srv_run(s, g);
 	/* UD: no disconnect ends the connections; the run did */
 	if (s->o->transport == KRDMA_TRANSPORT_UD)
-		for (index = 0; index < g->qps; index++)
-			srv_disconnected(s, g->handles[index]);
+		srv_ud_done(s, g);
+}
+
+/*
+ * UD: a group whose client never connected all its QPs (it gave up, or
+ * died) is let go after its -T, as a disconnect would have it over RC.
+ */
+static void srv_ud_sweep(struct srv *s)
+{
+	int64_t now = xfer_now_ms();
+	unsigned int i;
+
+	for (i = 0; i < SRV_MAX_GROUPS; i++) {
+		struct srv_group *g = &s->groups[i];
+
+		if (g->used && g->joined < g->qps &&
+		    now - g->created_ms > g->timeout_s * 1000LL)
+			srv_ud_done(s, g);
+	}
 }
 
 static int bench_serve(int fd, const struct bench_opts *o)
@@ -1857,6 +1922,8 @@ static int bench_serve(int fd, const struct bench_opts *o)
 	}
 	fflush(stdout);
 	while (!xfer_stop && !(o->once && s.finished)) {
+		if (o->transport == KRDMA_TRANSPORT_UD)
+			srv_ud_sweep(&s);
 		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 200);
 		if (n == -EINTR)
 			break;
