@@ -9,7 +9,7 @@
 #
 #   ROUNDS (5)  LAT_ROUNDS (11)  ITERS_BW (3000)  ITERS_LAT (5000)
 #   ITERS_ATOMIC (20000)  QPS_BW (the guest's CPUs, at least 2)
-#   CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
+#   OTHER_ROUNDS (5)  CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
 #
 # The SEND latency pairs run LAT_ROUNDS times, each round in the other
 # order: a ping-pong on this machine runs in one of two speeds, about 1.8x
@@ -21,6 +21,9 @@
 # (iterations per QP, as both count them), where krdma shares its QPs out
 # among one loop per CPU (KRDMA_BENCH_PER_CPU) and perftest, one thread,
 # polls them all from one.
+#
+# The other transports, OTHER_ROUNDS interleaved pairs each, figures without
+# targets: SEND 8 B latency over UD, WRITE 64 KiB bandwidth over UC.
 set -u
 
 REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -31,6 +34,7 @@ ITERS_BW=${ITERS_BW:-3000}
 LAT_ROUNDS=${LAT_ROUNDS:-11}
 ITERS_LAT=${ITERS_LAT:-5000}
 ITERS_ATOMIC=${ITERS_ATOMIC:-20000}
+OTHER_ROUNDS=${OTHER_ROUNDS:-5}
 QPS_BW=${QPS_BW:-$(nproc)}
 [ "$QPS_BW" -ge 2 ] 2>/dev/null || QPS_BW=2
 LAT_CQ_MOD=100		# perftest's default CQ moderation (DEF_CQ_MOD)
@@ -194,6 +198,39 @@ for r in $(seq "$LAT_ROUNDS"); do
 	fi
 done
 
+# the other transports: a krdma server of each (UD has rdma_cm's UDP port
+# space; UC shares the TCP one with RC, and needs a port of its own)
+"$KRDMACTL" bench -c ud -p 18518 -T 60 > "$TMP/server_ud.log" 2>&1 &
+SERVER_UD=$!
+"$KRDMACTL" bench -c uc -p 18519 -T 60 > "$TMP/server_uc.log" 2>&1 &
+SERVER_UC=$!
+sleep 1
+ud_lat() {
+	local o
+	if [ "$1" = pt ]; then
+		o=$(perftest ud_lat ib_send_lat -c UD -s 8 -n "$ITERS_LAT" -F)
+	else
+		o=$(krdma ud_lat send "$ADDR" -c ud -p 18518 --lat -s 8 \
+			-n "$ITERS_LAT" -I "${inl:-0}" -Q "$LAT_CQ_MOD")
+	fi
+	add "$1_ud_lat" "$(field "$o" 5)"; cp "$o" "$TMP/last.$1_ud_lat"
+}
+for r in $(seq "$OTHER_ROUNDS"); do
+	log "other transports round $r/$OTHER_ROUNDS"
+	if [ $((r % 2)) = 1 ]; then
+		ud_lat pt; ud_lat k
+	else
+		ud_lat k; ud_lat pt
+	fi
+	o=$(perftest uc_write ib_write_bw -c UC -s 65536 -n "$ITERS_BW" -t 128 -F)
+	add pt_uc_write "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_uc_write"
+	o=$(krdma uc_write write "$ADDR" -c uc -p 18519 -s 65536 \
+		-n "$ITERS_BW" -t 128 -Q "$(cqmod "$o")")
+	add k_uc_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_uc_write"
+done
+kill "$SERVER_UD" "$SERVER_UC" 2>/dev/null
+wait "$SERVER_UD" "$SERVER_UC" 2>/dev/null
+
 # connection setup scale
 CONN_JSON=
 for n in $CONNS; do
@@ -206,7 +243,8 @@ kill "$SERVER" 2>/dev/null
 wait "$SERVER" 2>/dev/null
 
 for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
-	 pt_read_q k_read_q pt_lat k_lat k_via pt_atomic k_atomic; do
+	 pt_read_q k_read_q pt_lat k_lat k_via pt_atomic k_atomic \
+	 pt_ud_lat k_ud_lat pt_uc_write k_uc_write; do
 	eval "med_$k=$(median ${V[$k]:-})"
 done
 r_write=$(ratio "$med_k_write" "$med_pt_write")
@@ -216,6 +254,8 @@ r_read_q=$(ratio "$med_k_read_q" "$med_pt_read_q")
 r_lat=$(ratio "$med_k_lat" "$med_pt_lat")
 r_atomic=$(ratio "$med_k_atomic" "$med_pt_atomic")
 r_via=$(ratio "$med_k_via" "$med_k_lat")
+r_ud_lat=$(ratio "$med_k_ud_lat" "$med_pt_ud_lat")
+r_uc_write=$(ratio "$med_k_uc_write" "$med_pt_uc_write")
 
 printf '\n%-28s %14s %14s %10s %s\n' "figure (median of $ROUNDS)" krdma perftest ratio target
 printf '%-28s\n' "(latency: of $LAT_ROUNDS)"
@@ -227,6 +267,9 @@ printf '%-28s %14s %14s %10s %s\n' "SEND 8B lat p50 [us]" "$med_k_lat" "$med_pt_
 printf '%-28s %14s %14s %10s %s\n' "atomic rate [Mpps]" "$med_k_atomic" "$med_pt_atomic" "$r_atomic" ">= 1.2"
 printf '%-28s %14s %14s %10s %s\n' "via-ioctl lat p50 [us]" "$med_k_via" "$med_k_lat" "$r_via" "<= 1.2 (vs in-kernel)"
 printf '%-28s %14s\n' "guest memcpy 64K [MB/s]" "$med_memcpy"
+printf '%-28s\n' "(other transports: of $OTHER_ROUNDS)"
+printf '%-28s %14s %14s %10s %s\n' "UD SEND 8B lat p50 [us]" "$med_k_ud_lat" "$med_pt_ud_lat" "$r_ud_lat" "-"
+printf '%-28s %14s %14s %10s %s\n' "UC WRITE 64K BW [MB/s]" "$med_k_uc_write" "$med_pt_uc_write" "$r_uc_write" "-"
 echo "raw: $(for k in "${!V[@]}"; do printf '%s=[%s] ' "$k" "${V[$k]# }"; done)"
 
 arr() { printf '[%s]' "$(echo $1 | sed 's/ /, /g')"; }
@@ -234,7 +277,7 @@ cat > "$OUT.tmp" <<EOF
 {
   "kernel": "$(uname -r)",
   "device": "$DEV",
-  "rounds": $ROUNDS, "lat_rounds": $LAT_ROUNDS,
+  "rounds": $ROUNDS, "lat_rounds": $LAT_ROUNDS, "other_rounds": $OTHER_ROUNDS,
   "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
              "bw_qps_multi": $QPS_BW,
              "lat_size": 8, "lat_iters": $ITERS_LAT, "lat_cq_mod": $LAT_CQ_MOD,
@@ -242,14 +285,17 @@ cat > "$OUT.tmp" <<EOF
   "ratios": {"write_bw_64k": $r_write, "read_bw_64k": $r_read,
              "write_bw_64k_multi_qp": $r_write_q, "read_bw_64k_multi_qp": $r_read_q,
              "send_lat_8b_p50": $r_lat, "atomic_rate": $r_atomic,
-             "via_ioctl_lat": $r_via},
+             "via_ioctl_lat": $r_via,
+             "ud_send_lat_8b_p50": $r_ud_lat, "uc_write_bw_64k": $r_uc_write},
   "krdma": {"write_bw_64k_mbps": $med_k_write, "read_bw_64k_mbps": $med_k_read,
             "write_bw_64k_multi_qp_mbps": $med_k_write_q, "read_bw_64k_multi_qp_mbps": $med_k_read_q,
             "send_lat_8b_p50_us": $med_k_lat, "atomic_rate_mpps": $med_k_atomic,
-            "via_ioctl_lat_8b_p50_us": $med_k_via},
+            "via_ioctl_lat_8b_p50_us": $med_k_via,
+            "ud_send_lat_8b_p50_us": $med_k_ud_lat, "uc_write_bw_64k_mbps": $med_k_uc_write},
   "perftest": {"write_bw_64k_mbps": $med_pt_write, "read_bw_64k_mbps": $med_pt_read,
                "write_bw_64k_multi_qp_mbps": $med_pt_write_q, "read_bw_64k_multi_qp_mbps": $med_pt_read_q,
-               "send_lat_8b_p50_us": $med_pt_lat, "atomic_rate_mpps": $med_pt_atomic},
+               "send_lat_8b_p50_us": $med_pt_lat, "atomic_rate_mpps": $med_pt_atomic,
+               "ud_send_lat_8b_p50_us": $med_pt_ud_lat, "uc_write_bw_64k_mbps": $med_pt_uc_write},
   "memcpy_64k_mbps": $med_memcpy,
   "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
               "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
@@ -257,7 +303,9 @@ cat > "$OUT.tmp" <<EOF
               "k_read_q": $(arr "${V[k_read_q]:-}"), "pt_read_q": $(arr "${V[pt_read_q]:-}"),
               "k_lat": $(arr "${V[k_lat]:-}"), "pt_lat": $(arr "${V[pt_lat]:-}"),
               "k_via": $(arr "${V[k_via]:-}"),
-              "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}")},
+              "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}"),
+              "k_ud_lat": $(arr "${V[k_ud_lat]:-}"), "pt_ud_lat": $(arr "${V[pt_ud_lat]:-}"),
+              "k_uc_write": $(arr "${V[k_uc_write]:-}"), "pt_uc_write": $(arr "${V[pt_uc_write]:-}")},
   "conns": [$CONN_JSON]
 }
 EOF
