@@ -704,9 +704,31 @@ struct bench_poller {
 	int fd;
 	uint32_t conn;
 	int started;
+	pid_t tid;
 	int ret, err;
 	struct krdma_wc wc;
 };
+
+/*
+ * System time thread @tid of this process has had, in clock ticks (stime,
+ * the 15th field of /proc/PID/task/TID/stat, the 13th after the name), or
+ * -1.
+ */
+static long bench_stime(pid_t tid)
+{
+	char path[64], buf[512] = "";
+	const char *p;
+	long stime;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if (kt_read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %ld", &stime) != 1)
+		return -1;
+	return stime;
+}
 
 static void *bench_poller_fn(void *arg)
 {
@@ -716,6 +738,7 @@ static void *bench_poller_fn(void *arg)
 				.timeout_ms = 20000,
 				.wcs_uptr = (uintptr_t)&p->wc };
 
+	p->tid = syscall(SYS_gettid);
 	__atomic_store_n(&p->started, 1, __ATOMIC_RELEASE);
 	p->ret = ioctl(p->fd, KRDMA_POLL, &q);
 	p->err = errno;
@@ -734,16 +757,21 @@ KRDMA_TEST_F_TIMEOUT(bench, waiting_poll_yields_to_run, 90)
 	struct krdma_bench b;
 	pthread_t t;
 	uint32_t h;
+	int i;
 
 	ASSERT_EQ(0, pthread_create(&t, NULL, bench_poller_fn, &p));
 	/*
-	 * In its wait (a busy-polled CQ) by the time the run starts, or at
-	 * least in it before the run ends: one starting after would wait
-	 * 20 s and find nothing.
+	 * In its wait, which on a busy-polled CQ spins in the kernel: 100 ms
+	 * of system time, which nothing but the POLL gives that thread
 	 */
 	while (!__atomic_load_n(&p.started, __ATOMIC_ACQUIRE))
 		usleep(10 * 1000);
-	usleep(300 * 1000);
+	for (i = 0; i < 1000 && bench_stime(p.tid) < 10; i++)
+		usleep(10 * 1000);
+	ASSERT_GT(1000, i) {
+		TH_LOG("the poller was never seen in its POLL: stime %ld",
+		       bench_stime(p.tid));
+	}
 	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 0);
 	b.duration_ms = 3000;
 	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b));

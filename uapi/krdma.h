@@ -77,8 +77,11 @@
  * Bumped only on an incompatible change, which the rules above avoid.
  * 2: a field a KRDMA_POST WR's opcode, or a KRDMA_BENCH run, does not read
  * must be 0 (version 1 ignored it).
+ * 3: a KRDMA_BENCH server on a UC connection says it is ready only in
+ * answer to the client's hello, and answers repeated end messages
+ * (version 2 said so unasked, once, and UC may drop either message).
  */
-#define KRDMA_ABI_VERSION 2
+#define KRDMA_ABI_VERSION 3
 
 #define KRDMA_TYPE 0xE5
 #define KRDMA_MAX_ENTRY_SIZE 4096	/* largest entry_size of any array */

@@ -1314,7 +1314,7 @@ static const char *errno_hint(int err)
 
 /*
  * UD: a message is one packet, of the port's MTU at most; -a stops there,
- * and -s beyond it is refused before the server is asked to run.
+ * and -s beyond it is refused (the server, which checks too, runs nothing).
  */
 static int ud_max_size(int fd, uint32_t conn, const struct bench_opts *o,
 		       uint32_t *max_size)
