@@ -860,6 +860,32 @@ KRDMA_TEST_F(bench, idle_timeout)
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h));
 }
 
+/*
+ * A SEND server run of 256-byte messages into lb, 4 receives posted, on
+ * *@conn, @flags besides KRDMA_BENCH_SERVER, in a child process; it exits
+ * 0 if the run took @ops messages of which @bad failed the check.
+ */
+static pid_t bench_fork_server(FIXTURE_DATA(bench) *self, uint32_t *conn,
+			       uint32_t flags, uint64_t iters, uint64_t ops,
+			       uint64_t bad)
+{
+	struct krdma_bench s;
+	uint32_t handle = *conn;
+	pid_t pid;
+
+	bench_init(self, &s, conn, KRDMA_OP_SEND, iters);
+	*conn = handle;
+	s.flags = KRDMA_BENCH_SERVER | flags;
+	s.local_buf = self->lb.handle;
+	s.msg_size = 256;
+	s.tx_depth = 4;
+	pid = fork();
+	if (!pid)
+		_exit(ioctl(self->fd, KRDMA_BENCH, &s) ? 1 :
+		      s.ops_done == ops && s.validate_errors == bad ? 0 : 2);
+	return pid;
+}
+
 /* A server run: b receives and echoes what a sends, in two processes. */
 KRDMA_TEST_F(bench, server_pingpong)
 {
@@ -869,26 +895,14 @@ KRDMA_TEST_F(bench, server_pingpong)
 				.timeout_ms = 10000,
 				.wcs_uptr = (uintptr_t)&wc };
 	struct krdma_wr wr = {};
-	struct krdma_bench b, s;
-	uint32_t ha, hb;
+	struct krdma_bench b;
+	uint32_t ha, hb = self->b.handle;
 	pid_t pid;
 	int status, i;
 
-	bench_init(self, &s, &hb, KRDMA_OP_SEND, 0);
-	hb = self->b.handle;
 	/* not validating (the CLI tests cover that): it still answers END */
-	s.flags = KRDMA_BENCH_SERVER | KRDMA_BENCH_LATENCY;
-	s.local_buf = self->lb.handle;
-	s.msg_size = 256;
-	s.tx_depth = 4;
-	pid = fork();
+	pid = bench_fork_server(self, &hb, KRDMA_BENCH_LATENCY, 0, 100, 0);
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		int ret = ioctl(self->fd, KRDMA_BENCH, &s);
-
-		_exit(ret ? 1 : s.ops_done == 100 && !s.validate_errors ?
-		      0 : 2);
-	}
 	/* the READY message */
 	wr.opcode = KRDMA_OP_RECV;
 	ASSERT_OK(post_one(self->fd, self->a.handle, &wr));
@@ -1078,7 +1092,6 @@ static int64_t bench_ud_end(FIXTURE_DATA(bench) *self, uint32_t conn,
 KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 {
 	struct krdma_conn_query q;
-	struct krdma_bench s;
 	struct kt_conn u, c;
 	struct krdma_wc wc;
 	uint32_t hs, ah, i;
@@ -1087,20 +1100,9 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 
 	bench_ud_pair(self, 2, &u, &c, _metadata);
 	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
-	bench_init(self, &s, &hs, KRDMA_OP_SEND, 20);
 	hs = u.handle;
-	s.flags = KRDMA_BENCH_SERVER | KRDMA_BENCH_VALIDATE;
-	s.local_buf = self->lb.handle;
-	s.msg_size = 256;
-	s.tx_depth = 4;
-	pid = fork();
+	pid = bench_fork_server(self, &hs, KRDMA_BENCH_VALIDATE, 20, 20, 1);
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		int ret = ioctl(self->fd, KRDMA_BENCH, &s);
-
-		_exit(ret ? 1 : s.ops_done == 20 && s.validate_errors == 1 ?
-		      0 : 2);
-	}
 	/* hello until the answer: the first ones may find no receive */
 	ASSERT_OK(bench_ud_grh_recv(self, c.handle, 5));
 	for (tries = 0; tries < 100; tries++) {
@@ -1310,6 +1312,49 @@ KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
 	EXPECT_EQ(8, json_num(kt_out(&self->client), "connected", 0));
 }
 
+/* A server of the test's own on @port, -c @transport, listening. */
+static void cli_other_server(FIXTURE_DATA(cli) *self, const char *transport,
+			     unsigned int port,
+			     struct __test_metadata *_metadata)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "krdmactl bench -c %s -p %u -T 30",
+		 transport, port);
+	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", transport, false,
+			       300, cmd));
+	ASSERT_EQ(0, cli_wait_listening(&self->other)) {
+		TH_LOG("the %s server never listened: %s", transport,
+		       kt_out(&self->other));
+	}
+}
+
+/*
+ * A client run against it that ends well, with @iters iterations over
+ * @transport; its output.
+ */
+static const char *cli_run_on(FIXTURE_DATA(cli) *self, unsigned int port,
+			      const char *run, unsigned int iters,
+			      const char *transport,
+			      struct __test_metadata *_metadata)
+{
+	char want[64];
+	const char *out;
+
+	EXPECT_EQ(0, cli_client_to(self, port, run)) {
+		TH_LOG("%s: %s", run, kt_out(&self->client));
+	}
+	out = kt_out(&self->client);
+	EXPECT_EQ((double)iters, json_num(out, "iterations", 0)) {
+		TH_LOG("%s: %s", run, out);
+	}
+	snprintf(want, sizeof(want), "\"transport\":\"%s\"", transport);
+	EXPECT_NE(NULL, strstr(out, want)) {
+		TH_LOG("%s: %s", run, out);
+	}
+	return out;
+}
+
 /*
  * -c uc, client and server: one-sided and two-sided bandwidth, latency and
  * through the ioctl path over UC QPs (the hello and end message repeated
@@ -1330,28 +1375,12 @@ KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 	static const unsigned int iters[] = { 300, 100, 300, 200, 300, 100,
 					      200, 200, 100 };
 	unsigned int port = self->port + 800, i;
-	char cmd[256];
 
-	snprintf(cmd, sizeof(cmd), "krdmactl bench -c uc -p %u -T 30", port);
-	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", "uc", false, 300,
-			       cmd));
-	ASSERT_EQ(0, cli_wait_listening(&self->other)) {
-		TH_LOG("the UC server never listened: %s",
-		       kt_out(&self->other));
-	}
+	cli_other_server(self, "uc", port, _metadata);
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		const char *out;
+		const char *out = cli_run_on(self, port, runs[i], iters[i],
+					     "uc", _metadata);
 
-		EXPECT_EQ(0, cli_client_to(self, port, runs[i])) {
-			TH_LOG("%s: %s", runs[i], kt_out(&self->client));
-		}
-		out = kt_out(&self->client);
-		EXPECT_EQ((double)iters[i], json_num(out, "iterations", 0)) {
-			TH_LOG("%s: %s", runs[i], out);
-		}
-		EXPECT_NE(NULL, strstr(out, "\"transport\":\"uc\"")) {
-			TH_LOG("%s: %s", runs[i], out);
-		}
 		/* the server's count of bad payloads, where it checked */
 		if (strstr(runs[i], "--validate")) {
 			EXPECT_EQ(0, json_num(out, "server_validate_errors",
@@ -1414,27 +1443,11 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 	static const unsigned int iters[] = { 300, 100, 300, 200 };
 	unsigned int port = self->port + 900, i;
 	const char *out;
-	char cmd[256];
 	long served;
 
-	snprintf(cmd, sizeof(cmd), "krdmactl bench -c ud -p %u -T 30", port);
-	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", "ud", false, 300,
-			       cmd));
-	ASSERT_EQ(0, cli_wait_listening(&self->other)) {
-		TH_LOG("the UD server never listened: %s",
-		       kt_out(&self->other));
-	}
+	cli_other_server(self, "ud", port, _metadata);
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		EXPECT_EQ(0, cli_client_to(self, port, runs[i])) {
-			TH_LOG("%s: %s", runs[i], kt_out(&self->client));
-		}
-		out = kt_out(&self->client);
-		EXPECT_EQ((double)iters[i], json_num(out, "iterations", 0)) {
-			TH_LOG("%s: %s", runs[i], out);
-		}
-		EXPECT_NE(NULL, strstr(out, "\"transport\":\"ud\"")) {
-			TH_LOG("%s: %s", runs[i], out);
-		}
+		cli_run_on(self, port, runs[i], iters[i], "ud", _metadata);
 		/* the server's count: what arrived, UD may drop some */
 		served = cli_served_messages(&self->other, i + 1);
 		EXPECT_LT(0, served);

@@ -780,6 +780,15 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	return ret;
 }
 
+/* A failed completion, said so. */
+static bool wc_failed(const struct krdma_wc *wc)
+{
+	if (!wc->status)
+		return false;
+	err_msg("bench: completion failed: %s", wc_status_name(wc->status));
+	return true;
+}
+
 /*
  * Wait for a completion of @want (with immediate data if @with_imm) on
  * @conn, for @timeout_ms from @start_ms; it goes to @out.  Other
@@ -797,11 +806,8 @@ static int wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++) {
-			if (wc[i].status) {
-				err_msg("bench: completion failed: %s",
-					wc_status_name(wc[i].status));
+			if (wc_failed(&wc[i]))
 				return -EIO;
-			}
 			if (wc[i].opcode == want &&
 			    (!with_imm || wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
 				*out = wc[i];
@@ -902,11 +908,8 @@ static int until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++) {
-			if (wc[i].status) {
-				err_msg("bench: completion failed: %s",
-					wc_status_name(wc[i].status));
+			if (wc_failed(&wc[i]))
 				return -EIO;
-			}
 			if (wc[i].opcode != KRDMA_OP_RECV) {
 				sends_done++;
 				continue;
