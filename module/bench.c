@@ -308,9 +308,11 @@ static u32 krdma_bench_recv_len(const struct krdma_bench_run *run,
 
 /*
  * UD server without a peer the CM resolved (an accepted connection): the
- * sender of the first message is the client, and replies go there.  Keep
- * that message's completion and GRH (which its receive put in the
- * connection's GRH area; every message of one sender carries the same
+ * sender of the first hello is the client, and replies go there.  Keep
+ * that hello's completion and GRH (which its receive put in the
+ * connection's GRH area, where the receives completed with it in the
+ * batch put theirs: the client's hellos, as it sends nothing else before
+ * the answer, and every message of one sender carries the same
  * addresses) for krdma_bench_make_peer(), after the step.
  */
 static void krdma_bench_note_peer(struct krdma_bench_run *run,
@@ -356,16 +358,21 @@ static int krdma_bench_make_peer(struct krdma_bench_conn *bc)
 		ret = -EHOSTUNREACH;
 		goto out;
 	}
-	ret = krdma_object_lock_hw(&conn->obj);
-	if (ret) {
+	if (krdma_object_lock_hw(&conn->obj)) {
+		/* destroyed meanwhile: dead, as at the next step */
 		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+		ret = -ENODEV;
 		goto out;
 	}
-	/* a post's smp_load_acquire() pairs with the release */
+	/*
+	 * The QP number before the handle, as the CM handler does: a post's
+	 * smp_load_acquire() of the handle pairs with the release.  Only the
+	 * CM of a connect still going on could have set them meanwhile.
+	 */
+	if (!conn->ud_ah)
+		WRITE_ONCE(conn->dest_qp_num, bc->peer_wc.src_qp);
 	if (cmpxchg_release(&conn->ud_ah, NULL, ah))
 		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
-	else
-		WRITE_ONCE(conn->dest_qp_num, bc->peer_wc.src_qp);
 	bc->ah = conn->ud_ah;
 	bc->dest_qpn = READ_ONCE(conn->dest_qp_num);
 	krdma_object_unlock_hw(&conn->obj);
@@ -418,11 +425,11 @@ static void krdma_bench_recv_done(struct krdma_bench_run *run,
 	u64 slot = wc->wr_id & ~KRDMA_BENCH_RECV_WRID;
 	u32 len = krdma_bench_recv_len(run, wc);
 
-	if (run->ud && run->server)
-		krdma_bench_note_peer(run, bc, wc);
 	if (krdma_bench_waits_hello(bc) &&
 	    krdma_bench_is_imm(wc, KRDMA_BENCH_READY_IMM)) {
 		run->last_control_ns = now;
+		if (run->ud && run->server)
+			krdma_bench_note_peer(run, bc, wc);
 		krdma_bench_hello(run, bc);
 		return;
 	}
@@ -742,6 +749,9 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 	bool last;
 	int ret;
 
+	/* a late READY took the receive of the awaited reply (UC, UD) */
+	if (run->pingpong && bc->waiting && bc->recv_posted <= bc->ops)
+		return krdma_bench_post_recvs(run, bc, 1);
 	if (bc->waiting || !krdma_bench_room(bc))
 		return 0;
 	/*
@@ -864,8 +874,11 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 		if (ret)
 			return ret;
 		bc->reported = true;
-		bc->linger_until_ns = krdma_bench_now() +
-				      min(KRDMA_BENCH_LINGER_NS, run->timeout_ns);
+		/* within the idle timeout, which the report starts again */
+		run->last_control_ns = krdma_bench_now();
+		bc->linger_until_ns = run->last_control_ns +
+				      min(KRDMA_BENCH_LINGER_NS,
+					  run->timeout_ns / 2);
 	}
 	return 0;
 }

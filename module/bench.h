@@ -86,7 +86,8 @@ union krdma_bench_wr {
  * @peer_grh: its GRH
  * @linger_until_ns: UC, UD server: answers repeated end messages until then
  * @hello: UC, UD server: the client's hello arrived
- * @recv_other: receives taken by hellos and end messages (not payloads)
+ * @recv_other: receives taken by hellos, end messages and, once @done,
+ *	payloads (not counted)
  */
 struct krdma_bench_conn {
 	struct krdma_conn *conn;

@@ -205,13 +205,15 @@ SERVER_UD=$!
 "$KRDMACTL" bench -c uc -p 18519 -T 60 > "$TMP/server_uc.log" 2>&1 &
 SERVER_UC=$!
 sleep 1
+ud_inl=
 ud_lat() {
 	local o
 	if [ "$1" = pt ]; then
 		o=$(perftest ud_lat ib_send_lat -c UD -s 8 -n "$ITERS_LAT" -F)
+		ud_inl=$(awk -F: '/Max inline data/ { gsub(/[^0-9]/, "", $2); print $2; exit }' "$o")
 	else
 		o=$(krdma ud_lat send "$ADDR" -c ud -p 18518 --lat -s 8 \
-			-n "$ITERS_LAT" -I "${inl:-0}" -Q "$LAT_CQ_MOD")
+			-n "$ITERS_LAT" -I "${ud_inl:-0}" -Q "$LAT_CQ_MOD")
 	fi
 	add "$1_ud_lat" "$(field "$o" 5)"; cp "$o" "$TMP/last.$1_ud_lat"
 }

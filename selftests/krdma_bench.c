@@ -867,7 +867,7 @@ KRDMA_TEST_F(bench, idle_timeout)
  */
 static pid_t bench_fork_server(FIXTURE_DATA(bench) *self, uint32_t *conn,
 			       uint32_t flags, uint64_t iters, uint64_t ops,
-			       uint64_t bad)
+			       uint64_t bad, uint32_t timeout_ms)
 {
 	struct krdma_bench s;
 	uint32_t handle = *conn;
@@ -875,6 +875,7 @@ static pid_t bench_fork_server(FIXTURE_DATA(bench) *self, uint32_t *conn,
 
 	bench_init(self, &s, conn, KRDMA_OP_SEND, iters);
 	*conn = handle;
+	s.timeout_ms = timeout_ms;
 	s.flags = KRDMA_BENCH_SERVER | flags;
 	s.local_buf = self->lb.handle;
 	s.msg_size = 256;
@@ -901,7 +902,8 @@ KRDMA_TEST_F(bench, server_pingpong)
 	int status, i;
 
 	/* not validating (the CLI tests cover that): it still answers END */
-	pid = bench_fork_server(self, &hb, KRDMA_BENCH_LATENCY, 0, 100, 0);
+	pid = bench_fork_server(self, &hb, KRDMA_BENCH_LATENCY, 0, 100, 0,
+				10000);
 	ASSERT_LE(0, pid);
 	/* the READY message */
 	wr.opcode = KRDMA_OP_RECV;
@@ -1067,6 +1069,28 @@ static int bench_ud_recv_wc(int fd, uint32_t conn, uint32_t timeout_ms,
 	return -1;
 }
 
+/*
+ * UD c: hello every 200 ms until the server answers (the first ones may
+ * find no receive), for 20 s; the answer in @wc (wr_id 5).
+ */
+static int bench_ud_hello(FIXTURE_DATA(bench) *self, uint32_t conn,
+			  uint32_t ah, const struct kt_conn *u,
+			  struct krdma_wc *wc)
+{
+	int tries;
+
+	if (bench_ud_grh_recv(self, conn, 5))
+		return -1;
+	for (tries = 0; tries < 100; tries++) {
+		if (bench_ud_send(self, conn, ah, u, KRDMA_OP_SEND_WITH_IMM,
+				  KRDMA_BENCH_READY_IMM, 0, 0))
+			return -1;
+		if (!bench_ud_recv_wc(self->fd, conn, 200, wc))
+			return 0;
+	}
+	return -1;
+}
+
 /* UD c: the end message, and the server's report (its imm_data), or -1. */
 static int64_t bench_ud_end(FIXTURE_DATA(bench) *self, uint32_t conn,
 			    uint32_t ah, const struct kt_conn *u)
@@ -1095,35 +1119,31 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 	struct kt_conn u, c;
 	struct krdma_wc wc;
 	uint32_t hs, ah, i;
-	int status, tries;
+	int status;
 	pid_t pid;
 
 	bench_ud_pair(self, 2, &u, &c, _metadata);
 	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
 	hs = u.handle;
-	pid = bench_fork_server(self, &hs, KRDMA_BENCH_VALIDATE, 20, 20, 1);
+	pid = bench_fork_server(self, &hs, KRDMA_BENCH_VALIDATE, 20, 20, 1,
+				10000);
 	ASSERT_LE(0, pid);
-	/* hello until the answer: the first ones may find no receive */
-	ASSERT_OK(bench_ud_grh_recv(self, c.handle, 5));
-	for (tries = 0; tries < 100; tries++) {
-		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u,
-					KRDMA_OP_SEND_WITH_IMM,
-					KRDMA_BENCH_READY_IMM, 0, 0));
-		if (!bench_ud_recv_wc(self->fd, c.handle, 200, &wc))
-			break;
-	}
-	ASSERT_GT(100, tries);
+	ASSERT_OK(bench_ud_hello(self, c.handle, ah, &u, &wc));
 	EXPECT_EQ(5u, wc.wr_id);
 	EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
 	EXPECT_EQ((uint32_t)KRDMA_GRH_LEN, wc.byte_len);
 	EXPECT_EQ(KT_WC_GRH, wc.wc_flags & KT_WC_GRH);
-	/* three more hellos: each takes a receive, which the server replaces */
+	/*
+	 * Three more hellos: each is answered (the first payload has not
+	 * come), and takes a receive, which the server replaces
+	 */
 	for (i = 0; i < 3; i++) {
+		ASSERT_OK(bench_ud_grh_recv(self, c.handle, 7));
 		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u,
 					KRDMA_OP_SEND_WITH_IMM,
 					KRDMA_BENCH_READY_IMM, 0, 0));
-		ASSERT_EQ(1, kt_poll(self->fd, c.handle, &wc, 1, 5000));
-		usleep(20 * 1000);
+		ASSERT_OK(bench_ud_recv_wc(self->fd, c.handle, 5000, &wc));
+		EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
 	}
 	/* 20 payloads from the pattern; the 6th starts one byte off it */
 	for (i = 0; i < 20; i++) {
@@ -1143,6 +1163,34 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 	ASSERT_OK(kt_conn_query(self->fd, u.handle, &q));
 	EXPECT_EQ(c.qp_num, q.dest_qp_num);
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, q.state);
+	EXPECT_OK(kt_destroy(self->fd, u.handle));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+	EXPECT_OK(kt_destroy(self->fd, ah));
+}
+
+/*
+ * A UD server run with a short idle timeout (1 s): it waits after its
+ * report for repeated end messages, within that timeout, and ends well.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, ud_server_short_timeout, 60)
+{
+	struct kt_conn u, c;
+	struct krdma_wc wc;
+	uint32_t hs, ah;
+	int status;
+	pid_t pid;
+
+	bench_ud_pair(self, 2, &u, &c, _metadata);
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+	hs = u.handle;
+	pid = bench_fork_server(self, &hs, 0, 0, 0, 0, 1000);
+	ASSERT_LE(0, pid);
+	ASSERT_OK(bench_ud_hello(self, c.handle, ah, &u, &wc));
+	EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
+	EXPECT_EQ(0, bench_ud_end(self, c.handle, ah, &u));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_OK(kt_destroy(self->fd, u.handle));
 	EXPECT_OK(kt_destroy(self->fd, c.handle));
 	EXPECT_OK(kt_destroy(self->fd, ah));

@@ -78,8 +78,9 @@
  * 2: a field a KRDMA_POST WR's opcode, or a KRDMA_BENCH run, does not read
  * must be 0 (version 1 ignored it).
  * 3: a KRDMA_BENCH server on a UC connection says it is ready only in
- * answer to the client's hello, and answers repeated end messages
- * (version 2 said so unasked, once, and UC may drop either message).
+ * answer to the client's hello, reports at @iters unasked, and answers
+ * repeated end messages (version 2 said it was ready unasked, once, and UC
+ * may drop either message).
  */
 #define KRDMA_ABI_VERSION 3
 
@@ -1377,7 +1378,8 @@ struct krdma_srq_create {
  *	messages) with a zero-length SEND_WITH_IMM whose immediate data is
  *	how many of that connection's payloads failed the check (0 without
  *	%KRDMA_BENCH_VALIDATE; at most %KRDMA_BENCH_REPORT_MAX), and ends
- *	once that answer is acknowledged.  The client posts a receive for it
+ *	once that answer is acknowledged (UC, UD: below).  The client posts
+ *	a receive for it
  *	after its own run (one posted before would be a completion that run
  *	did not post: %EBUSY; the server's RNR retries cover the wait) and
  *	before it sends the end message, and waits for the answer, not for the
@@ -1397,14 +1399,17 @@ struct krdma_srq_create {
  * is ready unasked, the client's hello: a zero-length SEND_WITH_IMM of
  * %KRDMA_BENCH_READY_IMM that the client's caller posts before its run and
  * repeats until the answer comes (the first ones may come before the
- * server's receives).  Each hello before the first payload is answered;
- * a ping-pong client's run takes a late answer for what it is, and posts
- * the receive again.  The server reports when done (end message, or
- * @iters) and answers each repeated end message (the caller repeats it
- * until the report comes: it may have found no receive, or the report may
- * have been lost) for a second (at most @timeout_ms) after.  A lost ping
- * ends a ping-pong with %ETIMEDOUT; a server counts what arrived, which
- * may be less than what was sent.
+ * server's receives).  Hellos before the first payload are answered, one
+ * READY for those a step of the loop found (a UD server's first only once
+ * the client's address handle is made, below); a ping-pong client's run
+ * takes a late READY for what it is, and posts the receive it took again.
+ * The server reports when done (end message, or @iters, validating or
+ * not), and answers each repeated end message (the caller repeats it until
+ * the report comes: it may have found no receive, or the report may have
+ * been lost) until a second (at most half @timeout_ms) after its last
+ * report, when the run ends.  A lost ping ends a ping-pong with
+ * %ETIMEDOUT; a server counts what arrived, which may be less than what
+ * was sent.
  *
  * UD connections run SEND and SEND_WITH_IMM, all of a run's connections UD,
  * messages of one packet (@msg_size at most the port's MTU).  @local_buf
@@ -1415,8 +1420,10 @@ struct krdma_srq_create {
  * resolved (a connection made by %KRDMA_CM_CONNECT).  A server's replies
  * go where the connection's sends go by default; a connection without such
  * a peer (an accepted one: a SIDR request carries no path back) gets the
- * sender of the first message the run receives, from its GRH, for good
- * (%EHOSTUNREACH if no address handle can be made to it).
+ * sender of the first hello the run receives, from its GRH, for good
+ * (%EHOSTUNREACH if no address handle can be made to it; it is made
+ * outside the connection's lock, and a device removal meanwhile waits
+ * for it, as for %KRDMA_AH_CREATE).
  */
 enum krdma_bench_flags {
 	KRDMA_BENCH_LATENCY = 1 << 0,

@@ -780,6 +780,14 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	return ret;
 }
 
+/* The server's READY, answering a hello after the one answered first. */
+static bool late_ready(const struct krdma_wc *wc)
+{
+	return wc->opcode == KRDMA_OP_RECV &&
+	       (wc->wc_flags & KRDMA_WC_WITH_IMM) &&
+	       wc->imm_data == KRDMA_BENCH_READY_IMM;
+}
+
 /* A failed completion, said so. */
 static bool wc_failed(const struct krdma_wc *wc)
 {
@@ -912,6 +920,13 @@ static int until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 				return -EIO;
 			if (wc[i].opcode != KRDMA_OP_RECV) {
 				sends_done++;
+				continue;
+			}
+			/* a late READY, while the end message waits */
+			if (late_ready(&wc[i]) != (imm == KRDMA_BENCH_READY_IMM) ||
+			    !(wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
+				ret = post_answer_recv(fd, conn, o->transport,
+						       buf, 3);
 				continue;
 			}
 			answered = true;
@@ -1157,11 +1172,17 @@ static int via_run(struct via *v, uint32_t size)
 				     posted == iters, 0, wc, ARRAY_SIZE(wc));
 			/* until the reply (ping-pong) or the completion */
 			while (n >= 0) {
-				for (i = 0; i < n; i++)
+				for (i = 0; i < n; i++) {
+					/* UC: an answer to a repeated hello */
+					if (pingpong && late_ready(&wc[i])) {
+						v->bc->via_recvs--;
+						continue;
+					}
 					if (pingpong ?
 					    wc[i].opcode == KRDMA_OP_RECV :
 					    wc[i].wr_id == posted)
 						break;
+				}
 				if (i < n)
 					break;
 				n = xfer_stop ? -EINTR :
@@ -1567,7 +1588,7 @@ struct srv_group {
 	uint32_t *handles;
 	struct xfer_buf buf;
 	bool ran;
-	int64_t created_ms;
+	int64_t last_join_ms;
 };
 
 #define SRV_MAX_GROUPS 16
@@ -1613,7 +1634,7 @@ static struct srv_group *srv_group(struct srv *s, uint32_t id,
 		g->tx_depth = be32toh(h->tx_depth);
 		g->qps = be16toh(h->qps);
 		g->timeout_s = be32toh(h->timeout_s);
-		g->created_ms = xfer_now_ms();
+		g->last_join_ms = xfer_now_ms();
 		g->handles = calloc(g->qps, sizeof(*g->handles));
 		if (!g->handles || g->op >= (int)ARRAY_SIZE(bench_ops) ||
 		    !g->tx_depth || !g->max_size) {
@@ -1744,7 +1765,8 @@ static void srv_disconnected(struct srv *s, uint32_t handle)
 	g = &s->groups[gi];
 	if (--g->live)
 		return;
-	if (g->op)
+	/* a client served (not one that left before all its QPs joined) */
+	if (g->op && g->joined == g->qps)
 		s->finished = true;
 	srv_group_free(s, g);
 }
@@ -1857,6 +1879,7 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		return;
 	}
 	g->handles[g->joined++] = ev->handle;
+	g->last_join_ms = xfer_now_ms();
 	g->live++;
 	srv_map(s, ev->handle, g - s->groups + 1);
 	if (g->joined != g->qps || !g->op || !two_sided(g->op))
@@ -1868,8 +1891,8 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 }
 
 /*
- * UD: a group whose client never connected all its QPs (it gave up, or
- * died) is let go after its -T, as a disconnect would have it over RC.
+ * UD: a group whose client stopped connecting its QPs (it gave up, or
+ * died) is let go -T after the last, as a disconnect would have it over RC.
  */
 static void srv_ud_sweep(struct srv *s)
 {
@@ -1879,9 +1902,13 @@ static void srv_ud_sweep(struct srv *s)
 	for (i = 0; i < SRV_MAX_GROUPS; i++) {
 		struct srv_group *g = &s->groups[i];
 
-		if (g->used && g->joined < g->qps &&
-		    now - g->created_ms > g->timeout_s * 1000LL)
+		if (!g->used || g->joined == g->qps ||
+		    now - g->last_join_ms <= g->timeout_s * 1000LL)
+			continue;
+		if (g->joined)
 			srv_ud_done(s, g);
+		else
+			srv_group_free(s, g);
 	}
 }
 
