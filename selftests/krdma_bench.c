@@ -1417,7 +1417,8 @@ KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 		"send -c uc -s 4096 -n 300 -t 16",
 		"send -c uc --lat -s 8 -n 100 --validate",
 		"send_imm -c uc -s 1024 -n 200 -t 16 --validate",
-		"write_imm -c uc -s 4096 -n 200 -t 16",
+		/* one packet: see README, Known problems (rxe, UC) */
+		"write_imm -c uc -s 1024 -n 200 -t 16",
 		"send -c uc --lat -s 64 -n 100 --via-ioctl",
 	};
 	static const unsigned int iters[] = { 300, 100, 300, 200, 300, 100,
