@@ -1054,8 +1054,11 @@ static int bench_ud_send(FIXTURE_DATA(bench) *self, uint32_t conn,
 	return kt_post1(self->fd, conn, &wr);
 }
 
-/* The next completion of a receive on @conn (sends' passed over), or -1. */
-static int bench_ud_recv_wc(int fd, uint32_t conn, uint32_t timeout_ms,
+/*
+ * The next completion of a receive on @conn (sends' passed over), or -1
+ * if it failed or none came within @timeout_ms.
+ */
+static int bench_recv_wc(int fd, uint32_t conn, uint32_t timeout_ms,
 			    struct krdma_wc *wc)
 {
 	int i;
@@ -1085,7 +1088,7 @@ static int bench_ud_hello(FIXTURE_DATA(bench) *self, uint32_t conn,
 		if (bench_ud_send(self, conn, ah, u, KRDMA_OP_SEND_WITH_IMM,
 				  KRDMA_BENCH_READY_IMM, 0, 0))
 			return -1;
-		if (!bench_ud_recv_wc(self->fd, conn, 200, wc))
+		if (!bench_recv_wc(self->fd, conn, 200, wc))
 			return 0;
 	}
 	return -1;
@@ -1100,7 +1103,7 @@ static int64_t bench_ud_end(FIXTURE_DATA(bench) *self, uint32_t conn,
 	if (bench_ud_grh_recv(self, conn, 6) ||
 	    bench_ud_send(self, conn, ah, u, KRDMA_OP_SEND_WITH_IMM,
 			  KRDMA_BENCH_END_IMM, 0, 0) ||
-	    bench_ud_recv_wc(self->fd, conn, 10000, &wc) || wc.wr_id != 6 ||
+	    bench_recv_wc(self->fd, conn, 10000, &wc) || wc.wr_id != 6 ||
 	    !(wc.wc_flags & KT_WC_WITH_IMM))
 		return -1;
 	return wc.imm_data;
@@ -1142,7 +1145,7 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 		ASSERT_OK(bench_ud_send(self, c.handle, ah, &u,
 					KRDMA_OP_SEND_WITH_IMM,
 					KRDMA_BENCH_READY_IMM, 0, 0));
-		ASSERT_OK(bench_ud_recv_wc(self->fd, c.handle, 5000, &wc));
+		ASSERT_OK(bench_recv_wc(self->fd, c.handle, 5000, &wc));
 		EXPECT_EQ(KRDMA_BENCH_READY_IMM, wc.imm_data);
 	}
 	/* 20 payloads from the pattern; the 6th starts one byte off it */
@@ -1166,6 +1169,85 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 	EXPECT_OK(kt_destroy(self->fd, u.handle));
 	EXPECT_OK(kt_destroy(self->fd, c.handle));
 	EXPECT_OK(kt_destroy(self->fd, ah));
+}
+
+/*
+ * The server end of a UC ping-pong, by hand on @conn, its receives posted:
+ * echo @n pings of 8 bytes, the one numbered @late (from 0) after a READY,
+ * as a UC server answers a hello repeated after the one it answered first.
+ * The client has its next reply's receive posted by then (after 50 ms),
+ * which the READY takes.  Returns 0 if every ping came.
+ */
+static int bench_echo_late_ready(FIXTURE_DATA(bench) *self, uint32_t conn,
+				 unsigned int n, unsigned int late)
+{
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (bench_recv_wc(self->fd, conn, 5000, &wc))
+			return 1;
+		if (i == late) {
+			usleep(50 * 1000);
+			kt_wr_init(&wr, 1, KRDMA_OP_SEND_WITH_IMM,
+				   KRDMA_WR_SIGNALED);
+			wr.imm_data = KRDMA_BENCH_READY_IMM;
+			if (kt_post1(self->fd, conn, &wr))
+				return 2;
+		}
+		kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+		kt_wr_sge(&wr, self->lb.handle, 0, 8);
+		if (kt_post1(self->fd, conn, &wr))
+			return 2;
+	}
+	return 0;
+}
+
+/*
+ * A ping-pong client over UC passes over a late READY that takes the
+ * receive it posted for a reply, and keeps one posted for each reply:
+ * all 20 pings are answered, none counted twice.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, pingpong_client_late_ready, 60)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 32, .max_recv_wr = 32 };
+	struct kt_conn c, u;
+	struct krdma_bench b;
+	struct krdma_wr wr;
+	uint32_t h, i;
+	int status;
+	pid_t pid;
+
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UC, 0,
+				 &caps, &c));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UC, 0,
+				 &caps, &u));
+	ASSERT_OK(kt_conn_connect(self->fd, &c, &u));
+	ASSERT_OK(kt_conn_connect(self->fd, &u, &c));
+	/* the server's receives, before the first ping (UC drops it else) */
+	for (i = 0; i < 20; i++) {
+		kt_wr_init(&wr, 10 + i, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&wr, self->lb.handle, 0, 256);
+		ASSERT_OK(kt_post1(self->fd, u.handle, &wr));
+	}
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(bench_echo_late_ready(self, u.handle, 20, 5));
+	bench_init(self, &b, &h, KRDMA_OP_SEND, 20);
+	h = c.handle;
+	b.flags = KRDMA_BENCH_LATENCY;
+	b.msg_size = 8;
+	b.tx_depth = 0;
+	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(20u, b.ops_done);
+	EXPECT_EQ(20u, b.lat_samples);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+	EXPECT_OK(kt_destroy(self->fd, u.handle));
 }
 
 /*
@@ -1404,56 +1486,6 @@ static const char *cli_run_on(FIXTURE_DATA(cli) *self, unsigned int port,
 }
 
 /*
- * -c uc, client and server: one-sided and two-sided bandwidth, latency and
- * through the ioctl path over UC QPs (the hello and end message repeated
- * until answered); what UC cannot run is refused with a reason.
- */
-KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
-{
-	static const char *const runs[] = {
-		"write -c uc -s 4096 -n 300", "write -c uc --lat -s 64 -n 100",
-		"write -c uc -s 4096 -n 300 --via-ioctl -Q 4",
-		"write -c uc -s 4096 -n 100 -q 2 -t 8",
-		"send -c uc -s 4096 -n 300 -t 16",
-		"send -c uc --lat -s 8 -n 100 --validate",
-		"send_imm -c uc -s 1024 -n 200 -t 16 --validate",
-		/* one packet: see README, Known problems (rxe, UC) */
-		"write_imm -c uc -s 1024 -n 200 -t 16",
-		"send -c uc --lat -s 64 -n 100 --via-ioctl",
-	};
-	static const unsigned int iters[] = { 300, 100, 300, 200, 300, 100,
-					      200, 200, 100 };
-	unsigned int port = self->port + 800, i;
-
-	cli_other_server(self, "uc", port, _metadata);
-	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		const char *out = cli_run_on(self, port, runs[i], iters[i],
-					     "uc", _metadata);
-
-		/* the server's count of bad payloads, where it checked */
-		if (strstr(runs[i], "--validate")) {
-			EXPECT_EQ(0, json_num(out, "server_validate_errors",
-					      0)) {
-				TH_LOG("%s: %s", runs[i], out);
-			}
-		}
-	}
-	/* the server's QPs are UC: rdma_cm refuses an RC client */
-	EXPECT_EQ(1, cli_client_to(self, port, "write -s 4096 -n 10"));
-	EXPECT_NE(NULL, strstr(kt_out(&self->client), "the same -c")) {
-		TH_LOG("%s", kt_out(&self->client));
-	}
-	/* refused before connecting, with the reason */
-	EXPECT_EQ(2, cli_client_to(self, port, "read -c uc -n 10"));
-	EXPECT_NE(NULL, strstr(kt_out(&self->client), "no READ or atomics"));
-	EXPECT_EQ(2, cli_client_to(self, port, "fadd -c uc -n 10"));
-	/* the UC server served them and is still up */
-	EXPECT_FALSE(kt_check_exit(&self->other)) {
-		TH_LOG("%s", kt_out(&self->other));
-	}
-}
-
-/*
  * The messages of the @n-th run a running server served ("served OP: N
  * QP(s), M messages, ..."), waiting up to 10 s for its line; -1 if none.
  */
@@ -1481,6 +1513,106 @@ static long cli_served_messages(const struct kt_proc *p, unsigned int n)
 	return -1;
 }
 
+/*
+ * -c uc, client and server: one-sided and two-sided bandwidth, latency and
+ * through the ioctl path over UC QPs (the hello and end message repeated
+ * until answered); what UC cannot run is refused with a reason.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
+{
+	static const char *const runs[] = {
+		"write -c uc -s 4096 -n 300", "write -c uc --lat -s 64 -n 100",
+		"write -c uc -s 4096 -n 300 --via-ioctl -Q 4",
+		"write -c uc -s 4096 -n 100 -q 2 -t 8",
+		"send -c uc -s 4096 -n 300 -t 16",
+		"send -c uc --lat -s 8 -n 100 --validate",
+		"send_imm -c uc -s 1024 -n 200 -t 16 --validate",
+		/* one packet: see README, Known problems (rxe, UC) */
+		"write_imm -c uc -s 1024 -n 200 -t 16",
+		"send -c uc --lat -s 64 -n 100 --via-ioctl",
+	};
+	static const unsigned int iters[] = { 300, 100, 300, 200, 300, 100,
+					      200, 200, 100 };
+	unsigned int port = self->port + 800, i, two_sided = 0;
+	long served;
+
+	cli_other_server(self, "uc", port, _metadata);
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		const char *out = cli_run_on(self, port, runs[i], iters[i],
+					     "uc", _metadata);
+
+		/* the server's count of bad payloads, where it checked */
+		if (strstr(runs[i], "--validate")) {
+			EXPECT_EQ(0, json_num(out, "server_validate_errors",
+					      0)) {
+				TH_LOG("%s: %s", runs[i], out);
+			}
+		}
+		/* one-sided WRITEs run no loop at the server */
+		if (!strncmp(runs[i], "write ", 6))
+			continue;
+		/*
+		 * what arrived: all of a ping-pong's, whose lost ping would
+		 * have failed the run; of a stream, what found a receive
+		 */
+		served = cli_served_messages(&self->other, ++two_sided);
+		if (strstr(runs[i], "--lat"))
+			EXPECT_EQ((long)iters[i], served);
+		EXPECT_LT(0, served);
+		EXPECT_GE((long)iters[i], served);
+	}
+	/*
+	 * WRITE_WITH_IMM of two packets: krdmactl warns of rxe's wedge (one
+	 * message, which finds a receive, is safe)
+	 */
+	cli_run_on(self, port, "write_imm -c uc -s 2048 -n 1 -t 1", 1, "uc",
+		   _metadata);
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "wedges its QP")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(1, cli_served_messages(&self->other, ++two_sided));
+	/* the server's QPs are UC: rdma_cm refuses an RC client */
+	EXPECT_EQ(1, cli_client_to(self, port, "write -s 4096 -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "the same -c")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	/* refused before connecting, with the reason */
+	EXPECT_EQ(2, cli_client_to(self, port, "read -c uc -n 10"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "no READ or atomics"));
+	EXPECT_EQ(2, cli_client_to(self, port, "fadd -c uc -n 10"));
+	/* the UC server served them and is still up */
+	EXPECT_FALSE(kt_check_exit(&self->other)) {
+		TH_LOG("%s", kt_out(&self->other));
+	}
+}
+
+/* UD QPs of every RDMA device ("rdma resource show qp"), or -1. */
+static int cli_ud_qps(void)
+{
+	FILE *f = popen("rdma resource show qp 2>/dev/null | "
+			"grep -c ' type UD '", "r");
+	int n = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
+/* Wait up to 5 s for the UD QPs to be back at @want; how many there are. */
+static int cli_wait_ud_qps(int want)
+{
+	int i, n = cli_ud_qps();
+
+	for (i = 0; i < 50 && n != want; i++) {
+		usleep(100 * 1000);
+		n = cli_ud_qps();
+	}
+	return n;
+}
+
 /* UD: one packet a message, hello and end repeated until answered. */
 KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 {
@@ -1488,20 +1620,33 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 		"send -c ud -s 1024 -n 300", "send -c ud --lat -s 8 -n 100",
 		"send_imm -c ud -s 512 -n 300 -t 16 --validate",
 		"send -c ud -s 256 -n 100 -q 2 -t 8",
+		"send -c ud --lat -s 8 -n 100 --via-ioctl",
+		"send_imm -c ud -s 1024 -n 300 -t 16 -Q 4 --via-ioctl",
 	};
-	static const unsigned int iters[] = { 300, 100, 300, 200 };
+	static const unsigned int iters[] = { 300, 100, 300, 200, 100, 300 };
 	unsigned int port = self->port + 900, i;
 	const char *out;
 	long served;
+	int ud_qps;
 
 	cli_other_server(self, "ud", port, _metadata);
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		cli_run_on(self, port, runs[i], iters[i], "ud", _metadata);
 		/* the server's count: what arrived, UD may drop some */
 		served = cli_served_messages(&self->other, i + 1);
+		if (strstr(runs[i], "--lat"))
+			EXPECT_EQ((long)iters[i], served);
 		EXPECT_LT(0, served);
 		EXPECT_GE((long)iters[i], served);
 	}
+	/* UD endpoints resolved with SIDR; the server keeps none */
+	ud_qps = cli_ud_qps();
+	EXPECT_EQ(0, cli_client_to(self, port, "--conns 8 -c ud")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(8, json_num(kt_out(&self->client), "connected", 0));
+	if (ud_qps >= 0)
+		EXPECT_EQ(ud_qps, cli_wait_ud_qps(ud_qps));
 	/* every size up to the MTU, checked at both ends */
 	EXPECT_EQ(0, cli_client_to(self, port,
 				   "send -c ud --lat -a -n 2 --validate")) {
@@ -1528,8 +1673,6 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "at most the MTU"));
 	EXPECT_EQ(2, cli_client_to(self, port, "write -c ud -n 10"));
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "send and send_imm"));
-	EXPECT_EQ(2, cli_client_to(self, port, "send -c ud --via-ioctl"));
-	EXPECT_EQ(2, cli_client_to(self, port, "--conns 4 -c ud"));
 	/* an RC client finds no UD listener: rdma_cm's port spaces differ */
 	EXPECT_EQ(1, cli_client_to(self, port, "send -n 10"));
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "the same -c"));

@@ -7,10 +7,11 @@
  *                                              the kernel here too)
  *   krdmactl bench OP HOST[:PORT] [options]    measure OP against it
  *
- * Connections are rdma_cm RC connections.  The client's CONNECT private
- * data is struct bench_hello (what it is about to run, so the server sizes
- * its queues and buffer); the server's ACCEPT private data is struct
- * bench_adv (its buffer).  For SEND, SEND_WITH_IMM and WRITE_WITH_IMM the
+ * Connections are rdma_cm connections: RC, or UC or UD with -c at both
+ * ends (UD resolves its peer with SIDR, and has no disconnect).  The
+ * client's CONNECT private data is struct bench_hello (what it is about to
+ * run, so the server sizes its queues and buffer); the server's ACCEPT
+ * private data is struct bench_adv (its buffer).  For SEND, SEND_WITH_IMM and WRITE_WITH_IMM the
  * server runs KRDMA_BENCH with KRDMA_BENCH_SERVER on all the client's
  * connections at once, which posts its receives, says so with a READY
  * message, and ends at the client's END message (see uapi/krdma.h).
@@ -55,6 +56,7 @@
 #define VIA_RECV_BATCH 16		/* ... posted this many at a time */
 #define UD_ALL_MAX 4096U		/* -a over UD: no more than an MTU */
 #define HELLO_REPEAT_MS 200		/* UC, UD: hello, end again after this */
+#define RXE_VENDOR_ID 0xffffffU		/* soft-RoCE's (rxe_param.h) */
 
 enum bench_op {
 	BOP_NONE = 0,		/* --conns: connect only */
@@ -244,13 +246,9 @@ static int bench_check_opts(const struct bench_opts *o,
 		 (o->op == BOP_READ || is_atomic(o->op)))
 		why = "-c uc: write, write_imm, send and send_imm (UC has no "
 		      "READ or atomics)";
-	else if (o->host && o->transport == KRDMA_TRANSPORT_UD && o->conns)
-		why = "--conns measures connection setup: UD has none";
-	else if (o->host && o->transport == KRDMA_TRANSPORT_UD &&
+	else if (o->host && o->transport == KRDMA_TRANSPORT_UD && !o->conns &&
 		 o->op != BOP_SEND && o->op != BOP_SEND_IMM)
 		why = "-c ud: send and send_imm only (UD has no RDMA or atomics)";
-	else if (o->host && o->transport == KRDMA_TRANSPORT_UD && o->via_ioctl)
-		why = "--via-ioctl: RC and UC only";
 	else
 		return 0;
 	if (why)
@@ -1336,6 +1334,19 @@ static const char *errno_hint(int err)
 	}
 }
 
+/* The path MTU of @conn, in bytes. */
+static int conn_path_mtu(int fd, uint32_t conn, uint32_t *mtu)
+{
+	struct krdma_conn_query q = { .size = sizeof(q), .handle = conn };
+	int ret;
+
+	ret = krdma_ioctl_quiet(fd, KRDMA_CONN_QUERY, &q);
+	if (ret)
+		err_msg("bench: query the connection: %s", strerror(-ret));
+	*mtu = q.path_mtu;
+	return ret;
+}
+
 /*
  * UD: a message is one packet, of the port's MTU at most; -a stops there,
  * and -s beyond it is refused (the server, which checks too, runs nothing).
@@ -1343,25 +1354,43 @@ static const char *errno_hint(int err)
 static int ud_max_size(int fd, uint32_t conn, const struct bench_opts *o,
 		       uint32_t *max_size)
 {
-	struct krdma_conn_query q = { .size = sizeof(q), .handle = conn };
+	uint32_t mtu;
 	int ret;
 
-	ret = krdma_ioctl_quiet(fd, KRDMA_CONN_QUERY, &q);
-	if (ret) {
-		err_msg("bench: query the connection: %s", strerror(-ret));
+	ret = conn_path_mtu(fd, conn, &mtu);
+	if (ret)
 		return ret;
-	}
 	if (o->all) {
-		if (*max_size > q.path_mtu)
-			*max_size = q.path_mtu;
+		if (*max_size > mtu)
+			*max_size = mtu;
 		return 0;
 	}
-	if (*max_size > q.path_mtu) {
+	if (*max_size > mtu) {
 		err_msg("bench: -s %u: over UD a message is one packet, at "
-			"most the MTU, %u bytes", *max_size, q.path_mtu);
+			"most the MTU, %u bytes", *max_size, mtu);
 		return -EMSGSIZE;
 	}
 	return 0;
+}
+
+/*
+ * rxe (its vendor ID) wedges a UC QP that drops the last packet of a
+ * WRITE_WITH_IMM of several for want of a receive: every later message to
+ * it is dropped too (README, Known problems).  Say so before such a run.
+ */
+static void uc_write_imm_warn(int fd, uint32_t conn,
+			      const struct bench_opts *o, uint32_t vendor_id,
+			      uint32_t max_size)
+{
+	uint32_t mtu;
+
+	if (o->transport != KRDMA_TRANSPORT_UC || o->op != BOP_WRITE_IMM ||
+	    vendor_id != RXE_VENDOR_ID || conn_path_mtu(fd, conn, &mtu) ||
+	    max_size <= mtu)
+		return;
+	warn_msg("bench: -c uc write_imm over %u bytes (the MTU) on rxe: one "
+		 "that finds no receive at the server wedges its QP, and the "
+		 "run then ends with a timeout", mtu);
 }
 
 static int bench_client(int fd, const struct bench_opts *o)
@@ -1370,7 +1399,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 	struct krdma_sockaddr dst;
 	struct xfer_buf buf = {};
 	struct bench_result r;
-	uint32_t group, i, size, max_size;
+	uint32_t group, i, size, max_size, vendor_id = 0;
 	char dev[KRDMA_NAME_MAX] = "?";
 	struct dev_snapshot snap;
 	struct krdma_wc wc;
@@ -1392,8 +1421,10 @@ static int bench_client(int fd, const struct bench_opts *o)
 			goto out;
 	}
 	if (!query_devices(fd, true, conns[0].dev_index, &snap)) {
-		if (snap.num_devs)
+		if (snap.num_devs) {
 			snprintf(dev, sizeof(dev), "%s", snap.devs[0].name);
+			vendor_id = snap.devs[0].vendor_id;
+		}
 		free_snapshot(&snap);
 	}
 	max_size = o->all ? bench_all_max(o) : o->size;
@@ -1402,6 +1433,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 		if (ret)
 			goto out;
 	}
+	uc_write_imm_warn(fd, conns[0].handle, o, vendor_id, max_size);
 	ret = xfer_buf_alloc(fd, conns[0].dev_index,
 			     KRDMA_ACCESS_LOCAL_WRITE,
 			     buf_len(max_size, o->latency ? 1 : o->tx_depth,
@@ -1814,8 +1846,8 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
-	/* over UD: send and send_imm, and no --conns */
-	if (s->o->transport == KRDMA_TRANSPORT_UD &&
+	/* over UD: send and send_imm, and --conns */
+	if (s->o->transport == KRDMA_TRANSPORT_UD && h->op &&
 	    be16toh(h->op) != BOP_SEND && be16toh(h->op) != BOP_SEND_IMM) {
 		srv_reject(s, ev->handle);
 		return;
@@ -1825,10 +1857,14 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 			.max_recv_wr = 4, .max_send_sge = 1,
 			.max_recv_sge = 1 };
 		ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
-		if (ret) {
+		if (ret)
 			err_msg("bench: accept: %s", strerror(-ret));
+		/*
+		 * UD: the SIDR reply has gone, and no disconnect will come
+		 * to end the connection
+		 */
+		if (ret || s->o->transport == KRDMA_TRANSPORT_UD)
 			xfer_destroy(s->fd, ev->handle);
-		}
 		return;
 	}
 	g = srv_group(s, be32toh(h->group), h);
