@@ -88,7 +88,7 @@ cqmod() {	# cqmod FILE
 
 # perftest: server in the background, client here; prints the client's output file
 perftest() {	# perftest NAME TOOL ARGS...
-	local name=$1 tool=$2 out=$TMP/$1.$RANDOM
+	local tool=$2 out=$TMP/$1.$RANDOM
 	shift 2
 	next_port
 	timeout 120 "$tool" -d "$DEV" -x "$GIDX" -p "$PORT" "$@" > "$out.srv" 2>&1 &
@@ -244,34 +244,35 @@ done
 kill "$SERVER" 2>/dev/null
 wait "$SERVER" 2>/dev/null
 
+declare -A M	# the medians
 for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
 	 pt_read_q k_read_q pt_lat k_lat k_via pt_atomic k_atomic \
 	 pt_ud_lat k_ud_lat pt_uc_write k_uc_write; do
-	eval "med_$k=$(median ${V[$k]:-})"
+	M[$k]=$(median ${V[$k]:-})
 done
-r_write=$(ratio "$med_k_write" "$med_pt_write")
-r_read=$(ratio "$med_k_read" "$med_pt_read")
-r_write_q=$(ratio "$med_k_write_q" "$med_pt_write_q")
-r_read_q=$(ratio "$med_k_read_q" "$med_pt_read_q")
-r_lat=$(ratio "$med_k_lat" "$med_pt_lat")
-r_atomic=$(ratio "$med_k_atomic" "$med_pt_atomic")
-r_via=$(ratio "$med_k_via" "$med_k_lat")
-r_ud_lat=$(ratio "$med_k_ud_lat" "$med_pt_ud_lat")
-r_uc_write=$(ratio "$med_k_uc_write" "$med_pt_uc_write")
+r_write=$(ratio "${M[k_write]}" "${M[pt_write]}")
+r_read=$(ratio "${M[k_read]}" "${M[pt_read]}")
+r_write_q=$(ratio "${M[k_write_q]}" "${M[pt_write_q]}")
+r_read_q=$(ratio "${M[k_read_q]}" "${M[pt_read_q]}")
+r_lat=$(ratio "${M[k_lat]}" "${M[pt_lat]}")
+r_atomic=$(ratio "${M[k_atomic]}" "${M[pt_atomic]}")
+r_via=$(ratio "${M[k_via]}" "${M[k_lat]}")
+r_ud_lat=$(ratio "${M[k_ud_lat]}" "${M[pt_ud_lat]}")
+r_uc_write=$(ratio "${M[k_uc_write]}" "${M[pt_uc_write]}")
 
 printf '\n%-28s %14s %14s %10s %s\n' "figure (median of $ROUNDS)" krdma perftest ratio target
 printf '%-28s\n' "(latency: of $LAT_ROUNDS)"
-printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, 1 QP [MB/s]" "$med_k_write" "$med_pt_write" "$r_write" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, 1 QP [MB/s]" "$med_k_read" "$med_pt_read" "$r_read" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, $QPS_BW QPs [MB/s]" "$med_k_write_q" "$med_pt_write_q" "$r_write_q" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, $QPS_BW QPs [MB/s]" "$med_k_read_q" "$med_pt_read_q" "$r_read_q" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "SEND 8B lat p50 [us]" "$med_k_lat" "$med_pt_lat" "$r_lat" "<= 0.8"
-printf '%-28s %14s %14s %10s %s\n' "atomic rate [Mpps]" "$med_k_atomic" "$med_pt_atomic" "$r_atomic" ">= 1.2"
-printf '%-28s %14s %14s %10s %s\n' "via-ioctl lat p50 [us]" "$med_k_via" "$med_k_lat" "$r_via" "<= 1.2 (vs in-kernel)"
-printf '%-28s %14s\n' "guest memcpy 64K [MB/s]" "$med_memcpy"
+printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, 1 QP [MB/s]" "${M[k_write]}" "${M[pt_write]}" "$r_write" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, 1 QP [MB/s]" "${M[k_read]}" "${M[pt_read]}" "$r_read" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, $QPS_BW QPs [MB/s]" "${M[k_write_q]}" "${M[pt_write_q]}" "$r_write_q" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, $QPS_BW QPs [MB/s]" "${M[k_read_q]}" "${M[pt_read_q]}" "$r_read_q" ">= 1.25"
+printf '%-28s %14s %14s %10s %s\n' "SEND 8B lat p50 [us]" "${M[k_lat]}" "${M[pt_lat]}" "$r_lat" "<= 0.8"
+printf '%-28s %14s %14s %10s %s\n' "atomic rate [Mpps]" "${M[k_atomic]}" "${M[pt_atomic]}" "$r_atomic" ">= 1.2"
+printf '%-28s %14s %14s %10s %s\n' "via-ioctl lat p50 [us]" "${M[k_via]}" "${M[k_lat]}" "$r_via" "<= 1.2 (vs in-kernel)"
+printf '%-28s %14s\n' "guest memcpy 64K [MB/s]" "${M[memcpy]}"
 printf '%-28s\n' "(other transports: of $OTHER_ROUNDS)"
-printf '%-28s %14s %14s %10s %s\n' "UD SEND 8B lat p50 [us]" "$med_k_ud_lat" "$med_pt_ud_lat" "$r_ud_lat" "-"
-printf '%-28s %14s %14s %10s %s\n' "UC WRITE 64K BW [MB/s]" "$med_k_uc_write" "$med_pt_uc_write" "$r_uc_write" "-"
+printf '%-28s %14s %14s %10s %s\n' "UD SEND 8B lat p50 [us]" "${M[k_ud_lat]}" "${M[pt_ud_lat]}" "$r_ud_lat" "-"
+printf '%-28s %14s %14s %10s %s\n' "UC WRITE 64K BW [MB/s]" "${M[k_uc_write]}" "${M[pt_uc_write]}" "$r_uc_write" "-"
 echo "raw: $(for k in "${!V[@]}"; do printf '%s=[%s] ' "$k" "${V[$k]# }"; done)"
 
 arr() { printf '[%s]' "$(echo $1 | sed 's/ /, /g')"; }
@@ -289,16 +290,16 @@ cat > "$OUT.tmp" <<EOF
              "send_lat_8b_p50": $r_lat, "atomic_rate": $r_atomic,
              "via_ioctl_lat": $r_via,
              "ud_send_lat_8b_p50": $r_ud_lat, "uc_write_bw_64k": $r_uc_write},
-  "krdma": {"write_bw_64k_mbps": $med_k_write, "read_bw_64k_mbps": $med_k_read,
-            "write_bw_64k_multi_qp_mbps": $med_k_write_q, "read_bw_64k_multi_qp_mbps": $med_k_read_q,
-            "send_lat_8b_p50_us": $med_k_lat, "atomic_rate_mpps": $med_k_atomic,
-            "via_ioctl_lat_8b_p50_us": $med_k_via,
-            "ud_send_lat_8b_p50_us": $med_k_ud_lat, "uc_write_bw_64k_mbps": $med_k_uc_write},
-  "perftest": {"write_bw_64k_mbps": $med_pt_write, "read_bw_64k_mbps": $med_pt_read,
-               "write_bw_64k_multi_qp_mbps": $med_pt_write_q, "read_bw_64k_multi_qp_mbps": $med_pt_read_q,
-               "send_lat_8b_p50_us": $med_pt_lat, "atomic_rate_mpps": $med_pt_atomic,
-               "ud_send_lat_8b_p50_us": $med_pt_ud_lat, "uc_write_bw_64k_mbps": $med_pt_uc_write},
-  "memcpy_64k_mbps": $med_memcpy,
+  "krdma": {"write_bw_64k_mbps": ${M[k_write]}, "read_bw_64k_mbps": ${M[k_read]},
+            "write_bw_64k_multi_qp_mbps": ${M[k_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[k_read_q]},
+            "send_lat_8b_p50_us": ${M[k_lat]}, "atomic_rate_mpps": ${M[k_atomic]},
+            "via_ioctl_lat_8b_p50_us": ${M[k_via]},
+            "ud_send_lat_8b_p50_us": ${M[k_ud_lat]}, "uc_write_bw_64k_mbps": ${M[k_uc_write]}},
+  "perftest": {"write_bw_64k_mbps": ${M[pt_write]}, "read_bw_64k_mbps": ${M[pt_read]},
+               "write_bw_64k_multi_qp_mbps": ${M[pt_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[pt_read_q]},
+               "send_lat_8b_p50_us": ${M[pt_lat]}, "atomic_rate_mpps": ${M[pt_atomic]},
+               "ud_send_lat_8b_p50_us": ${M[pt_ud_lat]}, "uc_write_bw_64k_mbps": ${M[pt_uc_write]}},
+  "memcpy_64k_mbps": ${M[memcpy]},
   "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
               "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
               "k_write_q": $(arr "${V[k_write_q]:-}"), "pt_write_q": $(arr "${V[pt_write_q]:-}"),

@@ -98,6 +98,7 @@ fi
 
 # the peer's servers (two_vm_peer.sh)
 F_RC=$PEER_ADDR:18602	# rc,ud: copies, writes, UD streams; --save
+# shellcheck disable=SC2034 # two_vm.sh, which sources this, uses it
 F_UC=$PEER_ADDR:18603	# uc streams
 F_RO=$PEER_ADDR:18604	# reads: never written, its pattern stays
 

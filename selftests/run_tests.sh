@@ -62,6 +62,7 @@ for p in $progs; do
 
 	totals=$(grep '^# Totals: pass:' "$log" | tail -n 1)
 	if [ -n "$totals" ]; then
+		# shellcheck disable=SC2046 # six numbers, split on purpose
 		set -- $(echo "$totals" | sed 's/.*pass:\([0-9]*\) fail:\([0-9]*\) xfail:\([0-9]*\) xpass:\([0-9]*\) skip:\([0-9]*\) error:\([0-9]*\).*/\1 \2 \3 \4 \5 \6/')
 		if [ $# -eq 6 ]; then
 			p_pass=$(($1 + $3)) p_fail=$(($2 + $4 + $6)) p_skip=$5

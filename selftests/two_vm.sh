@@ -61,6 +61,7 @@ xvm() {
 	x_pass=0 x_fail=0 x_skip=0
 	totals=$(grep '^# Totals: pass:' "$log" | tail -n 1)
 	if [ -n "$totals" ]; then
+		# shellcheck disable=SC2046 # six numbers, split on purpose
 		set -- $(echo "$totals" | sed 's/.*pass:\([0-9]*\) fail:\([0-9]*\) xfail:\([0-9]*\) xpass:\([0-9]*\) skip:\([0-9]*\) error:\([0-9]*\).*/\1 \2 \3 \4 \5 \6/')
 		if [ $# -eq 6 ]; then
 			x_pass=$(($1 + $3)) x_fail=$(($2 + $4 + $6)) x_skip=$5

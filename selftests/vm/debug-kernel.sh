@@ -99,6 +99,7 @@ mkdir -p "$D"
 LOG=$D/build.log
 # the newest finished build of the same source, to start from
 prev=
+# shellcheck disable=SC2045 # newest first: a glob cannot sort by time
 for p in $(ls -td "$BASE"/*/ 2>/dev/null); do
 	p=${p%/}
 	[ -e "$p/.done" ] && [ "$(cat "$p/srcver" 2>/dev/null)" = "$srcver" ] && [ -d "$p/linux" ] || continue
@@ -156,7 +157,7 @@ note "building $(make -s -C "$D/linux" kernelversion) (make -j$JOBS under nice; 
 tb=$SECONDS
 "${K[@]}" >>"$LOG" 2>&1 || { grep -E 'error|Error' "$LOG" | head -n 30 >&2; die "kernel build failed (log $LOG)"; }
 rel=$(make -s -C "$D/linux" kernelrelease)
-rm -rf "$D/lib"
+rm -rf "${D:?}/lib"
 "${K[@]}" INSTALL_MOD_PATH="$D" modules_install >>"$LOG" 2>&1 ||
 	die "modules_install failed (log $LOG)"
 rm -f "$D/lib/modules/$rel/build" "$D/lib/modules/$rel/source"
@@ -168,6 +169,7 @@ note "built $rel in $((SECONDS - tb))s (total $((SECONDS - t0))s)"
 
 # keep the two newest builds
 n=0
+# shellcheck disable=SC2045 # newest first: a glob cannot sort by time
 for p in $(ls -td "$BASE"/*/ 2>/dev/null); do
 	p=${p%/}
 	[ -e "$p/.done" ] || { [ "$p" = "$D" ] || rm -rf "$p"; continue; }
