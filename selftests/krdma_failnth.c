@@ -1613,13 +1613,153 @@ static const struct fn_case fn_bench_per_cpu = {
 	.teardown = fn_destroy_all,
 };
 
-KRDMA_TEST_F_TIMEOUT(failnth, bench, 600)
+/*
+ * BENCH, UD server: the run learns its client from the first hello and
+ * makes an address handle for it (krdma_bench_make_peer(), in the caller's
+ * context: faults reach it).  The client is a thread of this test, outside
+ * the window: it repeats its hello until READY comes, sends one payload,
+ * then its end message until the report comes.  The handle is the server
+ * connection's: its DESTROY in the teardown must release it, before the PD.
+ */
+static struct fn_ud_client {
+	pthread_t thread;
+	volatile bool stop;
+	int fd;
+	uint32_t conn, ah, dest_qpn, buf;
+	uint64_t grh_off;
+} fn_udc;
+
+/* Client: a receive for an answer (its GRH alone) at the buffer's end. */
+static int fn_udc_recv(struct fn_ud_client *u)
+{
+	struct krdma_wr wr;
+
+	kt_wr_init(&wr, 2, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, u->buf, u->grh_off, KRDMA_GRH_LEN);
+	return kt_post1(u->fd, u->conn, &wr);
+}
+
+static int fn_udc_send(struct fn_ud_client *u, uint32_t opcode, uint32_t imm,
+		       uint32_t len)
+{
+	struct krdma_wr wr;
+
+	kt_wr_init(&wr, 1, opcode, KRDMA_WR_SIGNALED);
+	if (len)
+		kt_wr_sge(&wr, u->buf, 0, len);
+	wr.imm_data = imm;
+	wr.ah_handle = u->ah;
+	wr.remote_qpn = u->dest_qpn;
+	return kt_post1(u->fd, u->conn, &wr);
+}
+
+/* @msg every 10 ms until an answer (a receive's completion) comes. */
+static bool fn_udc_until_answer(struct fn_ud_client *u, uint32_t imm)
+{
+	struct krdma_wc wc;
+
+	if (fn_udc_recv(u))
+		return false;
+	while (!u->stop) {
+		if (fn_udc_send(u, KRDMA_OP_SEND_WITH_IMM, imm, 0))
+			return false;
+		while (kt_poll(u->fd, u->conn, &wc, 1, 10) == 1)
+			if (wc.opcode == KRDMA_OP_RECV)
+				return !wc.status;
+	}
+	return false;
+}
+
+static void *fn_udc_fn(void *arg)
+{
+	struct fn_ud_client *u = arg;
+	struct krdma_wc wc;
+
+	if (!fn_udc_until_answer(u, KRDMA_BENCH_READY_IMM) ||
+	    fn_udc_send(u, KRDMA_OP_SEND, 0, 64))
+		return NULL;
+	kt_poll(u->fd, u->conn, &wc, 1, 1000);
+	fn_udc_until_answer(u, KRDMA_BENCH_END_IMM);
+	return NULL;
+}
+
+static int fn_bench_ud_setup(fn_t *self)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8,
+				      .max_recv_sge = 2 };
+	struct fn_ud_client *u = &fn_udc;
+
+	if (kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0, &caps,
+			   &self->ud) ||
+	    kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0, &caps,
+			   &self->b) ||
+	    kt_conn_connect(self->fd, &self->ud, NULL) ||
+	    kt_conn_connect(self->fd, &self->b, NULL) ||
+	    fn_buf(self) ||
+	    kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 4096,
+			 &self->buf2))
+		return -1;
+	memset(u, 0, sizeof(*u));
+	u->fd = self->fd;
+	u->conn = self->b.handle;
+	u->dest_qpn = self->ud.qp_num;
+	u->buf = self->buf2.handle;
+	u->grh_off = self->buf2.len - KRDMA_GRH_LEN;
+	if (kt_ah_create(self->fd, self->b.handle, self->dev.gid, &u->ah))
+		return -1;
+	errno = pthread_create(&u->thread, NULL, fn_udc_fn, u);
+	return errno ? -1 : 0;
+}
+
+static void fn_prep_bench_ud(fn_t *self)
+{
+	struct krdma_bench *b = &self->arg.bench;
+
+	self->conns[0] = self->ud.handle;
+	memset(b, 0, sizeof(*b));
+	b->size = sizeof(*b);
+	b->flags = KRDMA_BENCH_SERVER;
+	b->opcode = KRDMA_OP_SEND;
+	b->num_conns = 1;
+	b->conns_uptr = (uintptr_t)self->conns;
+	b->local_buf = self->buf.handle;
+	b->msg_size = 64;
+	b->tx_depth = 4;
+	b->iters = 1;
+	/* the idle limit, and its half the time repeated ends are answered */
+	b->timeout_ms = 400;
+}
+
+static void fn_bench_ud_teardown(fn_t *self)
+{
+	fn_udc.stop = true;
+	pthread_join(fn_udc.thread, NULL);
+	fn_destroy_all(self);
+}
+
+/*
+ * EHOSTUNREACH: the address handle could not be made; ETIMEDOUT: READY
+ * or the report did not go out, and the client stopped asking.
+ */
+static const int fn_errnos_bench_ud[] = { EIO, EHOSTUNREACH, ETIMEDOUT, 0 };
+
+static const struct fn_case fn_bench_ud = {
+	.name = "BENCH(UD server, learns its client)",
+	.errnos = fn_errnos_bench_ud, .setup = fn_bench_ud_setup,
+	.prep = fn_prep_bench_ud, .call = fn_call_bench,
+	.teardown = fn_bench_ud_teardown,
+};
+
+KRDMA_TEST_F_TIMEOUT(failnth, bench, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_BENCH))
 		SKIP(return, "no BENCH");
 	FN_SWEEP(fn_bench);
 	FN_SWEEP(fn_bench_lat);
 	FN_SWEEP(fn_bench_per_cpu);
+	if (!(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
+		SKIP(return, "no manual connections");
+	FN_SWEEP(fn_bench_ud);
 }
 
 /* ------------------------------------------------------------------------
