@@ -870,6 +870,98 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_ah_while_sending, 180)
 	EXPECT_OK(kt_destroy(self->fd, c.handle));
 }
 
+/*
+ * DESTROY of a UD server connection while its KRDMA_BENCH run learns its
+ * client: the run makes the client's address handle after the step that
+ * took the first hello, outside the connection's lock
+ * (krdma_bench_make_peer()), and DESTROY does not wait for a run.  From 0
+ * to 2 ms after the hello, in 50 us steps: DESTROY succeeds, the run ends
+ * with ENODEV (or ENOENT, had the handle gone before the run began), and
+ * a handle it made goes with the connection, or at once if the
+ * connection went while it was being made (KASAN, lockdep and kmemleak in
+ * the debug kernel watch).
+ */
+struct kr_ud_server {
+	int fd;
+	uint32_t conn, buf;
+	int err;
+	bool done;
+};
+
+static void *kr_ud_server_fn(void *arg)
+{
+	struct kr_ud_server *r = arg;
+	struct krdma_bench b = {
+		.size = sizeof(b), .flags = KRDMA_BENCH_SERVER,
+		.opcode = KRDMA_OP_SEND, .num_conns = 1,
+		.conns_uptr = (uintptr_t)&r->conn, .local_buf = r->buf,
+		.msg_size = 64, .tx_depth = 4, .timeout_ms = 10000,
+	};
+
+	r->err = ioctl(r->fd, KRDMA_BENCH, &b) ? errno : 0;
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+KRDMA_TEST_F_TIMEOUT(races, destroy_ud_server_learning_peer, 180)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8,
+				      .max_recv_sge = 2 };
+	unsigned int i, enodev = 0;
+	struct kt_conn c, u;
+	struct kt_buf buf;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	uint32_t ah;
+
+	if (!self->have_dev ||
+	    !(self->info.features & KRDMA_FEATURE_MANUAL_CONN) ||
+	    !(self->info.features & KRDMA_FEATURE_BENCH))
+		SKIP(return, "no manual connections, BENCH or device");
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 NULL, &c));
+	ASSERT_OK(kt_conn_connect(self->fd, &c, NULL));
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       4096, &buf));
+	for (i = 0; i < 40; i++) {
+		struct kr_ud_server r = { .fd = self->fd, .buf = buf.handle };
+		pthread_t t;
+
+		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
+					 KRDMA_TRANSPORT_UD, 0, &caps, &u));
+		ASSERT_OK(kt_conn_connect(self->fd, &u, NULL));
+		r.conn = u.handle;
+		ASSERT_EQ(0, pthread_create(&t, NULL, kr_ud_server_fn, &r));
+		usleep(20 * 1000);	/* its receives are posted */
+		kt_wr_init(&wr, 1, KRDMA_OP_SEND_WITH_IMM, KRDMA_WR_SIGNALED);
+		wr.imm_data = KRDMA_BENCH_READY_IMM;
+		wr.ah_handle = ah;
+		wr.remote_qpn = u.qp_num;
+		ASSERT_OK(kt_post1(self->fd, c.handle, &wr));
+		usleep(i * 50);
+		EXPECT_OK(kt_destroy(self->fd, u.handle));
+		ASSERT_TRUE(kr_wait_done(&r.done, 5000)) {
+			TH_LOG("the run did not end after DESTROY (%u us)",
+			       i * 50);
+		}
+		pthread_join(t, NULL);
+		EXPECT_TRUE(r.err == ENODEV || r.err == ENOENT) {
+			TH_LOG("%u us: the run ended with %s", i * 50,
+			       strerror(r.err));
+		}
+		enodev += r.err == ENODEV;
+		/* the hello's send completion */
+		EXPECT_EQ(1, kt_poll_n(self->fd, c.handle, &wc, 1, 5000));
+	}
+	TH_LOG("%u of 40 runs were under way when their connection went",
+	       enodev);
+	EXPECT_LT(0u, enodev);
+	EXPECT_OK(kt_destroy(self->fd, ah));
+	EXPECT_OK(kt_destroy(self->fd, buf.handle));
+	EXPECT_OK(kt_destroy(self->fd, c.handle));
+}
+
 /* ------------------------------------------------------------------------
  * 8. size rules and unknown commands, for every command
  */
