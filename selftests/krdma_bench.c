@@ -1176,7 +1176,9 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
  * echo @n pings of 8 bytes, the one numbered @late (from 0) after a READY,
  * as a UC server answers a hello repeated after the one it answered first.
  * The client has its next reply's receive posted by then (after 50 ms),
- * which the READY takes.  Returns 0 if every ping came.
+ * which the READY takes.  The last reply comes 300 ms late: a client that
+ * took the READY for a reply is done before it.  Returns 0 if every ping
+ * came.
  */
 static int bench_echo_late_ready(FIXTURE_DATA(bench) *self, uint32_t conn,
 				 unsigned int n, unsigned int late)
@@ -1196,6 +1198,8 @@ static int bench_echo_late_ready(FIXTURE_DATA(bench) *self, uint32_t conn,
 			if (kt_post1(self->fd, conn, &wr))
 				return 2;
 		}
+		if (i == n - 1)
+			usleep(300 * 1000);
 		kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, self->lb.handle, 0, 8);
 		if (kt_post1(self->fd, conn, &wr))
@@ -1243,6 +1247,8 @@ KRDMA_TEST_F_TIMEOUT(bench, pingpong_client_late_ready, 60)
 	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_EQ(20u, b.ops_done);
 	EXPECT_EQ(20u, b.lat_samples);
+	/* it waited for the last, late reply: half its round trip */
+	EXPECT_LE(150ull * 1000 * 1000, (unsigned long long)b.lat_max_ns);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -1485,24 +1491,31 @@ static const char *cli_run_on(FIXTURE_DATA(cli) *self, unsigned int port,
 	return out;
 }
 
+/* What the running @p (stderr not split) has printed so far. */
+static const char *cli_proc_text(const struct kt_proc *p)
+{
+	static char buf[65536];
+	int fd = open(p->path, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[len > 0 ? len : 0] = 0;
+	return buf;
+}
+
 /*
  * The messages of the @n-th run a running server served ("served OP: N
  * QP(s), M messages, ..."), waiting up to 10 s for its line; -1 if none.
  */
 static long cli_served_messages(const struct kt_proc *p, unsigned int n)
 {
-	static char buf[65536];
 	int i;
 
 	for (i = 0; i < 100; i++) {
-		const char *q = buf, *qp;
+		const char *q = cli_proc_text(p), *qp;
 		unsigned int k = 0;
-		int fd = open(p->path, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
 
-		if (fd >= 0)
-			close(fd);
-		buf[len > 0 ? len : 0] = 0;
 		while ((q = strstr(q, "served ")) && ++k < n)
 			q++;
 		qp = q ? strstr(q, "QP(s), ") : NULL;
@@ -1562,15 +1575,17 @@ KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 		EXPECT_GE((long)iters[i], served);
 	}
 	/*
-	 * WRITE_WITH_IMM of two packets: krdmactl warns of rxe's wedge (one
-	 * message, which finds a receive, is safe)
+	 * WRITE_WITH_IMM of several packets at any MTU: krdmactl warns of
+	 * rxe's wedge (one message, which finds a receive, is safe)
 	 */
-	cli_run_on(self, port, "write_imm -c uc -s 2048 -n 1 -t 1", 1, "uc",
+	cli_run_on(self, port, "write_imm -c uc -s 8192 -n 1 -t 1", 1, "uc",
 		   _metadata);
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "wedges its QP")) {
 		TH_LOG("%s", kt_out(&self->client));
 	}
 	EXPECT_EQ(1, cli_served_messages(&self->other, ++two_sided));
+	/* and so does the server, whose QP it is */
+	EXPECT_NE(NULL, strstr(cli_proc_text(&self->other), "wedges its QP"));
 	/* the server's QPs are UC: rdma_cm refuses an RC client */
 	EXPECT_EQ(1, cli_client_to(self, port, "write -s 4096 -n 10"));
 	EXPECT_NE(NULL, strstr(kt_out(&self->client), "the same -c")) {
@@ -1586,11 +1601,15 @@ KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 	}
 }
 
-/* UD QPs of every RDMA device ("rdma resource show qp"), or -1. */
+/*
+ * UD QPs of every RDMA device ("rdma resource show qp"), or -1 if that
+ * lists no kernel QP at all (no tool, or no GSI QP: nothing to count).
+ */
 static int cli_ud_qps(void)
 {
 	FILE *f = popen("rdma resource show qp 2>/dev/null | "
-			"grep -c ' type UD '", "r");
+			"awk '/ type GSI / { g++ } / type UD / { u++ } "
+			"END { print g ? u + 0 : -1 }'", "r");
 	int n = -1;
 
 	if (!f)
@@ -1601,14 +1620,22 @@ static int cli_ud_qps(void)
 	return n;
 }
 
-/* Wait up to 5 s for the UD QPs to be back at @want; how many there are. */
+/*
+ * Wait up to 5 s for the UD QPs to be back at @want (< 0: to hold still
+ * for 300 ms, as a server tears a group down after it reports it);
+ * how many there are.
+ */
 static int cli_wait_ud_qps(int want)
 {
-	int i, n = cli_ud_qps();
+	int i, m, n = cli_ud_qps(), still = 0;
 
-	for (i = 0; i < 50 && n != want; i++) {
+	for (i = 0; i < 50; i++) {
+		if (want >= 0 ? n == want : still == 3)
+			break;
 		usleep(100 * 1000);
-		n = cli_ud_qps();
+		m = cli_ud_qps();
+		still = m == n ? still + 1 : 0;
+		n = m;
 	}
 	return n;
 }
@@ -1640,7 +1667,7 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send, 300)
 		EXPECT_GE((long)iters[i], served);
 	}
 	/* UD endpoints resolved with SIDR; the server keeps none */
-	ud_qps = cli_ud_qps();
+	ud_qps = cli_wait_ud_qps(-1);
 	EXPECT_EQ(0, cli_client_to(self, port, "--conns 8 -c ud")) {
 		TH_LOG("%s", kt_out(&self->client));
 	}
@@ -1806,7 +1833,8 @@ KRDMA_TEST_F_TIMEOUT(cli, server_json, 120)
 }
 
 /* SIGINT to the children of @pid (timeout(1) may not pass it on). */
-static void sigint_children(pid_t pid)
+/* Send @sig to @pid's children (the program a timeout(1) runs). */
+static void signal_children(pid_t pid, int sig)
 {
 	struct dirent *de;
 	DIR *d = opendir("/proc");
@@ -1827,7 +1855,7 @@ static void sigint_children(pid_t pid)
 		buf[n > 0 ? n : 0] = 0;
 		p = strrchr(buf, ')');
 		if (p && sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == pid)
-			kill(atoi(de->d_name), SIGINT);
+			kill(atoi(de->d_name), sig);
 	}
 	if (d)
 		closedir(d);
@@ -1872,7 +1900,7 @@ KRDMA_TEST_F_TIMEOUT(cli, interrupt, 120)
 	}
 	/* timeout(1) passes it on; busybox's runs the command as itself */
 	kill(self->client.pid, SIGINT);
-	sigint_children(self->client.pid);
+	signal_children(self->client.pid, SIGINT);
 	for (i = 0; i < 200 && !kt_check_exit(&self->client); i++)
 		usleep(100 * 1000);
 	ASSERT_LT(i, 200) {
@@ -1883,6 +1911,44 @@ KRDMA_TEST_F_TIMEOUT(cli, interrupt, 120)
 		TH_LOG("%s", kt_out(&self->client));
 	}
 	CLI_OK("send -s 4096 -n 100 -t 16", 100);
+}
+
+/*
+ * --via-ioctl over UC: the server stops mid-run (SIGSTOP ends its kernel
+ * loop, which leaves its QP in the error state, and stops the process
+ * before it disconnects).  UC pings to it vanish without an error
+ * anywhere, and the ioctl loop ends at -T with nothing completed, as the
+ * kernel's loop does.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, via_ioctl_lost_peer_times_out, 120)
+{
+	unsigned int port = self->port + 1000;
+	char cmd[256];
+	int i;
+
+	cli_other_server(self, "uc", port, _metadata);
+	snprintf(cmd, sizeof(cmd), "krdmactl -j bench send %s -p %u -c uc "
+		 "--lat -s 8 -D 60 -T 2 --via-ioctl", self->addr, port);
+	ASSERT_OK(kt_spawn(&self->client, "krdma_bench", "via", true, cmd));
+	sleep(3);	/* connected, answered, in its ping-pong */
+	ASSERT_FALSE(kt_check_exit(&self->client)) {
+		TH_LOG("krdmactl ended before the server went: %s",
+		       kt_out(&self->client));
+	}
+	/* (busybox's timeout(1) runs the command as itself) */
+	kill(self->other.pid, SIGSTOP);
+	signal_children(self->other.pid, SIGSTOP);
+	for (i = 0; i < 150 && !kt_check_exit(&self->client); i++)
+		usleep(100 * 1000);
+	signal_children(self->other.pid, SIGKILL);
+	ASSERT_LT(i, 150) {
+		TH_LOG("krdmactl --via-ioctl -T 2 still running 15 s after its server went");
+	}
+	EXPECT_EQ(1, self->client.status);
+	EXPECT_NE(NULL, strstr(kt_out(&self->client),
+			       "nothing completed within the timeout")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -984,6 +984,7 @@ struct via {
 	struct bench_conn *bc;
 	struct krdma_bench *b;
 	bool post_poll;		/* KRDMA_POST_POLL works */
+	int64_t idle_since_ms;	/* the first of the polls since that had none */
 	struct krdma_wr wr;	/* via_post()'s */
 };
 
@@ -995,6 +996,8 @@ static int via_check_wcs(struct via *v, const struct krdma_wc *wc, uint32_t n)
 	v->b->cq_polls++;
 	if (!n)
 		v->b->empty_polls++;
+	else
+		v->idle_since_ms = 0;
 	for (i = 0; i < n; i++) {
 		if (wc[i].status) {
 			v->b->wc_status = wc[i].status;
@@ -1102,9 +1105,11 @@ static int via_post(struct via *v, uint32_t opcode, uint64_t wr_id,
 
 /*
  * One batch, as soon as there is one; returns completions (0 after 100 ms
- * with none) or -errno.  KRDMA_POLL waits in the kernel, busy-polling the
- * CQ (or, with -e, asleep on its notification): one ioctl per batch rather
- * than one per empty look at the CQ.
+ * with none), -ETIMEDOUT once none came for -T (a message UC or UD lost:
+ * the kernel's loop ends there too), or -errno.  KRDMA_POLL waits in the
+ * kernel, busy-polling the CQ (or, with -e, asleep on its notification):
+ * one ioctl per batch rather than one per empty look at the CQ.  The clock
+ * is read only when a poll came back empty, after its 100 ms.
  */
 static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 {
@@ -1116,9 +1121,17 @@ static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 		.timeout_ms = 100,
 		.wcs_uptr = (uintptr_t)wc,
 	};
+	int64_t now;
 
 	if (ioctl(v->fd, KRDMA_POLL, &p))
 		return -errno;
+	if (!p.num_wcs) {
+		now = xfer_now_ms();
+		if (!v->idle_since_ms)
+			v->idle_since_ms = now;
+		else if (now - v->idle_since_ms >= v->o->timeout_s * 1000LL)
+			return -ETIMEDOUT;
+	}
 	return via_check_wcs(v, wc, p.num_wcs);
 }
 
@@ -1378,13 +1391,12 @@ static int ud_max_size(int fd, uint32_t conn, const struct bench_opts *o,
  * WRITE_WITH_IMM of several for want of a receive: every later message to
  * it is dropped too (README, Known problems).  Say so before such a run.
  */
-static void uc_write_imm_warn(int fd, uint32_t conn,
-			      const struct bench_opts *o, uint32_t vendor_id,
-			      uint32_t max_size)
+static void uc_write_imm_warn(int fd, uint32_t conn, uint32_t transport,
+			      int op, uint32_t vendor_id, uint32_t max_size)
 {
 	uint32_t mtu;
 
-	if (o->transport != KRDMA_TRANSPORT_UC || o->op != BOP_WRITE_IMM ||
+	if (transport != KRDMA_TRANSPORT_UC || op != BOP_WRITE_IMM ||
 	    vendor_id != RXE_VENDOR_ID || conn_path_mtu(fd, conn, &mtu) ||
 	    max_size <= mtu)
 		return;
@@ -1433,7 +1445,8 @@ static int bench_client(int fd, const struct bench_opts *o)
 		if (ret)
 			goto out;
 	}
-	uc_write_imm_warn(fd, conns[0].handle, o, vendor_id, max_size);
+	uc_write_imm_warn(fd, conns[0].handle, o->transport, o->op, vendor_id,
+			  max_size);
 	ret = xfer_buf_alloc(fd, conns[0].dev_index,
 			     KRDMA_ACCESS_LOCAL_WRITE,
 			     buf_len(max_size, o->latency ? 1 : o->tx_depth,
@@ -1630,6 +1643,7 @@ struct srv {
 	const struct bench_opts *o;
 	uint32_t dev_index;
 	uint32_t listener;
+	uint32_t vendor_id;	/* of the device served */
 	struct srv_group groups[SRV_MAX_GROUPS];
 	uint32_t *conn_group;	/* handle -> group index + 1 (small table) */
 	uint32_t conn_group_len;
@@ -1918,6 +1932,9 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	g->last_join_ms = xfer_now_ms();
 	g->live++;
 	srv_map(s, ev->handle, g - s->groups + 1);
+	if (g->joined == 1)
+		uc_write_imm_warn(s->fd, ev->handle, s->o->transport, g->op,
+				  s->vendor_id, g->max_size);
 	if (g->joined != g->qps || !g->op || !two_sided(g->op))
 		return;
 	srv_run(s, g);
@@ -1970,6 +1987,7 @@ static int bench_serve(int fd, const struct bench_opts *o)
 		return 1;
 	}
 	s.dev_index = snap.devs[0].dev_index;
+	s.vendor_id = snap.devs[0].vendor_id;
 	free_snapshot(&snap);
 	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
 	if (ret) {
