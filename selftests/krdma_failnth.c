@@ -1726,16 +1726,11 @@ static void fn_prep_bench_ud(fn_t *self)
 {
 	struct krdma_bench *b = &self->arg.bench;
 
+	fn_prep_bench(self);
 	self->conns[0] = self->ud.handle;
-	memset(b, 0, sizeof(*b));
-	b->size = sizeof(*b);
 	b->flags = KRDMA_BENCH_SERVER;
 	b->opcode = KRDMA_OP_SEND;
-	b->num_conns = 1;
-	b->conns_uptr = (uintptr_t)self->conns;
-	b->local_buf = self->buf.handle;
-	b->msg_size = 64;
-	b->tx_depth = 4;
+	b->remote_addr = b->remote_length = b->remote_rkey = 0;
 	b->iters = 1;
 	/* the idle limit, and its half the time repeated ends are answered */
 	b->timeout_ms = 400;
