@@ -11,10 +11,11 @@
  * ends (UD resolves its peer with SIDR, and has no disconnect).  The
  * client's CONNECT private data is struct bench_hello (what it is about to
  * run, so the server sizes its queues and buffer); the server's ACCEPT
- * private data is struct bench_adv (its buffer).  For SEND, SEND_WITH_IMM and WRITE_WITH_IMM the
- * server runs KRDMA_BENCH with KRDMA_BENCH_SERVER on all the client's
- * connections at once, which posts its receives, says so with a READY
- * message, and ends at the client's END message (see uapi/krdma.h).
+ * private data is struct bench_adv (its buffer).  For SEND, SEND_WITH_IMM
+ * and WRITE_WITH_IMM the server runs KRDMA_BENCH with KRDMA_BENCH_SERVER
+ * on all the client's connections at once, which posts its receives, says
+ * so with a READY message, and ends at the client's END message (see
+ * uapi/krdma.h).
  * Integers on the wire are big-endian.
  *
  * --via-ioctl runs the same loop in this process instead, one KRDMA_POST
