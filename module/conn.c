@@ -201,15 +201,85 @@ static int krdma_conn_cm_qkey(struct krdma_conn *conn, struct ib_qp *qp)
 	return ret;
 }
 
-int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
+/* @conn's CQ, of at least @cqe entries, on completion vector @vector. */
+static int krdma_conn_create_cq(struct krdma_conn *conn, u32 cqe, u32 vector)
+{
+	struct ib_cq_init_attr cq_attr = { .cqe = cqe, .comp_vector = vector };
+	struct ib_cq *cq;
+
+	cq = ib_create_cq(conn->obj.kdev->ibdev, krdma_conn_comp, NULL, conn,
+			  &cq_attr);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	conn->cq = cq;
+	return 0;
+}
+
+/* @conn's QP on its CQ; @init's caps become what the device gave. */
+static struct ib_qp *krdma_conn_create_qp(struct krdma_conn *conn,
+					  struct ib_qp_init_attr *init)
+{
+	int ret;
+
+	init->send_cq = conn->cq;
+	init->recv_cq = conn->cq;
+	if (!conn->cm_id)
+		return ib_create_qp(conn->obj.kpd->pd, init);
+	ret = rdma_create_qp(conn->cm_id, conn->obj.kpd->pd, init);
+	return ret ? ERR_PTR(ret) : conn->cm_id->qp;
+}
+
+static void krdma_conn_destroy_qp(struct krdma_conn *conn, struct ib_qp *qp)
+{
+	if (conn->cm_id)
+		rdma_destroy_qp(conn->cm_id);
+	else
+		ib_destroy_qp(qp);
+}
+
+/*
+ * The QP and its CQ.  Devices round queues up, so a CQ sized to the request
+ * could overflow (with an SRQ, every receive it holds may complete here):
+ * the CQ must hold what the QP got.  A CQ cannot be grown on every kernel
+ * (ib_resize_cq() is gone from 7.x) nor on every device (iWARP), so one
+ * that turns out too small is made again, with the QP, at the size the
+ * device gave the first QP (it rounds the same request the same way).
+ */
+static struct ib_qp *krdma_conn_create_queues(struct krdma_conn *conn,
+					      struct ib_qp_init_attr *init,
+					      u32 cqe)
 {
 	struct krdma_device *kdev = conn->obj.kdev;
 	/* connections take the completion vectors (CPUs) round robin */
-	struct ib_cq_init_attr cq_attr = {
-		.cqe = caps->cq_depth,
-		.comp_vector = (u32)atomic_inc_return(&kdev->next_comp_vector) %
-			       max(kdev->ibdev->num_comp_vectors, 1),
-	};
+	u32 vector = (u32)atomic_inc_return(&kdev->next_comp_vector) %
+		     max(kdev->ibdev->num_comp_vectors, 1);
+	const struct ib_qp_cap request = init->cap;
+	struct ib_qp *qp;
+	u32 need;
+	int ret, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		init->cap = request;
+		ret = krdma_conn_create_cq(conn, cqe, vector);
+		if (ret)
+			return ERR_PTR(ret);
+		qp = krdma_conn_create_qp(conn, init);
+		if (IS_ERR(qp))
+			return qp;
+		need = init->cap.max_send_wr +
+		       (conn->srq ? conn->srq->max_wr : init->cap.max_recv_wr);
+		if (need <= conn->cq->cqe)
+			return qp;
+		krdma_conn_destroy_qp(conn, qp);
+		ib_destroy_cq(conn->cq);
+		conn->cq = NULL;
+		cqe = need;
+	}
+	return ERR_PTR(-EINVAL);
+}
+
+int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
+{
 	struct ib_qp_init_attr init = {
 		.event_handler = krdma_conn_qp_event,
 		.qp_context = conn,
@@ -224,7 +294,6 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		},
 	};
 	struct ib_qp *qp;
-	u32 recv_room;
 	int ret = 0;
 
 	if (conn->srq) {
@@ -232,39 +301,13 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		init.cap.max_recv_wr = 0;
 		init.cap.max_recv_sge = 0;
 	}
-	conn->cq = ib_create_cq(kdev->ibdev, krdma_conn_comp, NULL, conn,
-				&cq_attr);
-	if (IS_ERR(conn->cq)) {
-		ret = PTR_ERR(conn->cq);
-		conn->cq = NULL;
-		return ret;
-	}
-	init.send_cq = conn->cq;
-	init.recv_cq = conn->cq;
-	if (conn->cm_id) {
-		ret = rdma_create_qp(conn->cm_id, conn->obj.kpd->pd, &init);
-		if (ret)
-			return ret;
-		qp = conn->cm_id->qp;
-	} else {
-		qp = ib_create_qp(conn->obj.kpd->pd, &init);
-		if (IS_ERR(qp))
-			return PTR_ERR(qp);
-	}
-	/*
-	 * Devices round queues up: a CQ sized to the request could overflow.
-	 * With an SRQ, every receive it holds may complete here.
-	 */
-	recv_room = conn->srq ? conn->srq->max_wr : init.cap.max_recv_wr;
-	if (init.cap.max_send_wr + recv_room > conn->cq->cqe)
-		ret = ib_resize_cq(conn->cq, init.cap.max_send_wr + recv_room);
-	if (!ret && conn->cm_id && conn->transport == KRDMA_TRANSPORT_UD)
+	qp = krdma_conn_create_queues(conn, &init, caps->cq_depth);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	if (conn->cm_id && conn->transport == KRDMA_TRANSPORT_UD)
 		ret = krdma_conn_cm_qkey(conn, qp);
 	if (ret) {
-		if (conn->cm_id)
-			rdma_destroy_qp(conn->cm_id);
-		else
-			ib_destroy_qp(qp);
+		krdma_conn_destroy_qp(conn, qp);
 		return ret;
 	}
 	conn->qp_num = qp->qp_num;
@@ -727,10 +770,8 @@ int krdma_conn_get_request(struct krdma_session *session, u32 handle,
  */
 void krdma_conn_release_hw(struct krdma_conn *conn)
 {
-	if (conn->qp && conn->cm_id)
-		rdma_destroy_qp(conn->cm_id);
-	else if (conn->qp)
-		ib_destroy_qp(conn->qp);
+	if (conn->qp)
+		krdma_conn_destroy_qp(conn, conn->qp);
 	conn->qp = NULL;
 	if (conn->cq)
 		ib_destroy_cq(conn->cq);

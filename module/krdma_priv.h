@@ -13,8 +13,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "krdma.h"
-
-#define KRDMA_MODULE_VERSION "0.2.0"
+#include "krdma_compat.h"
 
 /**
  * struct krdma_device - what krdma keeps for one RDMA device

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What older kernels lack, in one place.
+ *
+ * krdma is written against the current kernel's interfaces.  Which of them
+ * the kernel being built for has is not guessed from its version: the build
+ * compiles a test of each (probes/, scripts/kernel-probe.sh) and writes
+ * krdma_config.h, whose HAVE_* say what compiled.  For each interface that
+ * did not, this header supplies the same name and meaning, so the rest of
+ * the module reads as mainline code.  The lowest kernel this covers is
+ * 5.10 (README).
+ */
+#ifndef KRDMA_COMPAT_H
+#define KRDMA_COMPAT_H
+
+#include <linux/completion.h>
+#include <linux/kthread.h>
+#include <linux/overflow.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <rdma/rdma_cm.h>
+
+#include "krdma_config.h"
+
+#ifndef HAVE_KREALLOC_ARRAY
+static inline void * __must_check krealloc_array(void *p, size_t new_n,
+						 size_t new_size, gfp_t flags)
+{
+	size_t bytes;
+
+	if (unlikely(check_mul_overflow(new_n, new_size, &bytes)))
+		return NULL;
+	return krealloc(p, bytes, flags);
+}
+#endif
+
+#ifndef HAVE_MEMSET_STARTAT
+#define memset_startat(obj, v, member)					\
+({									\
+	typeof(obj) __obj = (obj);					\
+	size_t __off = offsetof(typeof(*__obj), member);		\
+									\
+	memset((u8 *)__obj + __off, v, sizeof(*__obj) - __off);	\
+})
+#endif
+
+#ifndef HAVE_KTHREAD_COMPLETE_AND_EXIT
+/* the same core-kernel call under its older name */
+#define kthread_complete_and_exit(comp, code) complete_and_exit(comp, code)
+#endif
+
+#ifndef HAVE_FAULT_IN_READABLE
+/*
+ * Bytes of [@uaddr, @uaddr + @size) not faulted in.  The older
+ * fault_in_pages_readable() is all or nothing, so go a page at a time to
+ * find where the readable part ends.
+ */
+static inline size_t fault_in_readable(const char __user *uaddr, size_t size)
+{
+	const char __user *end = uaddr + size;
+
+	while (uaddr < end) {
+		size_t n = min_t(size_t, end - uaddr,
+				 PAGE_SIZE - offset_in_page(uaddr));
+
+		if (fault_in_pages_readable(uaddr, n))
+			break;
+		uaddr += n;
+	}
+	return end - uaddr;
+}
+#endif
+
+/*
+ * The RNR NAK timer of an rdma_cm RC QP.  Where rdma_cm cannot be told it
+ * before it moves the QP to RTR, the QP is modified once it is in RTS (the
+ * attribute is optional on RTS->RTS); until then a receiver out of
+ * receives asks for rdma_cm's default wait (timer 0: 655 ms).
+ */
+#ifdef HAVE_RDMA_SET_MIN_RNR_TIMER
+static inline int krdma_cm_set_min_rnr_timer(struct rdma_cm_id *id, u8 timer)
+{
+	return rdma_set_min_rnr_timer(id, timer);
+}
+
+static inline int krdma_cm_apply_min_rnr_timer(struct ib_qp *qp, u8 timer)
+{
+	return 0;
+}
+#else
+static inline int krdma_cm_set_min_rnr_timer(struct rdma_cm_id *id, u8 timer)
+{
+	return 0;
+}
+
+static inline int krdma_cm_apply_min_rnr_timer(struct ib_qp *qp, u8 timer)
+{
+	struct ib_qp_attr attr = { .min_rnr_timer = timer };
+
+	return ib_modify_qp(qp, &attr, IB_QP_MIN_RNR_TIMER);
+}
+#endif
+
+#endif /* KRDMA_COMPAT_H */
