@@ -2,18 +2,31 @@
 #
 # make                module + krdmactl (against KDIR, see below)
 # make KDIR=DIR       against any configured kernel tree or headers
-# make install        modules_install + krdmactl + uapi header
-# make check          every selftest in rxe VMs on Debian 6.1 and 6.12
+# make install        the module (signed if a key is set, depmod), krdmactl,
+#                     its man page and the uAPI header; make uninstall
+# make dist           build/dist/krdma-VERSION.tar.gz and its tree (DKMS-ready)
+# make dkms-install   the source into /usr/src, DKMS builds it for every
+#                     kernel with headers; make dkms-uninstall
+# make deb            build/deb/: krdma-dkms and krdmactl packages, lintian
+# make check          every selftest in rxe VMs on each kernel of the matrix
 # make check-debug    every selftest on a debug kernel (KASAN, lockdep, kmemleak)
+# make check-packages the packages built, installed, and the DKMS module in a VM
 # make fuzz [DURATION=SECS]  the ioctl fuzzer in a VM (debug kernel if built)
 # make demo           a VM with rxe0: krdmactl devices
-# make lint          W=1 + sparse on every installed kernel, checkpatch
+# make lint           W=1 + sparse on every kernel of the matrix, checkpatch
+# make version        the version every build is stamped with
 # make checkpatch | sparse | clean
 
 SRC := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-BUILD ?= $(SRC)/build
+# (from make's command line only: an environment variable of so common a
+# name, or one a make above exported, must not move the build)
+ifneq ($(origin BUILD),command line)
+BUILD := $(SRC)/build
+endif
 PREFIX ?= /usr/local
+DOCDIR ?= $(PREFIX)/share/doc/krdma
 CC ?= cc
+VERSION := $(shell $(SRC)/scripts/version.sh $(SRC))
 
 # The running kernel's tree when there is one (a real RDMA host), else the
 # newest installed Debian headers (this machine's own kernel has no tree).
@@ -29,21 +42,48 @@ endif
 # The release the kernel reports (uname -r), which names the build directory.
 KVER := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 KBUILD_DIR := $(BUILD)/kernel/$(KVER)
+# where make install puts the module (kbuild's default for external ones)
+INSTALL_MOD_DIR ?= extra
+MODULE_DEST := $(DESTDIR)/lib/modules/$(KVER)/$(INSTALL_MOD_DIR)/krdma.ko
 
 MODULE_SRCS := $(wildcard $(SRC)/module/*.c $(SRC)/module/*.h)
+PROBES := $(wildcard $(SRC)/probes/*.c)
 WARN_CFLAGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 
-.PHONY: all module tools selftests install clean check check-debug fuzz demo bench bench-trace checkpatch sparse lint
+.PHONY: all module tools selftests install install-module install-tools \
+	uninstall dist dkms-install dkms-uninstall deb clean check check-debug \
+	check-packages fuzz demo bench bench-trace checkpatch sparse lint version FORCE
 
 all: module tools
 
+version:
+	@echo $(VERSION)
+
 module: $(KBUILD_DIR)/krdma.ko
 
-# A tree of links per kernel release: kbuild writes objects next to sources.
-$(KBUILD_DIR)/krdma.ko: $(MODULE_SRCS) $(SRC)/uapi/krdma.h $(SRC)/Kbuild
+define need_kver
 	@test -n "$(KVER)" || { echo "krdma: no kernel tree at KDIR='$(KDIR)'; install linux-headers or pass KDIR=" >&2; exit 1; }
-	@echo "krdma: building against $(KDIR) ($(KVER))"
+endef
+
+# What the kernel offers, found by compiling (scripts/kernel-probe.sh).
+$(KBUILD_DIR)/krdma_config.h: $(PROBES) $(SRC)/scripts/kernel-probe.sh
+	$(need_kver)
+	@mkdir -p $(KBUILD_DIR)
+	@echo "krdma: probing $(KDIR)"
+	@MAKE="$(MAKE)" $(SRC)/scripts/kernel-probe.sh $(KDIR) $(SRC)/probes $(KBUILD_DIR)
+
+# rewritten only when the version changes, so that a build stays a no-op
+$(BUILD)/krdma_version.h $(KBUILD_DIR)/krdma_version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define KRDMA_VERSION "$(VERSION)"' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+# A tree of links per kernel release: kbuild writes objects next to sources.
+$(KBUILD_DIR)/krdma.ko: $(MODULE_SRCS) $(SRC)/uapi/krdma.h $(SRC)/Kbuild \
+		$(KBUILD_DIR)/krdma_config.h $(KBUILD_DIR)/krdma_version.h
+	$(need_kver)
+	@echo "krdma: building $(VERSION) against $(KDIR) ($(KVER))"
 	@mkdir -p $(KBUILD_DIR)/module
 	@ln -sf $(SRC)/Kbuild $(KBUILD_DIR)/Kbuild
 	@ln -sfn $(SRC)/uapi $(KBUILD_DIR)/uapi
@@ -52,22 +92,65 @@ $(KBUILD_DIR)/krdma.ko: $(MODULE_SRCS) $(SRC)/uapi/krdma.h $(SRC)/Kbuild
 
 tools: $(BUILD)/bin/krdmactl
 
-$(BUILD)/bin/krdmactl: $(wildcard $(SRC)/userspace/*.c $(SRC)/userspace/*.h) $(SRC)/uapi/krdma.h
-	$(MAKE) -C $(SRC)/userspace OUT=$(BUILD)/bin CC=$(CC) CFLAGS="$(USER_CFLAGS)"
+$(BUILD)/bin/krdmactl: $(wildcard $(SRC)/userspace/*.c $(SRC)/userspace/*.h) \
+		$(SRC)/uapi/krdma.h $(BUILD)/krdma_version.h
+	$(MAKE) -C $(SRC)/userspace OUT=$(BUILD)/bin CC=$(CC) \
+		CFLAGS="$(USER_CFLAGS) -DKRDMACTL_VERSION='\"$(VERSION)\"'"
 
 selftests:
 	$(MAKE) -C $(SRC)/selftests OUT=$(BUILD)/selftests CC=$(CC) CFLAGS="$(USER_CFLAGS)"
 
-install: all
-	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR) $(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
+install: install-module install-tools
+
+# Signed when a key is set (SIGN_KEY/SIGN_CERT, else DKMS's MOK key), then
+# depmod for the release installed into (in DESTDIR, as kbuild's
+# modules_install does), so that modprobe krdma pulls in ib_core and rdma_cm.
+DEPMOD = depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
+install-module: module
+	install -D -m 0644 $(KBUILD_DIR)/krdma.ko $(MODULE_DEST)
+	$(SRC)/scripts/sign-module.sh $(KDIR) $(MODULE_DEST)
+	$(DEPMOD)
+
+install-tools: tools
 	install -D -m 0755 $(BUILD)/bin/krdmactl $(DESTDIR)$(PREFIX)/sbin/krdmactl
 	install -D -m 0644 $(SRC)/uapi/krdma.h $(DESTDIR)$(PREFIX)/include/krdma/krdma.h
+	install -D -m 0644 $(SRC)/man/krdmactl.8 $(DESTDIR)$(PREFIX)/share/man/man8/krdmactl.8
+	install -D -m 0644 $(SRC)/scripts/modules-load.d/krdma.conf \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/krdma.conf
+
+uninstall:
+	rm -f $(MODULE_DEST)
+	$(DEPMOD)
+	rm -f $(DESTDIR)$(PREFIX)/sbin/krdmactl \
+		$(DESTDIR)$(PREFIX)/include/krdma/krdma.h \
+		$(DESTDIR)$(PREFIX)/share/man/man8/krdmactl.8 \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/krdma.conf
+	-rmdir -p $(DESTDIR)$(PREFIX)/include/krdma \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d 2>/dev/null
+
+# The source of this version, with VERSION and dkms.conf filled in: what
+# /usr/src/krdma-VERSION holds for DKMS, and the packages' source.
+DIST := $(BUILD)/dist/krdma-$(VERSION)
+dist:
+	$(SRC)/scripts/dist.sh $(SRC) $(VERSION) $(DIST)
+
+dkms-install: dist
+	$(SRC)/scripts/dkms.sh install $(DIST)
+
+dkms-uninstall:
+	$(SRC)/scripts/dkms.sh uninstall $(VERSION)
+
+deb: dist
+	$(SRC)/scripts/deb.sh $(DIST) $(BUILD)/deb
 
 check:
 	$(SRC)/selftests/vm/check.sh
 
 check-debug:
 	$(SRC)/selftests/vm/check-debug.sh
+
+check-packages:
+	$(SRC)/selftests/vm/check-packages.sh
 
 DURATION ?= 600
 fuzz:
@@ -90,22 +173,16 @@ CHECKPATCH ?= $(BUILD)/linux-source/scripts/checkpatch.pl
 checkpatch:
 	$(SRC)/selftests/vm/linux-source.sh $(BUILD)/linux-source
 	$(CHECKPATCH) --strict --no-tree --terse --show-types \
-		-f $(SRC)/module/*.[ch] $(SRC)/uapi/krdma.h
+		-f $(SRC)/module/*.[ch] $(SRC)/uapi/krdma.h $(SRC)/probes/*.c
 
 sparse:
 	rm -rf $(KBUILD_DIR)
 	$(MAKE) module C=2 W=1
 
-# W=1 and sparse against every installed Debian kernel's headers, plus
-# checkpatch: any warning fails.
+# W=1 and sparse against every kernel of the matrix (the ones another
+# suite has, in its build root), plus checkpatch: any warning fails.
 lint: checkpatch
-	@set -e; for k in $$(ls -d /usr/src/linux-headers-*-amd64 | sort -V); do \
-		rm -rf $(BUILD)/lint; \
-		$(MAKE) --no-print-directory module KDIR=$$k BUILD=$(BUILD)/lint W=1 C=2 \
-			> $(BUILD)/lint.log 2>&1 || { cat $(BUILD)/lint.log; exit 1; }; \
-		if grep -E 'warning:|error:' $(BUILD)/lint.log; then exit 1; fi; \
-		echo "lint: $$k: W=1 and sparse clean"; \
-	done; rm -rf $(BUILD)/lint
+	$(SRC)/selftests/vm/lint.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -14,6 +14,7 @@
 #include <linux/uaccess.h>
 
 #include "krdma_priv.h"
+#include "krdma_version.h"
 
 /* Any command's struct; the kernel copy of the caller's argument. */
 union krdma_cmd_buffer {
@@ -265,4 +266,4 @@ module_exit(krdma_exit);
 
 MODULE_DESCRIPTION("krdma: RDMA transfers through in-kernel verbs");
 MODULE_LICENSE("GPL");
-MODULE_VERSION(KRDMA_MODULE_VERSION);
+MODULE_VERSION(KRDMA_VERSION);

@@ -11,6 +11,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "krdma_priv.h"
+#include "krdma_version.h"
 
 int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
@@ -31,7 +32,7 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 			  BIT(KRDMA_TRANSPORT_UD);
 	cmd->num_device_contexts = krdma_device_contexts();
 	memset(cmd->module_version, 0, sizeof(cmd->module_version));
-	strscpy(cmd->module_version, KRDMA_MODULE_VERSION,
+	strscpy(cmd->module_version, KRDMA_VERSION,
 		sizeof(cmd->module_version));
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }

@@ -9,8 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* krdma's version (scripts/version.sh), given by the Makefile */
 #ifndef KRDMACTL_VERSION
-#define KRDMACTL_VERSION "0.1.0"
+#define KRDMACTL_VERSION "unknown"
 #endif
 
 #define PROG_NAME "krdmactl"

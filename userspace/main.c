@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <krdma.h>
+
 #include "krdmactl.h"
 #include "print.h"
 
@@ -56,6 +58,7 @@ static void usage(FILE *f)
 	      "Options:\n"
 	      "  -j, --json      JSON output\n"
 	      "  -p, --pretty    pretty-printed JSON (implies -j)\n"
+	      "  -V, --version   krdmactl's version and the ABI it speaks\n"
 	      "  -h, --help      this help\n"
 	      "\n"
 	      "Commands:\n", f);
@@ -107,16 +110,22 @@ static int parse_global_opts(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
 		COMMON_LONG_OPTS,
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:" COMMON_SHORT_OPTS, long_opts,
+	while ((c = getopt_long(argc, argv, "+:V" COMMON_SHORT_OPTS, long_opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			/* as iproute2's tools: one line, no module needed */
+			printf(PROG_NAME " %s (ABI %u)\n", KRDMACTL_VERSION,
+			       KRDMA_ABI_VERSION);
 			exit(0);
 		default:
 			if (opt_common(c))
