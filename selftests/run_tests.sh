@@ -1,11 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# run_tests.sh [PROG...]: run the krdma selftests (inside the test VM, as
-# root, krdma.ko loaded, rxe0 present) and print one TAP stream:
+# run_tests.sh [--smoke | PROG...]: run the krdma selftests (inside the
+# test VM, as root, krdma.ko loaded, rxe0 present) and print one TAP stream:
 #
 #   TAP version 13 / 1..N / each program's output as "# " lines /
-#   "ok N selftests: krdma: PROG" (or "not ok", or "# SKIP"),
+#   "ok N selftests: krdma: PROG" (or "not ok", or "# SKIP") after a
+#   "# PROG: N s" line with its time,
+#
+# --smoke runs the named subset that make check runs on the kernels between
+# the oldest and the newest, and make check-packages on the packaged module:
+# the ioctl contract, discovery, transfers of every transport and operation,
+# rdma_cm, krdmactl, and unload/reload.
 #
 # then the test cases of all programs summed from their "# Totals:" lines
 # as a last line "P passed, F failed, S skipped".  Exit 1 if anything failed.
@@ -22,6 +28,12 @@ export PATH
 # kernel it may still break (README "Known problems": it found one rdma_cm
 # and rxe bug that killed rxe0's CM for good) should not fail later tests
 # for nothing of their own.
+smoke="krdma_uapi krdma_devices krdma_transfer krdma_cm krdma_cli krdma_lifecycle"
+if [ "${1:-}" = --smoke ]; then
+	shift
+	# shellcheck disable=SC2086 # a list of programs
+	set -- $smoke
+fi
 progs=${*:-krdma_uapi krdma_devices krdma_transfer krdma_objects krdma_interop krdma_cm krdma_cli krdma_rping krdma_ubuf krdma_srq krdma_inval krdma_bench krdma_races krdma_failnth krdma_fuzz krdma_lifecycle}
 
 timeout_s=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$here/settings" 2>/dev/null)
@@ -55,8 +67,10 @@ for p in $progs; do
 		continue
 	fi
 	# Stream the output while keeping it for the Totals line.
+	t0=$(date +%s)
 	{ timeout "$timeout_s" "$exe" 2>&1; echo $? >"$tmp/rc"; } |
 		tee "$log" | sed 's/^/# /'
+	echo "# $p: $(($(date +%s) - t0)) s"
 	rc=$(cat "$tmp/rc" 2>/dev/null)
 	rc=${rc:-1}
 

@@ -25,6 +25,11 @@
 #   --cpu MODEL         qemu's -cpu under TCG (default max, env KRDMA_VM_CPU)
 #   --no-build          do not run make (use what is in build/ already)
 #   --no-insmod         do not insmod krdma.ko before CMD
+#   --ko FILE           this krdma.ko (e.g. one DKMS built) instead of the
+#                       build's: installed in the guest's module tree
+#                       (updates/), depmod run, and loaded by modprobe
+#   --bin DIR           programs put first in the guest's PATH (e.g. a
+#                       packaged krdmactl)
 #   --verbose           full kernel log level on the console (default
 #                       loglevel=5: warnings and worse, which is what counts)
 #   --append 'ARGS'     more kernel command line (check-debug.sh: panic_on_warn=1)
@@ -36,8 +41,9 @@
 # In the guest CMD runs as root in $REPO (the repo is 9p-mounted read-write at
 # the same absolute path as on the host), with:
 #   KRDMA_REPO          the repo
-#   KRDMA_KO            $REPO/build/kernel/<release>/krdma.ko
-#   KRDMA_LOADED        1 if run.sh insmod'ed it, else 0
+#   KRDMA_KO            $REPO/build/kernel/<release>/krdma.ko (--ko: the
+#                       path of that module in the guest)
+#   KRDMA_LOADED        1 if run.sh loaded it, else 0
 #   RXE0_ADDR, RXE0_ADDR6   this guest's addresses (192.0.2.1, 2001:db8::1)
 #                       on the netdev under rxe0
 #   PEER_ADDR, PEER_ADDR6   (--vms 2) the other guest (192.0.2.2, 2001:db8::2;
@@ -74,11 +80,14 @@ set -euo pipefail
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 VMDIR=$(dirname "$SELF")
 REPO=$(cd "$VMDIR/../.." && pwd)
+# shellcheck source=selftests/vm/kernels.sh
+. "$VMDIR/kernels.sh"
 CACHE=${KRDMA_CACHE:-/var/cache/krdma}
 MARK=KRDMA-EXIT-STATUS
 
 KERNEL=6.1
 KDIR=
+CHROOT_SUITE=
 MODDIR=
 VMS=1
 PEER_CMD=
@@ -88,6 +97,8 @@ ACCEL=${KRDMA_VM_ACCEL:-tcg}
 CPU=${KRDMA_VM_CPU:-max}
 BUILD=1
 INSMOD=1
+KO_FILE=
+BIN_DIR=
 LOGLEVEL=5
 EXTRA_APPEND=
 
@@ -108,6 +119,8 @@ while [ $# -gt 0 ]; do
 	--cpu) CPU=${2:?}; shift 2 ;;
 	--no-build) BUILD=0; shift ;;
 	--no-insmod) INSMOD=0; shift ;;
+	--ko) KO_FILE=$(readlink -f "${2:?}"); shift 2 ;;
+	--bin) BIN_DIR=$(readlink -f "${2:?}"); shift 2 ;;
 	--verbose) LOGLEVEL=8; shift ;;
 	--append) EXTRA_APPEND=${2?}; shift 2 ;;
 	-h|--help) usage ;;
@@ -121,70 +134,13 @@ case $ACCEL in tcg|kvm) ;; *) die "--accel must be tcg or kvm" ;; esac
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "bad --timeout"
 [[ $MEM =~ ^[0-9]+$ ]] || die "bad --mem"
 
-SUDO=()
-[ "$(id -u)" = 0 ] || SUDO=(sudo)
-
 # ---------------------------------------------------------------- host setup
-APT_UPDATED=0
-apt_update() {
-	[ $APT_UPDATED = 1 ] && return 0
-	note "apt-get update"
-	"${SUDO[@]}" apt-get update -qq >/dev/null || note "apt-get update failed"
-	APT_UPDATED=1
-}
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
-apt_install() {
-	local missing=() p
-	for p in "$@"; do installed "$p" || missing+=("$p"); done
-	[ ${#missing[@]} = 0 ] && return 0
-	note "installing ${missing[*]}"
-	apt_update
-	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
-}
-# apt-get download PKG into DIR (cwd must be writable by us)
-apt_download() {
-	local dir=$1; shift
-	( cd "$dir" && apt-get download "$@" >/dev/null 2>&1 ) && return 0
-	apt_update
-	( cd "$dir" && apt-get download "$@" >/dev/null ) || die "apt-get download $* failed"
-}
-pkg_version() { apt-cache show --no-all-versions "$1" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1; }
-
 apt_install qemu-system-x86 busybox-static kmod cpio xz-utils zstd iproute2
 "${SUDO[@]}" mkdir -p "$CACHE"
 [ -w "$CACHE" ] || "${SUDO[@]}" chown "$(id -u):$(id -g)" "$CACHE"
 # concurrent runs share the cache: fill it under a lock
 exec 9>"$CACHE/.lock"
 flock 9
-
-# series -> ABI: newest with image-unsigned and headers in apt, preferring
-# installed headers.
-pick_abi() {
-	local series=$1 re cands abi best_inst="" best_any=""
-	case $series in
-	6.1) re='6\.1\.0-[0-9]+' ;;
-	*) re="${series//./\\.}\\.[0-9]+\\+deb[0-9]+" ;;
-	esac
-	local names
-	names=$(apt-cache pkgnames linux- 2>/dev/null || true)
-	if ! grep -q '^linux-image-' <<<"$names"; then
-		apt_update; names=$(apt-cache pkgnames linux- 2>/dev/null || true)
-	fi
-	cands=$(sed -nE "s/^linux-image-($re)-amd64-unsigned\$/\\1/p" <<<"$names" | sort -V)
-	for abi in $cands; do
-		grep -qxF "linux-headers-$abi-amd64" <<<"$names" || continue
-		best_any=$abi
-		[ -e "/usr/src/linux-headers-$abi-amd64/Makefile" ] && best_inst=$abi
-	done
-	if [ -z "$best_any" ]; then
-		# offline: fall back to whatever the cache and /usr/src have
-		for abi in $(find /usr/src -maxdepth 1 -name 'linux-headers-*-amd64' 2>/dev/null | sed -E 's|.*/linux-headers-(.*)-amd64$|\1|' | grep -E "^$re\$" | sort -V); do
-			ls -d "$CACHE/kernel/$abi"_* >/dev/null 2>&1 && best_inst=$abi
-		done
-	fi
-	echo "${best_inst:-$best_any}"
-}
 
 T0=$SECONDS
 if [ -f "$KERNEL" ]; then
@@ -199,28 +155,8 @@ if [ -f "$KERNEL" ]; then
 	[ -e "$MODDIR/modules.dep" ] || depmod -b "$KROOT" "$REL"
 	KKEY=custom-$(cat "$BZIMAGE" "$MODDIR/modules.dep" | sha256sum | cut -c1-16)
 else
-	case $KERNEL in 6.*) ;; *) die "--kernel: no such file or series: $KERNEL" ;; esac
-	ABI=$(pick_abi "$KERNEL")
-	[ -n "$ABI" ] || die "no Debian kernel ABI found for series $KERNEL"
-	REL=$ABI-amd64
-	[ -n "$KDIR" ] || { apt_install "linux-headers-$REL"; KDIR=/usr/src/linux-headers-$REL; }
-	KVERSION=$(pkg_version "linux-image-$REL-unsigned")
-	if [ -z "$KVERSION" ]; then
-		KKDIR=$(find "$CACHE/kernel" -maxdepth 1 -name "${ABI}_*" 2>/dev/null | sort -V | tail -n 1)
-		[ -n "$KKDIR" ] || die "linux-image-$REL-unsigned unknown to apt and not cached"
-	else
-		KKDIR=$CACHE/kernel/${ABI}_$KVERSION
-	fi
-	if [ ! -e "$KKDIR/.done" ]; then
-		note "fetching linux-image-$REL-unsigned $KVERSION"
-		rm -rf "$KKDIR"; mkdir -p "$KKDIR/deb"
-		chmod 777 "$KKDIR/deb" 2>/dev/null || true
-		apt_download "$KKDIR/deb" "linux-image-$REL-unsigned"
-		dpkg -x "$KKDIR"/deb/*.deb "$KKDIR/root"
-		depmod -b "$KKDIR/root" "$REL"
-		rm -rf "$KKDIR/deb"
-		touch "$KKDIR/.done"
-	fi
+	kernel_resolve "$KERNEL"
+	kernel_fetch_image
 	KROOT=$KKDIR/root
 	BZIMAGE=$KROOT/boot/vmlinuz-$REL
 	KKEY=$(basename "$KKDIR")
@@ -233,12 +169,21 @@ if [ $BUILD = 1 ]; then
 	if [ "$(id -u)" = 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
 		AS_USER=(runuser -u "$SUDO_USER" --)
 	fi
-	note "building krdma.ko against $KDIR"
-	"${AS_USER[@]}" make -s -C "$REPO" KDIR="$KDIR" module || die "make module failed"
+	if [ -n "$CHROOT_SUITE" ]; then
+		note "building krdma.ko against $KDIR in the $CHROOT_SUITE build root"
+		kernel_make -s module || die "make module failed"
+	else
+		note "building krdma.ko against $KDIR"
+		"${AS_USER[@]}" make -s -C "$REPO" KDIR="$KDIR" module || die "make module failed"
+	fi
 	"${AS_USER[@]}" make -s -C "$REPO" tools selftests || die "make tools selftests failed"
 fi
 KO=$REPO/build/kernel/$REL/krdma.ko
-[ -e "$KO" ] || note "warning: $KO does not exist"
+if [ -n "$KO_FILE" ]; then
+	[ -f "$KO_FILE" ] || die "--ko: no file $KO_FILE"
+	KO=/usr/lib/modules/$REL/updates/${KO_FILE##*/}
+fi
+[ -n "$KO_FILE" ] || [ -e "$KO" ] || note "warning: $KO does not exist"
 
 # ---------------------------------------------- guest userspace (debs, cached)
 GUEST_PKGS=(rdma-core ibverbs-utils rdmacm-utils ibverbs-providers libibverbs1
@@ -495,7 +440,10 @@ setup() {
 		fi
 	fi
 	KRDMA_LOADED=0
-	if [ "$INSMOD" = 1 ]; then
+	if [ "$INSMOD" = 1 ] && [ "$KO_MODPROBE" = 1 ]; then
+		# a module installed as a package installs it: modprobe finds it
+		depmod -a && modprobe krdma && KRDMA_LOADED=1
+	elif [ "$INSMOD" = 1 ]; then
 		if [ -e "$KRDMA_KO" ]; then
 			insmod "$KRDMA_KO" && KRDMA_LOADED=1
 		else
@@ -510,7 +458,7 @@ if ! setup; then
 	status=125
 	finish
 fi
-export PATH="$REPO/build/bin:$REPO/build/selftests:$PATH"
+export PATH="/krdma/bin:$REPO/build/bin:$REPO/build/selftests:$PATH"
 cd "$REPO" || finish
 if [ "$KRDMA_VM" = 2 ]; then
 	sh /krdma/cmd.sh &
@@ -552,6 +500,7 @@ mkvm() {	# mkvm N OUT.cpio [CMD...]
 		printf 'MODULES=%q\n' "${GUEST_MODULES[*]}"
 		printf 'OPTIONAL_MODULES=%q\n' "${OPTIONAL_MODULES[*]}"
 		printf 'INSMOD=%q\n' "$INSMOD"
+		printf 'KO_MODPROBE=%q\n' "$([ -n "$KO_FILE" ] && echo 1 || echo 0)"
 		printf 'export KRDMA_VM=%q KRDMA_VMS=%q KRDMA_REPO=%q KRDMA_KO=%q\n' "$n" "$VMS" "$REPO" "$KO"
 		printf 'export RXE0_ADDR=%q RXE0_ADDR6=%q\n' "$self" "$self6"
 		[ "$VMS" = 2 ] && printf 'export PEER_ADDR=%q PEER_ADDR6=%q\n' "$peer" "$peer6"
@@ -562,10 +511,16 @@ mkvm() {	# mkvm N OUT.cpio [CMD...]
 		# no CMD2: stay up until the first guest is done
 		printf '#!/bin/sh\n%s\n' "${PEER_CMD:-exec sleep 1000000}" > "$d/krdma/cmd.sh"
 	fi
+	if [ -n "$KO_FILE" ]; then
+		mkdir -p "$d${KO%/*}"
+		cp "$KO_FILE" "$d$KO"
+	fi
+	mkdir -p "$d/krdma/bin"
+	[ -z "$BIN_DIR" ] || cp -L "$BIN_DIR"/* "$d/krdma/bin/"
 	# host-built programs may need libraries the static part lacks
 	mkdir -p "$d/usr/lib/x86_64-linux-gnu"
 	local progs=() f
-	for f in "$REPO"/build/bin/* "$REPO"/build/selftests/*; do
+	for f in "$REPO"/build/bin/* "$REPO"/build/selftests/* "$d"/krdma/bin/*; do
 		[ -f "$f" ] && [ -x "$f" ] && progs+=("$f")
 	done
 	if [ ${#progs[@]} -gt 0 ]; then
