@@ -155,6 +155,7 @@ static void local_inv(struct __test_metadata *_metadata,
 
 KRDMA_TEST_F_TIMEOUT(inval, local_inv_revokes_remote_write, 60)
 {
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	dst_fill(_metadata, self, 0x5c);
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 1));
 	dst_expect(_metadata, self, 0x5c, 1);
@@ -203,6 +204,7 @@ KRDMA_TEST_F_TIMEOUT(inval, send_with_inv_revokes_remote_write, 60)
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	dst_fill(_metadata, self, 0x3a);
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 3));
 	kt_wr_init(&wr, 0x4444, KRDMA_OP_RECV, 0);
@@ -259,6 +261,7 @@ KRDMA_TEST_F_TIMEOUT(inval, other_session_rkey_refused, 60)
 	struct krdma_wc wc;
 	int ofd;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ofd = krdma_open();
 	ASSERT_LE(0, ofd);
 	ASSERT_OK(kt_buf_alloc(ofd, self->dev.dev_index, KT_ACCESS_ALL, LEN,

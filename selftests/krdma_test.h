@@ -450,6 +450,61 @@ static inline bool krdma_have_cmd(const char *name)
 }
 
 /* ------------------------------------------------------------------------
+ * Defects of the kernel's soft-RoCE driver (rxe) that a test would meet
+ * instead of what it checks, each with the kernels that have it, read from
+ * their rxe source (README, "Known problems").  Such a test skips, naming
+ * the defect.
+ */
+#include <sys/utsname.h>
+
+enum kt_rxe_defect {
+	/*
+	 * An RDMA WRITE the responder refuses (rkey, access, range) is not
+	 * NAKed: do_complete() returns before acknowledge() when the request
+	 * took no receive WQE, so the requester resends until retry_cnt runs
+	 * out (never, at 7).  5.10 has it; 6.1 and later acknowledge.
+	 */
+	KT_RXE_NO_ACCESS_NAK,
+	/*
+	 * A request NAKed for want of a receive (RNR) is sent again at once
+	 * by the requester loop that sent it, not when the RNR timer fires:
+	 * between two QPs of one device, whose packets rxe handles inline,
+	 * with rnr_retry 7 and no receive ever posted, that loop never ends
+	 * and the CPU locks up in softirq.  5.10 has it; 6.1 and later wait
+	 * for the timer (wait_for_rnr_timer).
+	 */
+	KT_RXE_RNR_SPIN,
+};
+
+/* The reason to skip if the running kernel's rxe has @d, else NULL. */
+static inline const char *kt_rxe_defect(enum kt_rxe_defect d)
+{
+	static const char *const what[] = {
+		[KT_RXE_NO_ACCESS_NAK] = "sends no NAK for a refused RDMA WRITE",
+		[KT_RXE_RNR_SPIN] = "retries an RNR NAK at once, spinning in softirq",
+	};
+	static char reason[128];
+	struct utsname u;
+	unsigned int major, minor;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return NULL;
+	if (major > 6 || (major == 6 && minor >= 1))
+		return NULL;
+	snprintf(reason, sizeof(reason), "rxe of Linux %u.%u %s", major, minor,
+		 what[d]);
+	return reason;
+}
+
+#define KT_SKIP_RXE_DEFECT(d)						\
+	do {								\
+		const char *__why = kt_rxe_defect(d);			\
+									\
+		if (__why)						\
+			SKIP(return, "%s", __why);			\
+	} while (0)
+
+/* ------------------------------------------------------------------------
  * Data path: a device to run on, buffers, connections, WRs, completions
  * (krdma_transfer, krdma_objects).  Helpers return 0 or -1 with errno set.
  */

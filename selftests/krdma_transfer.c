@@ -1241,6 +1241,7 @@ KRDMA_TEST_F(xfer, write_bad_rkey)
 
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 256, &src));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
 			       256, &dst));
@@ -1286,6 +1287,7 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct kt_conn a, b;
 		struct kt_buf local, target;
@@ -1338,6 +1340,7 @@ KRDMA_TEST_F(xfer, qp_access_denied)
 
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC only");
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	/* b (the target) is the one with restricted access: make_pair(b, a) */
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, &mod, &b, &a);
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
@@ -1517,6 +1520,7 @@ KRDMA_TEST_F(xfer, write_past_buffer_end)
 
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
 	/* not a page multiple: the page behind the end exists but is not the buffer's */

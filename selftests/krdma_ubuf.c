@@ -722,6 +722,7 @@ KRDMA_TEST_F(ubuf, write_past_user_end)
 	struct kt_buf src, dst;
 	struct region r;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 100, 13));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, 100,
@@ -744,6 +745,7 @@ KRDMA_TEST_F(ubuf, write_before_user_start)
 	struct kt_buf src, dst;
 	struct region r;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 100, 13));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, 100,
@@ -761,6 +763,7 @@ KRDMA_TEST_F(ubuf, write_after_destroy)
 	struct kt_buf src, dst;
 	struct region r;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 8192, 0));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p,
@@ -779,6 +782,7 @@ KRDMA_TEST_F(ubuf, write_without_remote_write)
 	struct kt_buf src, dst;
 	struct region r;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 4096, 0));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,

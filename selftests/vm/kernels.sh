@@ -127,26 +127,37 @@ kernel_resolve() {
 	fi
 }
 
-# fetch_image PKG VERSION: the kernel image package PKG of the resolved
-# kernel, unpacked once into $CACHE/kernel (cache lock held): sets KKDIR
+# fetch_image VERSION PKG...: the kernel image packages PKG... (of version
+# VERSION) of the resolved kernel, unpacked once into $CACHE/kernel (cache
+# lock held): sets KKDIR; KKDIR/root has boot/vmlinuz-REL and
+# lib/modules/REL, depmod run
 fetch_image() {
-	local pkg=$1 version=$2
+	local version=$1 d
+	shift
 	if [ -z "$version" ]; then
 		KKDIR=$(find "$CACHE/kernel" -maxdepth 1 -name "${ABI}_*" 2>/dev/null | sort -V | tail -n 1)
-		[ -n "$KKDIR" ] || die "$pkg unknown to apt and not cached"
+		[ -n "$KKDIR" ] || die "$* unknown to apt and not cached"
 	else
 		KKDIR=$CACHE/kernel/${ABI}_$version
 	fi
 	[ -e "$KKDIR/.done" ] && return 0
-	note "fetching $pkg $version"
+	note "fetching $* $version"
 	rm -rf "$KKDIR"; mkdir -p "$KKDIR/deb"
 	chmod 777 "$KKDIR/deb" 2>/dev/null || true
 	if [ -n "$CHROOT_SUITE" ]; then
-		"$KRDMA_VMDIR/chroot.sh" "$CHROOT_SUITE" download "$KKDIR/deb" "$pkg"
+		"$KRDMA_VMDIR/chroot.sh" "$CHROOT_SUITE" download "$KKDIR/deb" "$@"
 	else
-		apt_download "$KKDIR/deb" "$pkg"
+		apt_download "$KKDIR/deb" "$@"
 	fi
-	dpkg -x "$KKDIR"/deb/*.deb "$KKDIR/root"
+	for d in "$KKDIR"/deb/*.deb; do dpkg -x "$d" "$KKDIR/root"; done
+	# a merged-/usr suite keeps them under usr/
+	for d in boot lib; do
+		[ -e "$KKDIR/root/$d" ] || [ ! -d "$KKDIR/root/usr/$d" ] || ln -s "usr/$d" "$KKDIR/root/$d"
+	done
+	if [ ! -e "$KKDIR/root/boot/vmlinuz-$REL" ] && [ -e "$KKDIR/root/lib/modules/$REL/vmlinuz" ]; then
+		mkdir -p "$KKDIR/root/boot"
+		ln -s "../lib/modules/$REL/vmlinuz" "$KKDIR/root/boot/vmlinuz-$REL"
+	fi
 	depmod -b "$KKDIR/root" "$REL"
 	rm -rf "$KKDIR/deb"
 	touch "$KKDIR/.done"
@@ -158,14 +169,18 @@ kernel_fetch_image() {
 	local pkg v
 	if [ -z "$CHROOT_SUITE" ]; then
 		pkg=linux-image-$REL-unsigned
-		fetch_image "$pkg" "$(pkg_version "$pkg")"
+		fetch_image "$(pkg_version "$pkg")" "$pkg"
 		return
 	fi
-	# (sid's images are signed and unsigned in one package)
+	# newer suites split the image (linux-binary) from its modules
+	v=$("$KRDMA_VMDIR/chroot.sh" "$CHROOT_SUITE" version "linux-binary-$REL")
+	if [ -n "$v" ]; then
+		fetch_image "$v" "linux-binary-$REL" "linux-modules-$REL"
+		return
+	fi
 	pkg=linux-image-$REL-unsigned
 	v=$("$KRDMA_VMDIR/chroot.sh" "$CHROOT_SUITE" version "$pkg")
-	[ -n "$v" ] || { pkg=linux-image-$REL; v=$("$KRDMA_VMDIR/chroot.sh" "$CHROOT_SUITE" version "$pkg"); }
-	fetch_image "$pkg" "$v"
+	fetch_image "$v" "$pkg"
 }
 
 # kernel_run CMD...: CMD in the repository, where the resolved kernel
