@@ -861,6 +861,7 @@ KRDMA_TEST_F(bench, idle_timeout)
 	struct krdma_bench b;
 	uint32_t h;
 
+	KT_SKIP_RXE_DEFECT(KT_RXE_RNR_SPIN);
 	bench_init(self, &b, &h, KRDMA_OP_SEND, 10);
 	b.timeout_ms = 500;
 	EXPECT_ERRNO(ETIMEDOUT, ioctl(self->fd, KRDMA_BENCH, &b));

@@ -21,7 +21,8 @@
 # newest builds are kept.
 #
 # --cached: print the assignments if the kernel is built, else exit 1
-# without building.  Env: KRDMA_DEBUG_JOBS (make -j, default 2; the build
+# without building.  --deps: install what the build needs and exit (so that
+# a build in the background never runs apt beside another user of it).  Env: KRDMA_DEBUG_JOBS (make -j, default 2; the build
 # runs under nice -n 19).  A build log is kept in the cache directory.
 set -euo pipefail
 
@@ -36,11 +37,12 @@ RECIPE=2
 note() { echo "debug-kernel.sh: $*" >&2; }
 die() { note "$*"; exit 1; }
 
-CACHED_ONLY=0
+CACHED_ONLY=0 DEPS_ONLY=0
 case ${1:-} in
 --cached) CACHED_ONLY=1 ;;
+--deps) DEPS_ONLY=1 ;;
 "") ;;
-*) die "usage: debug-kernel.sh [--cached]" ;;
+*) die "usage: debug-kernel.sh [--cached | --deps]" ;;
 esac
 
 SUDO=()
@@ -71,6 +73,7 @@ if [ ${#missing[@]} -gt 0 ] && [ $CACHED_ONLY = 0 ]; then
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 		--no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
 fi
+[ $DEPS_ONLY = 0 ] || exit 0
 CC=${CC:-gcc}
 KEY=$( { echo "recipe $RECIPE"; echo "$PKG $srcver"; "$CC" --version | head -n 1
 	grep -E '^(CONFIG_|# CONFIG_)' "$FRAG"; } | sha256sum | cut -c1-16)
