@@ -19,6 +19,7 @@
 #include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/uaccess.h>
 #include <rdma/rdma_cm.h>
 
 #include "krdma_config.h"
@@ -54,12 +55,15 @@ static inline void * __must_check krealloc_array(void *p, size_t new_n,
 /*
  * Bytes of [@uaddr, @uaddr + @size) not faulted in.  The older
  * fault_in_pages_readable() is all or nothing, so go a page at a time to
- * find where the readable part ends.
+ * find where the readable part ends; and it checks no range (__get_user()),
+ * so check first, as the newer call does, that it is user memory at all.
  */
 static inline size_t fault_in_readable(const char __user *uaddr, size_t size)
 {
 	const char __user *end = uaddr + size;
 
+	if (!access_ok(uaddr, size))
+		return size;
 	while (uaddr < end) {
 		size_t n = min_t(size_t, end - uaddr,
 				 PAGE_SIZE - offset_in_page(uaddr));

@@ -1446,7 +1446,10 @@ KRDMA_TEST_F_TIMEOUT(races, near_2_32_and_2_64, 300)
 			EXPECT_FAILS_WITH(kt_post1(self->fd, a.handle, &wr), einval_efault,
 					  "SGE length 0x%x", (uint32_t)kr_big[i]);
 		/* a remote address past the peer's buffer: posted, then an
-		 * error completion; nothing written anywhere */
+		 * error completion (none where rxe sends no NAK for it, its
+		 * requester resending forever); nothing written anywhere */
+		if (kt_rxe_defect(KT_RXE_NO_ACCESS_NAK))
+			continue;
 		kt_wr_init(&wr, 100 + i, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, kb.handle, 0, 8);
 		wr.remote_addr = kb.addr + kr_big[i];
