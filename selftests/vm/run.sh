@@ -1,17 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# run.sh: run a command inside a throw-away qemu guest (Debian 6.1 or 6.12
-# kernel, soft-RoCE rxe device, krdma.ko loaded) and exit with its status.
+# run.sh: run a command inside a throw-away qemu guest (a Debian kernel of
+# the matrix, soft-RoCE rxe device, krdma.ko loaded) and exit with its status.
 #
 #   selftests/vm/run.sh [options] -- CMD [ARG...]
 #
 # Options:
-#   --kernel 6.1|6.12|PATH  kernel series (default 6.1).  For a series, the
-#                       newest Debian ABI that has both linux-image-<abi>-
-#                       amd64-unsigned and linux-headers-<abi>-amd64 in apt is
-#                       used, preferring one whose headers are installed.
-#                       PATH is a bzImage; then --modules and --kdir are needed.
+#   --kernel 5.10|6.1|6.12|sid|7.2|PATH  kernel series (default 6.1; see
+#                       kernels.sh).  For a series, the newest Debian ABI
+#                       that has both an image and linux-headers-<abi>-amd64
+#                       in its suite is used (this host's apt for bookworm,
+#                       preferring installed headers; a build root's, made
+#                       by chroot.sh, for another suite, the module built
+#                       there).  PATH is a bzImage; then --modules and
+#                       --kdir are needed.
 #   --modules DIR       lib/modules/<release> tree for --kernel PATH
 #   --kdir DIR          kernel tree to build krdma.ko against (default: the
 #                       Debian headers of the chosen ABI)
@@ -104,7 +107,7 @@ EXTRA_APPEND=
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 note() { echo "run.sh: $*" >&2; }
-usage() { sed -n '4,30p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,38p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
