@@ -1426,7 +1426,15 @@ KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
 	}
 	/* -q: the figures are of all QPs */
 	CLI_OK("write -s 4096 -n 100 -q 4 -t 8", 400);
-	CLI_OK("send -s 4096 -n 100 -q 3 -t 8", 300);
+	/*
+	 * A client loop on every CPU, each of which an rxe that spins on an
+	 * RNR NAK would hold in softirq, leaving the server no CPU to post
+	 * its receives on: the machine locks up.
+	 */
+	if (kt_rxe_defect(KT_RXE_RNR_SPIN))
+		TH_LOG("send -q 3 not run: %s", kt_rxe_defect(KT_RXE_RNR_SPIN));
+	else
+		CLI_OK("send -s 4096 -n 100 -q 3 -t 8", 300);
 	CLI_OK("send --lat -s 8 -n 200 -I 8", 200);
 	out = kt_out(&self->client);
 	EXPECT_LT(0, json_num(out, "t_min_us", 0));
