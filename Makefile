@@ -26,7 +26,10 @@ endif
 PREFIX ?= /usr/local
 DOCDIR ?= $(PREFIX)/share/doc/krdma
 CC ?= cc
-VERSION := $(shell $(SRC)/scripts/version.sh $(SRC))
+KRDMA_VERSION := $(shell $(SRC)/scripts/version.sh $(SRC))
+ifeq ($(KRDMA_VERSION),)
+  $(error krdma: no version (scripts/version.sh failed))
+endif
 
 # The running kernel's tree when there is one (a real RDMA host), else the
 # newest installed Debian headers (this machine's own kernel has no tree).
@@ -58,7 +61,7 @@ USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 all: module tools
 
 version:
-	@echo $(VERSION)
+	@echo $(KRDMA_VERSION)
 
 module: $(KBUILD_DIR)/krdma.ko
 
@@ -66,8 +69,10 @@ define need_kver
 	@test -n "$(KVER)" || { echo "krdma: no kernel tree at KDIR='$(KDIR)'; install linux-headers or pass KDIR=" >&2; exit 1; }
 endef
 
-# What the kernel offers, found by compiling (scripts/kernel-probe.sh).
-$(KBUILD_DIR)/krdma_config.h: $(PROBES) $(SRC)/scripts/kernel-probe.sh
+# What the kernel offers, found by compiling (scripts/kernel-probe.sh),
+# again whenever the kernel tree's configuration changes.
+$(KBUILD_DIR)/krdma_config.h: $(PROBES) $(SRC)/scripts/kernel-probe.sh \
+		$(wildcard $(KDIR)/include/generated/autoconf.h)
 	$(need_kver)
 	@mkdir -p $(KBUILD_DIR)
 	@echo "krdma: probing $(KDIR)"
@@ -76,40 +81,42 @@ $(KBUILD_DIR)/krdma_config.h: $(PROBES) $(SRC)/scripts/kernel-probe.sh
 # rewritten only when the version changes, so that a build stays a no-op
 $(BUILD)/krdma_version.h $(KBUILD_DIR)/krdma_version.h: FORCE
 	@mkdir -p $(dir $@)
-	@echo '#define KRDMA_VERSION "$(VERSION)"' > $@.tmp
+	@echo '#define KRDMA_VERSION "$(KRDMA_VERSION)"' > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 
 # A tree of links per kernel release: kbuild writes objects next to sources.
+# kbuild runs every time: it knows what changed, the kernel's headers too.
 $(KBUILD_DIR)/krdma.ko: $(MODULE_SRCS) $(SRC)/uapi/krdma.h $(SRC)/Kbuild \
-		$(KBUILD_DIR)/krdma_config.h $(KBUILD_DIR)/krdma_version.h
+		$(KBUILD_DIR)/krdma_config.h $(KBUILD_DIR)/krdma_version.h FORCE
 	$(need_kver)
-	@echo "krdma: building $(VERSION) against $(KDIR) ($(KVER))"
+	@echo "krdma: building $(KRDMA_VERSION) against $(KDIR) ($(KVER))"
 	@mkdir -p $(KBUILD_DIR)/module
 	@ln -sf $(SRC)/Kbuild $(KBUILD_DIR)/Kbuild
 	@ln -sfn $(SRC)/uapi $(KBUILD_DIR)/uapi
 	@for f in $(MODULE_SRCS); do ln -sf $$f $(KBUILD_DIR)/module/; done
-	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR) W=$(W) C=$(C) modules
+	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR) $(if $(W),W=$(W)) $(if $(C),C=$(C)) modules
 
 tools: $(BUILD)/bin/krdmactl
 
 $(BUILD)/bin/krdmactl: $(wildcard $(SRC)/userspace/*.c $(SRC)/userspace/*.h) \
 		$(SRC)/uapi/krdma.h $(BUILD)/krdma_version.h
 	$(MAKE) -C $(SRC)/userspace OUT=$(BUILD)/bin CC=$(CC) \
-		CFLAGS="$(USER_CFLAGS) -DKRDMACTL_VERSION='\"$(VERSION)\"'"
+		CFLAGS="$(USER_CFLAGS) -DKRDMACTL_VERSION='\"$(KRDMA_VERSION)\"'"
 
 selftests:
 	$(MAKE) -C $(SRC)/selftests OUT=$(BUILD)/selftests CC=$(CC) CFLAGS="$(USER_CFLAGS)"
 
 install: install-module install-tools
 
-# Signed when a key is set (SIGN_KEY/SIGN_CERT, else DKMS's MOK key), then
-# depmod for the release installed into (in DESTDIR, as kbuild's
-# modules_install does), so that modprobe krdma pulls in ib_core and rdma_cm.
-DEPMOD = depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
+# Signed when a key is set (SIGN_KEY/SIGN_CERT, else, outside a DESTDIR,
+# DKMS's MOK key), then depmod for the release installed into (in DESTDIR,
+# as kbuild's modules_install does; DEPMOD=: leaves it out), so that
+# modprobe krdma pulls in ib_core and rdma_cm.
+DEPMOD ?= depmod
 install-module: module
 	install -D -m 0644 $(KBUILD_DIR)/krdma.ko $(MODULE_DEST)
-	$(SRC)/scripts/sign-module.sh $(KDIR) $(MODULE_DEST)
-	$(DEPMOD)
+	SIGN_DKMS_KEY=$(if $(DESTDIR),no,yes) $(SRC)/scripts/sign-module.sh $(KDIR) $(MODULE_DEST)
+	$(DEPMOD) $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
 
 install-tools: tools
 	install -D -m 0755 $(BUILD)/bin/krdmactl $(DESTDIR)$(PREFIX)/sbin/krdmactl
@@ -120,7 +127,7 @@ install-tools: tools
 
 uninstall:
 	rm -f $(MODULE_DEST)
-	$(DEPMOD)
+	$(DEPMOD) $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
 	rm -f $(DESTDIR)$(PREFIX)/sbin/krdmactl \
 		$(DESTDIR)$(PREFIX)/include/krdma/krdma.h \
 		$(DESTDIR)$(PREFIX)/share/man/man8/krdmactl.8 \
@@ -130,15 +137,15 @@ uninstall:
 
 # The source of this version, with VERSION and dkms.conf filled in: what
 # /usr/src/krdma-VERSION holds for DKMS, and the packages' source.
-DIST := $(BUILD)/dist/krdma-$(VERSION)
+DIST := $(BUILD)/dist/krdma-$(KRDMA_VERSION)
 dist:
-	$(SRC)/scripts/dist.sh $(SRC) $(VERSION) $(DIST)
+	$(SRC)/scripts/dist.sh $(SRC) $(KRDMA_VERSION) $(DIST)
 
 dkms-install: dist
 	$(SRC)/scripts/dkms.sh install $(DIST)
 
 dkms-uninstall:
-	$(SRC)/scripts/dkms.sh uninstall $(VERSION)
+	$(SRC)/scripts/dkms.sh uninstall $(KRDMA_VERSION)
 
 deb: dist
 	$(SRC)/scripts/deb.sh $(DIST) $(BUILD)/deb

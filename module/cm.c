@@ -565,26 +565,26 @@ static int krdma_cm_set_timers(struct krdma_conn *conn)
 
 /*
  * What a kernel's rdma_cm could not be told before the handshake
- * (krdma_compat.h), now that the QP is in RTS; hw lock held.
+ * (krdma_compat.h), now that the QP is in RTS; hw lock and rdma_cm's
+ * handler lock held.
  */
-static int krdma_cm_apply_timers(struct krdma_conn *conn)
+static void krdma_cm_apply_timers(struct krdma_conn *conn)
 {
-	if (conn->transport != KRDMA_TRANSPORT_RC)
-		return 0;
-	return krdma_cm_apply_min_rnr_timer(conn->qp, conn->cm_min_rnr_timer);
+	if (conn->transport == KRDMA_TRANSPORT_RC)
+		krdma_cm_apply_min_rnr_timer(conn->cm_id,
+					     conn->cm_min_rnr_timer);
 }
 
 /* krdma_cm_apply_timers() for a connect, which waited unlocked. */
-static int krdma_cm_connected(struct krdma_conn *conn)
+static void krdma_cm_connected(struct krdma_conn *conn)
 {
-	int ret;
-
 	/* removed meanwhile: nothing to apply, later calls say ENODEV */
 	if (krdma_object_lock_hw(&conn->obj))
-		return 0;
-	ret = krdma_cm_apply_timers(conn);
+		return;
+	rdma_lock_handler(conn->cm_id);
+	krdma_cm_apply_timers(conn);
+	rdma_unlock_handler(conn->cm_id);
 	krdma_object_unlock_hw(&conn->obj);
-	return ret;
 }
 
 /* The session's connection after resolution: device, QP, handle. */
@@ -654,7 +654,7 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!ret)
 		ret = krdma_cm_wait(conn, timeout);
 	if (!ret)
-		ret = krdma_cm_connected(conn);
+		krdma_cm_connected(conn);
 	cmd->reject_reason = conn->reject_reason;
 	cmd->dev_index = conn->obj.kdev->id;
 	cmd->qp_num = conn->qp_num;
@@ -784,7 +784,7 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!ret)
 		ret = rdma_accept(conn->cm_id, &param);
 	if (!ret)
-		ret = krdma_cm_apply_timers(conn);
+		krdma_cm_apply_timers(conn);
 	rdma_unlock_handler(conn->cm_id);
 	cmd->qp_num = conn->qp_num;
 	krdma_object_get_ref(&conn->obj);

@@ -78,9 +78,11 @@ static inline size_t fault_in_readable(const char __user *uaddr, size_t size)
 
 /*
  * The RNR NAK timer of an rdma_cm RC QP.  Where rdma_cm cannot be told it
- * before it moves the QP to RTR, the QP is modified once it is in RTS (the
- * attribute is optional on RTS->RTS); until then a receiver out of
- * receives asks for rdma_cm's default wait (timer 0: 655 ms).
+ * before it moves the QP to RTR, it is set once the QP is in RTS (the
+ * attribute is optional on RTS->RTS), under the handler lock, which keeps
+ * rdma_cm from moving the QP meanwhile; best effort: an RNR NAK sent before
+ * asks for rdma_cm's default wait (timer 0: 655 ms), a QP already in error
+ * (a peer that left at once) is left alone, and iWARP has no RNR NAK.
  */
 #ifdef HAVE_RDMA_SET_MIN_RNR_TIMER
 static inline int krdma_cm_set_min_rnr_timer(struct rdma_cm_id *id, u8 timer)
@@ -88,9 +90,9 @@ static inline int krdma_cm_set_min_rnr_timer(struct rdma_cm_id *id, u8 timer)
 	return rdma_set_min_rnr_timer(id, timer);
 }
 
-static inline int krdma_cm_apply_min_rnr_timer(struct ib_qp *qp, u8 timer)
+static inline void krdma_cm_apply_min_rnr_timer(struct rdma_cm_id *id,
+						u8 timer)
 {
-	return 0;
 }
 #else
 static inline int krdma_cm_set_min_rnr_timer(struct rdma_cm_id *id, u8 timer)
@@ -98,11 +100,20 @@ static inline int krdma_cm_set_min_rnr_timer(struct rdma_cm_id *id, u8 timer)
 	return 0;
 }
 
-static inline int krdma_cm_apply_min_rnr_timer(struct ib_qp *qp, u8 timer)
+/* rdma_cm's handler lock held */
+static inline void krdma_cm_apply_min_rnr_timer(struct rdma_cm_id *id,
+						u8 timer)
 {
-	struct ib_qp_attr attr = { .min_rnr_timer = timer };
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
 
-	return ib_modify_qp(qp, &attr, IB_QP_MIN_RNR_TIMER);
+	if (!id->qp || !rdma_ib_or_roce(id->device, id->port_num))
+		return;
+	if (ib_query_qp(id->qp, &attr, IB_QP_STATE, &init) ||
+	    attr.qp_state != IB_QPS_RTS)
+		return;
+	attr.min_rnr_timer = timer;
+	ib_modify_qp(id->qp, &attr, IB_QP_MIN_RNR_TIMER);
 }
 #endif
 

@@ -14,7 +14,7 @@ out=${2:?usage: deb.sh DIST OUT}
 version=$(cat "$dist/VERSION")
 
 missing=
-for p in dpkg-dev debhelper dh-dkms lintian gcc make libc6-dev; do
+for p in build-essential debhelper dh-dkms lintian; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
@@ -43,7 +43,7 @@ if [ "$(dpkg-parsechangelog -S Version)" != "$version" ]; then
 fi
 # not the variables of a make deb (make exports those of its command line):
 # they would reach debian/rules' make
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES BUILD KDIR VERSION PREFIX \
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES BUILD KDIR KRDMA_VERSION PREFIX \
 	DOCDIR DESTDIR INSTALL_MOD_DIR W C EXTRA_CFLAGS
 dpkg-buildpackage -us -uc -b > "$out/build.log" 2>&1 || {
 	tail -n 40 "$out/build.log" >&2
@@ -52,5 +52,5 @@ dpkg-buildpackage -us -uc -b > "$out/build.log" 2>&1 || {
 cd "$out"
 mv src/*.deb src/*.changes src/*.buildinfo .
 rm -rf src
-lintian --fail-on error,warning --no-tag-display-limit ./*.changes
+lintian --fail-on error,warning --tag-display-limit 0 ./*.changes
 ls "$out"/*.deb

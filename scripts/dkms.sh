@@ -12,7 +12,7 @@
 set -eu
 # not the variables of a make dkms-install (make exports those of its
 # command line): DKMS's own make must not see them
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES KDIR VERSION W C EXTRA_CFLAGS
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES KDIR KRDMA_VERSION W C EXTRA_CFLAGS
 
 what=${1:?usage: dkms.sh install DIST | uninstall VERSION}
 if ! command -v dkms >/dev/null; then
@@ -35,17 +35,29 @@ install)
 	remove "$version"
 	mkdir -p "/usr/src/krdma-$version"
 	# what a module build needs, as the krdma-dkms package ships it
-	(cd "$dist" && cp -a Makefile Kbuild VERSION dkms.conf module probes scripts uapi \
-		"/usr/src/krdma-$version/")
+	mkdir -p "/usr/src/krdma-$version/scripts"
+	(cd "$dist" && cp -a Makefile Kbuild VERSION dkms.conf module probes uapi \
+		"/usr/src/krdma-$version/" &&
+	 cp -a scripts/version.sh scripts/kernel-probe.sh scripts/sign-module.sh \
+		"/usr/src/krdma-$version/scripts/")
 	dkms add -m krdma -v "$version"
-	n=0
+	n=0 failed=0
 	for b in /lib/modules/*/build; do
 		[ -e "$b/Makefile" ] || continue
 		rel=$(basename "$(dirname "$b")")
-		dkms install -m krdma -v "$version" -k "$rel"
 		n=$((n + 1))
+		# 77: a kernel dkms.conf excludes; any other failure: the next
+		# kernel still gets its build
+		rc=0
+		dkms install -m krdma -v "$version" -k "$rel" || rc=$?
+		case $rc in
+		0) ;;
+		77) echo "dkms.sh: $rel: not a kernel krdma builds on, skipped" ;;
+		*) echo "dkms.sh: $rel: dkms install failed ($rc)" >&2; failed=1 ;;
+		esac
 	done
 	[ $n -gt 0 ] || echo "dkms.sh: no kernel headers installed: krdma $version is added, built for none yet"
+	exit $failed
 	;;
 uninstall)
 	remove "${2:?usage: dkms.sh uninstall VERSION}"

@@ -38,7 +38,8 @@ for f in "$probes"/*.c; do
 	names="$names $n"
 done
 objs=$(for n in control $names; do printf '%s.o ' "$n"; done)
-echo "obj-m := $objs" > "$dir/Kbuild"
+# (a warning made an error by the kernel's flags is no answer)
+printf 'obj-m := %s\nccflags-y := -Wno-error\n' "$objs" > "$dir/Kbuild"
 # shellcheck disable=SC2086 # one target per word
 $make -C "$kdir" M="$dir" -k $objs > "$dir/probe.log" 2>&1 || true
 if [ ! -s "$dir/control.o" ]; then
@@ -52,8 +53,12 @@ fi
 		m=HAVE_$(echo "$n" | tr '[:lower:]' '[:upper:]')
 		if [ -s "$dir/$n.o" ]; then
 			echo "#define $m 1"
-		else
+		elif grep -q "$n\.c:[0-9]*:[0-9]*: error:" "$dir/probe.log"; then
 			echo "/* #undef $m */"
+		else
+			# neither built nor refused by the compiler: no answer
+			echo "kernel-probe.sh: probe $n failed (see $dir/probe.log)" >&2
+			exit 1
 		fi
 	done
 } > "$out/krdma_config.h.tmp"

@@ -7,7 +7,8 @@
 #   SIGN_KEY, SIGN_CERT   a private key (PEM) and its X.509 certificate
 #                         (PEM or DER), e.g. a Machine Owner Key enrolled
 #                         with mokutil (README, "Secure Boot")
-#   otherwise DKMS's MOK key, /var/lib/dkms/mok.key and mok.pub, if both exist
+#   otherwise DKMS's MOK key, /var/lib/dkms/mok.key and mok.pub, if both
+#   exist and SIGN_DKMS_KEY is not "no" (a staged install for elsewhere)
 #
 # The hash is the kernel's CONFIG_MODULE_SIG_HASH (sha256 if unset).  No key:
 # a note, and the module stays unsigned.  Exit 1 if signing fails.
@@ -17,7 +18,7 @@ kdir=${1:?usage: sign-module.sh KDIR MODULE}
 ko=${2:?usage: sign-module.sh KDIR MODULE}
 key=${SIGN_KEY:-}
 cert=${SIGN_CERT:-}
-if [ -z "$key" ] && [ -z "$cert" ] &&
+if [ -z "$key" ] && [ -z "$cert" ] && [ "${SIGN_DKMS_KEY:-yes}" != no ] &&
    [ -r /var/lib/dkms/mok.key ] && [ -r /var/lib/dkms/mok.pub ]; then
 	key=/var/lib/dkms/mok.key
 	cert=/var/lib/dkms/mok.pub

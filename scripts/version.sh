@@ -9,21 +9,23 @@
 # tarball) has the whole version in VERSION: make dist writes it there.
 set -eu
 
-src=${1:-$(dirname "$0")/..}
+src=$(cd "${1:-$(dirname "$0")/..}" && pwd -P)
 release=$(cat "$src/VERSION")
-top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null || true)
-if [ -z "$top" ] || [ "$(cd "$top" && pwd -P)" != "$(cd "$src" && pwd -P)" ]; then
+if [ ! -e "$src/.git" ]; then
 	echo "$release"
 	exit 0
 fi
-base=$(git -C "$src" log -1 --format=%H -- VERSION 2>/dev/null || true)
-if [ -z "$base" ]; then
-	echo "$release"
-	exit 0
+# (a tree another user owns, built as root, is still this tree)
+git() { command git -c safe.directory="$src" -C "$src" "$@"; }
+if ! top=$(git rev-parse --show-toplevel 2>/dev/null) ||
+   [ "$(cd "$top" && pwd -P)" != "$src" ]; then
+	echo "version.sh: $src/.git is not a git work tree git can read" >&2
+	exit 1
 fi
-n=$(git -C "$src" rev-list --count "$base..HEAD")
-if [ "$n" = 0 ]; then
+base=$(git log -1 --format=%H -- VERSION)
+n=$(git rev-list --count "${base:+$base..}HEAD")
+if [ -n "$base" ] && [ "$n" = 0 ]; then
 	echo "$release"
 else
-	echo "$release+git$n.g$(git -C "$src" rev-parse --short=7 HEAD)"
+	echo "$release+git$n.g$(git rev-parse --short=7 HEAD)"
 fi

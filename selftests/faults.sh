@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# faults.sh: faults on the wire for the two-VM run (issue 5, cases 18-22).
+# faults.sh: faults on the wire for the two-VM run.
 # tc acts on the RoCE v2 traffic only (UDP destination port 4791, which is
 # every RoCE packet, both ways), on $FAULT_DEV (default eth0) of this VM:
 # egress through a prio qdisc whose fourth band (no priomap entry uses

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Issue 5, case 7: a fail-nth sweep of every command.  For each call, with
+ * A fail-nth sweep of every command.  For each call, with
  * n = 1, 2, ... written to /proc/thread-self/fail-nth, the n-th fault site
  * the call meets in this thread fails (Documentation/fault-injection/
  * fault-injection.rst: slab and page allocations, and with

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Lifecycle races and hostile arguments (issue 5) that the other programs
+ * Lifecycle races and hostile arguments that the other programs
  * do not cover:
  *
  *  1. /dev/krdma opened and closed 10 000 times from parallel threads;

@@ -1541,6 +1541,7 @@ KRDMA_TEST_F_TIMEOUT(xvm, atomic_fetch_add, XVM_TEST_SECS)
 
 	if (!xvm_transport_has(variant->transport, KRDMA_OP_ATOMIC_FETCH_ADD))
 		SKIP(return, "ATOMIC_FETCH_ADD is not an op of this transport");
+	KT_SKIP_RXE_DEFECT(KT_RXE_ATOMIC_RESEND);
 	xvm_atomic_setup(_metadata, self, variant, KRDMA_OP_ATOMIC_FETCH_ADD, ctr,
 		     t, shadow);
 	xvm_atomic_run(_metadata, t, xvm_fadd_thread);
@@ -1569,6 +1570,7 @@ KRDMA_TEST_F_TIMEOUT(xvm, atomic_cmp_swp, XVM_TEST_SECS)
 
 	if (!xvm_transport_has(variant->transport, KRDMA_OP_ATOMIC_CMP_SWP))
 		SKIP(return, "ATOMIC_CMP_SWP is not an op of this transport");
+	KT_SKIP_RXE_DEFECT(KT_RXE_ATOMIC_RESEND);
 	xvm_atomic_setup(_metadata, self, variant, KRDMA_OP_ATOMIC_CMP_SWP, ctr,
 		     t, shadow);
 

@@ -40,6 +40,24 @@ check() {
 	fi
 }
 
+# skip NAME WHY: one TAP line, a test this kernel cannot run
+skip() {
+	n=$((n + 1))
+	echo "ok $n $1 # SKIP $2"
+	skip=$((skip + 1))
+}
+
+# Does this kernel's rxe have the defects of 5.10's (krdma_test.h,
+# kt_rxe_defect())?
+rxe_before_6_1() {
+	rel=$(uname -r)
+	major=${rel%%.*}
+	minor=${rel#*.}
+	minor=${minor%%.*}
+	[ -e /sys/module/rdma_rxe ] &&
+		{ [ "$major" -lt 6 ] || { [ "$major" = 6 ] && [ "$minor" -lt 1 ]; }; }
+}
+
 # xvm: the transfer matrix (build/selftests/krdma_xvm) against the peer's
 # krdma_xvm --serve.  One TAP line; its test cases count in the summary
 # one by one (from its "# Totals:" line), and a crash or a timeout without
@@ -109,8 +127,14 @@ check ping ping -c 2 -W 5 "$PEER_ADDR"
 # write and the copy overwrite it.
 check read_64k krdmactl read -T 60 -s 65536 -o 65536 "$PEER_ADDR:18600"
 check write_64k krdmactl write -T 60 -s 65536 "$PEER_ADDR:18600"
-check atomic_fadd krdmactl atomic fadd -T 60 --add 7 -o 131072 \
-	"$PEER_ADDR:18600"
+# (a resent atomic can panic the answering host on 5.10's rxe:
+# KT_RXE_ATOMIC_RESEND in krdma_test.h)
+if rxe_before_6_1; then
+	skip atomic_fadd "rxe of Linux $(uname -r) resends a sent skb for a resent atomic (panics)"
+else
+	check atomic_fadd krdmactl atomic fadd -T 60 --add 7 -o 131072 \
+		"$PEER_ADDR:18600"
+fi
 # A file four times the server's buffer, digest checked by the receiver.
 head -c 1048576 /dev/urandom > /tmp/krdma-copy.bin
 check copy_1mib krdmactl copy -T 60 /tmp/krdma-copy.bin "$PEER_ADDR:18600"
@@ -121,8 +145,8 @@ check pingpong_rc_ibv_server krdmactl pingpong -p 18612 -n 200 -c -T 60 \
 	"$PEER_ADDR"
 xvm
 
-# Faults on the wire (issue 5, cases 18-22; selftests/faults.sh): netem on
-# the RoCE traffic only, both ways.  Each case removes its qdiscs.
+# Faults on the wire (selftests/faults.sh): netem on the RoCE traffic only,
+# both ways.  Each case removes its qdiscs.
 head -c 1048576 /dev/urandom > /tmp/krdma-fault.bin
 check rc_netem_loss f_rc_under loss 3%
 check rc_netem_delay_reorder f_rc_under delay 10ms reorder 25% 50%

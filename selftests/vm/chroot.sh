@@ -98,6 +98,7 @@ path)
 	echo "$DIR"
 	;;
 apt)
+	flock 8		# one user of the build root's dpkg at a time
 	in_apt "$@"
 	;;
 abis)
@@ -110,6 +111,7 @@ abis)
 headers)
 	abi=${1:?chroot.sh SUITE headers ABI}
 	pkg=linux-headers-$abi-amd64
+	flock 8		# one user of the build root's dpkg at a time
 	if [ ! -e "$DIR/usr/src/$pkg/Makefile" ]; then
 		note "installing $pkg in the $SUITE build root"
 		in_apt install -y --no-install-recommends "$pkg" >/dev/null ||

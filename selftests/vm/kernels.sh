@@ -18,7 +18,9 @@ KRDMA_VMDIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 KRDMA_REPO=$(cd "$KRDMA_VMDIR/../.." && pwd)
 CACHE=${KRDMA_CACHE:-/var/cache/krdma}
 
-# the default matrix of make check, oldest first
+# the default matrix of make check, oldest first (used by the scripts
+# that source this file)
+# shellcheck disable=SC2034
 KRDMA_MATRIX="5.10 6.1 6.12 sid"
 # the suite the host runs: its kernels build with the host's compiler
 KRDMA_HOST_SUITE=bookworm
@@ -196,5 +198,5 @@ kernel_run() {
 # kernel_make ARGS...: make for the resolved kernel, stamped with the
 # version of the repository (a build root has no git)
 kernel_make() {
-	kernel_run make VERSION="$("$KRDMA_REPO/scripts/version.sh")" KDIR="$KDIR" "$@"
+	kernel_run make KRDMA_VERSION="$("$KRDMA_REPO/scripts/version.sh")" KDIR="$KDIR" "$@"
 }

@@ -18,7 +18,7 @@ apt_install sparse
 BUILD=$KRDMA_REPO/build/lint
 log=$KRDMA_REPO/build/lint.log
 status=0
-# shellcheck disable=SC2086 # a list of series
+# shellcheck disable=SC2048,SC2086 # a list of series
 for series in ${*:-$KRDMA_MATRIX}; do
 	KDIR=
 	kernel_resolve "$series"
