@@ -31,6 +31,7 @@
 #include "bench.h"
 #include "buf.h"
 #include "krdma_priv.h"
+#include "wr.h"
 
 static bool krdma_bench_is_send(u32 opcode)
 {
@@ -59,21 +60,6 @@ static bool krdma_bench_transport_ok(u32 transport, u32 opcode)
 	}
 }
 
-/* The kernel address of byte @offset of the buffer, and bytes left in its
- * chunk from there.
- */
-static u8 *krdma_bench_mem(struct krdma_buf *buf, u64 offset, size_t *avail)
-{
-	struct krdma_buf_mem *mem = buf->mem;
-	size_t chunk = krdma_chunk_size(mem);
-	u64 off = offset + mem->first_offset;
-	unsigned int idx = div_u64(off, chunk);
-	size_t in = off - (u64)idx * chunk;
-
-	*avail = chunk - in;
-	return (u8 *)page_address(mem->chunks[idx]) + in;
-}
-
 /* Does the @len-byte message at @offset carry the pattern? */
 static bool krdma_bench_check(struct krdma_buf *buf, u64 offset, u32 len)
 {
@@ -81,7 +67,7 @@ static bool krdma_bench_check(struct krdma_buf *buf, u64 offset, u32 len)
 
 	while (i < len) {
 		size_t avail, n, j;
-		u8 *p = krdma_bench_mem(buf, offset + i, &avail);
+		u8 *p = krdma_buf_mem_addr(buf->mem, offset + i, &avail);
 
 		n = min_t(u64, avail, len - i);
 		for (j = 0; j < n; j++)
@@ -100,7 +86,7 @@ static void krdma_bench_copy_out(struct krdma_buf *buf, u64 offset, void *dst,
 
 	while (i < len) {
 		size_t avail, n;
-		u8 *p = krdma_bench_mem(buf, offset + i, &avail);
+		u8 *p = krdma_buf_mem_addr(buf->mem, offset + i, &avail);
 
 		n = min_t(u64, avail, len - i);
 		memcpy((u8 *)dst + i, p, n);
@@ -250,8 +236,6 @@ static void krdma_bench_wc_failed(struct krdma_bench_run *run,
 {
 	struct krdma_bench_shared *sh = run->shared;
 
-	WRITE_ONCE(bc->conn->last_wc_status, status);
-	krdma_conn_error(bc->conn, status);
 	spin_lock(&sh->lock);
 	if (status != IB_WC_WR_FLUSH_ERR && !sh->wc_status) {
 		sh->wc_status = status;
@@ -276,7 +260,7 @@ static void krdma_bench_send_done(struct krdma_bench_run *run,
 	/* a server's replies, a ping-pong's pings: the receives count */
 	if (run->server || run->pingpong)
 		return;
-	if (run->validate && run->ib_opcode == IB_WR_RDMA_READ) {
+	if (run->validate && run->opcode == KRDMA_OP_RDMA_READ) {
 		u64 k;
 
 		for (k = bc->completed - n; k < bc->completed; k++)
@@ -516,10 +500,6 @@ static bool krdma_bench_wc_after_report(const struct krdma_bench_run *run,
 		return false;
 	if (wc->status != IB_WC_WR_FLUSH_ERR && !(send && count == bc->posted))
 		return false;
-	if (wc->status != IB_WC_WR_FLUSH_ERR) {
-		WRITE_ONCE(bc->conn->last_wc_status, wc->status);
-		krdma_conn_error(bc->conn, wc->status);
-	}
 	if (send)
 		bc->completed = count;
 	return true;
@@ -533,7 +513,7 @@ static int krdma_bench_poll(struct krdma_bench_run *run,
 	int n, i;
 	u64 now;
 
-	n = ib_poll_cq(bc->conn->cq, KRDMA_BENCH_POLL_BATCH, wc);
+	n = krdma_conn_reap(bc->conn, wc, KRDMA_BENCH_POLL_BATCH);
 	run->cmd->cq_polls++;
 	if (n <= 0) {
 		run->cmd->empty_polls++;
@@ -605,13 +585,10 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 }
 
 /* UD: where @bc's sends go. */
-static void krdma_bench_address(struct krdma_bench_run *run,
-				struct krdma_bench_conn *bc,
-				union krdma_bench_wr *wr)
+static void krdma_bench_address(struct krdma_bench_conn *bc,
+				union krdma_send_wr *wr)
 {
-	wr->ud.ah = bc->ah;
-	wr->ud.remote_qpn = bc->dest_qpn;
-	wr->ud.remote_qkey = bc->conn->qkey;
+	krdma_wr_set_ud(wr, bc->ah, bc->dest_qpn, bc->conn->qkey);
 }
 
 /* Fill in WR @i of the chain for @bc's next operation of @len bytes. */
@@ -619,22 +596,29 @@ static void krdma_bench_build(struct krdma_bench_run *run,
 			      struct krdma_bench_conn *bc, u32 i, u32 len,
 			      bool last)
 {
-	union krdma_bench_wr *wr = &run->wrs[i];
+	union krdma_send_wr *wr = &run->wrs[i];
 	struct ib_sge *sge = &run->sges[i];
 	u64 count = bc->posted + i + 1;
-	u64 laddr = 0, roff = 0;
-
+	struct krdma_wr_args args = {
+		.remote_addr = run->cmd->remote_addr,
+		.rkey = run->cmd->remote_rkey,
+		.compare_add = 1,
+		.imm = count & S32_MAX,
+	};
+	u64 laddr = 0;
 	void *kaddr = run->inline_addr;
 	size_t avail = len;
 
-	if (run->ib_opcode == IB_WR_RDMA_READ)
+	if (run->opcode == KRDMA_OP_RDMA_READ)
 		laddr = (count - 1) % run->nslots * run->cmd->msg_size;
 	if (run->server) {	/* a reply carries what came in */
 		laddr = run->echo_off;
-		kaddr = krdma_bench_mem(run->buf, laddr, &avail);
+		kaddr = krdma_buf_mem_addr(run->buf->mem, laddr, &avail);
 	}
+	/* RDMA: the peer's slots in turn (atomics have none: one counter) */
 	if (run->remote_nslots && !run->validate)
-		roff = (bc->rslot++ % run->remote_nslots) * run->cmd->msg_size;
+		args.remote_addr += (bc->rslot++ % run->remote_nslots) *
+				    run->cmd->msg_size;
 	wr->send.wr_id = KRDMA_BENCH_SEND_WRID | count;
 	wr->send.next = NULL;
 	wr->send.send_flags = 0;
@@ -653,30 +637,9 @@ static void krdma_bench_build(struct krdma_bench_run *run,
 	wr->send.num_sge = len ? 1 : 0;
 	if (i)
 		run->wrs[i - 1].send.next = &wr->send;
-	switch (run->ib_opcode) {
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-	case IB_WR_RDMA_READ:
-		wr->rdma.remote_addr = run->cmd->remote_addr + roff;
-		wr->rdma.rkey = run->cmd->remote_rkey;
-		if (run->ib_opcode == IB_WR_RDMA_WRITE_WITH_IMM)
-			wr->send.ex.imm_data = cpu_to_be32(count & S32_MAX);
-		break;
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-		wr->atomic.remote_addr = run->cmd->remote_addr;
-		wr->atomic.rkey = run->cmd->remote_rkey;
-		wr->atomic.compare_add = 1;
-		wr->atomic.swap = 0;
-		break;
-	case IB_WR_SEND_WITH_IMM:
-		wr->send.ex.imm_data = cpu_to_be32(count & S32_MAX);
-		break;
-	default:
-		break;
-	}
+	krdma_wr_set_op(wr, run->opcode, &args);
 	if (run->ud)
-		krdma_bench_address(run, bc, wr);
+		krdma_bench_address(bc, wr);
 }
 
 /* Post @n operations of @len bytes as one chain; @last: the run's last. */
@@ -800,15 +763,15 @@ static bool krdma_bench_owes_report(const struct krdma_bench_run *run,
 static int krdma_bench_tell(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc, u32 imm)
 {
-	union krdma_bench_wr wr = {};
+	const struct krdma_wr_args args = { .imm = imm };
+	union krdma_send_wr wr = {};
 	int ret;
 
 	wr.send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1);
-	wr.send.opcode = IB_WR_SEND_WITH_IMM;
 	wr.send.send_flags = IB_SEND_SIGNALED;
-	wr.send.ex.imm_data = cpu_to_be32(imm);
+	krdma_wr_set_op(&wr, KRDMA_OP_SEND_WITH_IMM, &args);
 	if (run->ud)
-		krdma_bench_address(run, bc, &wr);
+		krdma_bench_address(bc, &wr);
 	run->cmd->post_calls++;
 	ret = krdma_bench_post(bc->conn->qp, &wr.send);
 	if (ret)
@@ -1034,13 +997,9 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 static bool krdma_bench_drain_cq(struct krdma_conn *conn, struct ib_wc *wc)
 {
 	bool any = false;
-	int n, i;
 
-	while ((n = ib_poll_cq(conn->cq, KRDMA_BENCH_POLL_BATCH, wc)) > 0) {
-		for (i = 0; i < n; i++)
-			krdma_conn_error(conn, wc[i].status);
+	while (krdma_conn_reap(conn, wc, KRDMA_BENCH_POLL_BATCH) > 0)
 		any = true;
-	}
 	return any;
 }
 
@@ -1208,7 +1167,7 @@ static int krdma_bench_get_buf(struct krdma_bench_run *run)
 	if (cmd->msg_size > buf->length)
 		return -EINVAL;
 	run->nslots = div64_u64(buf->length, cmd->msg_size);
-	run->inline_addr = krdma_bench_mem(buf, 0, &avail);
+	run->inline_addr = krdma_buf_mem_addr(buf->mem, 0, &avail);
 	if (cmd->inline_size && avail < min(cmd->msg_size, cmd->inline_size))
 		return -EINVAL;
 	/* the device writes it: receives, READ targets, atomic results */
@@ -1395,7 +1354,6 @@ int krdma_bench_alloc(struct krdma_bench_run *run)
 	for (i = 0; i < n; i++) {
 		struct ib_sge *rsge = &run->rsges[i * nsge];
 
-		run->wrs[i].send.opcode = run->ib_opcode;
 		run->wrs[i].send.sg_list = &run->sges[i];
 		run->rwrs[i].sg_list = rsge;
 		run->rwrs[i].num_sge = nsge;
@@ -1466,7 +1424,7 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	run->cmd = cmd;
 	run->session = session;
 	run->shared = &shared;
-	run->ib_opcode = krdma_ib_opcode[cmd->opcode];
+	run->opcode = cmd->opcode;
 	run->server = cmd->flags & KRDMA_BENCH_SERVER;
 	run->latency = cmd->flags & KRDMA_BENCH_LATENCY;
 	run->pingpong = run->latency && krdma_bench_is_send(cmd->opcode);

@@ -12,6 +12,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "krdma_priv.h"
+#include "wr.h"
 
 #define KRDMA_BENCH_POLL_BATCH 32
 #define KRDMA_BENCH_DEFAULT_DEPTH 128
@@ -43,14 +44,6 @@ static inline u64 krdma_bench_now(void)
 enum krdma_bench_phase {
 	KRDMA_BENCH_RUN,	/* posting */
 	KRDMA_BENCH_CLOSE,	/* no new operations; reap what is in flight */
-};
-
-/* One WR of any send opcode; the ib_*_wr types all start with ib_send_wr. */
-union krdma_bench_wr {
-	struct ib_send_wr send;
-	struct ib_rdma_wr rdma;
-	struct ib_atomic_wr atomic;
-	struct ib_ud_wr ud;
 };
 
 /**
@@ -166,7 +159,7 @@ struct krdma_bench_shared {
  * @grh_off: UD: the GRH area, %KRDMA_GRH_LEN bytes per connection at the
  *	buffer's end
  * @remote_nslots: @msg_size slots of the peer's buffer
- * @ib_opcode: the IB_WR_* posted
+ * @opcode: the KRDMA_OP_* posted
  * @server: %KRDMA_BENCH_SERVER
  * @latency: %KRDMA_BENCH_LATENCY
  * @pingpong: latency mode with a SEND answered by the server
@@ -214,7 +207,7 @@ struct krdma_bench_run {
 	u64 nslots;
 	u64 grh_off;
 	u64 remote_nslots;
-	enum ib_wr_opcode ib_opcode;
+	u32 opcode;
 	bool server;
 	bool latency;
 	bool pingpong;
@@ -240,7 +233,7 @@ struct krdma_bench_run {
 	u64 *samples;
 	u64 num_samples;
 	u64 max_samples;
-	union krdma_bench_wr *wrs;
+	union krdma_send_wr *wrs;
 	struct ib_sge *sges;
 	struct ib_recv_wr *rwrs;
 	struct ib_sge *rsges;

@@ -429,18 +429,33 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	return krdma_object_respond(keys.obj, ucmd, sizeof(*cmd));
 }
 
+/*
+ * The kernel address of byte @offset of @mem, and the bytes its chunk
+ * holds from there: the one place a buffer offset becomes memory.  Pinned
+ * user pages are addressed as kernel memory, which needs every page
+ * mapped: no HIGHMEM (64-bit kernels).
+ */
+void *krdma_buf_mem_addr(const struct krdma_buf_mem *mem, u64 offset,
+			 size_t *avail)
+{
+	size_t chunk = krdma_chunk_size(mem);
+	u64 off = offset + mem->first_offset;
+	unsigned int idx = div_u64(off, chunk);
+	size_t in = off - (u64)idx * chunk;
+
+	BUILD_BUG_ON(IS_ENABLED(CONFIG_HIGHMEM));
+	*avail = chunk - in;
+	return page_address(mem->chunks[idx]) + in;
+}
+
 /* Copy between the buffer and user memory, a chunk at a time. */
 static int krdma_buf_copy(struct krdma_buf_mem *mem, u64 offset,
 			  void __user *udata, u64 length, bool to_buf)
 {
-	size_t chunk = krdma_chunk_size(mem);
-
-	offset += mem->first_offset;
 	while (length) {
-		unsigned int idx = div_u64(offset, chunk);
-		size_t off = offset - (u64)idx * chunk;
-		size_t len = min_t(u64, length, chunk - off);
-		void *kaddr = page_address(mem->chunks[idx]) + off;
+		size_t avail;
+		void *kaddr = krdma_buf_mem_addr(mem, offset, &avail);
+		size_t len = min_t(u64, length, avail);
 		unsigned long left;
 
 		if (to_buf)
@@ -610,18 +625,17 @@ int krdma_buf_inline_sges(struct krdma_session *session,
 	if (check_add_overflow(usge->offset, (u64)usge->length, &end) ||
 	    end > container_of(obj, struct krdma_buf, obj)->length)
 		goto err_inval;
-	offset = usge->offset + mem->first_offset;
+	offset = usge->offset;
 	for (left = usge->length; left;) {
-		size_t chunk = krdma_chunk_size(mem);
-		unsigned int idx = div_u64(offset, chunk);
-		size_t off = offset - (u64)idx * chunk;
-		u32 len = min_t(u64, left, chunk - off);
+		size_t avail;
+		void *kaddr = krdma_buf_mem_addr(mem, offset, &avail);
+		u32 len = min_t(u64, left, avail);
 		struct ib_sge *sge;
 
 		if (*num_sges >= max_sges)
 			goto err_inval;
 		sge = &sges[(*num_sges)++];
-		sge->addr = (uintptr_t)page_address(mem->chunks[idx]) + off;
+		sge->addr = (uintptr_t)kaddr;
 		sge->length = len;
 		sge->lkey = 0;
 		offset += len;

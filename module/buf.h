@@ -62,6 +62,8 @@ struct krdma_buf {
 extern const struct krdma_object_ops krdma_buf_ops;
 
 size_t krdma_chunk_size(const struct krdma_buf_mem *mem);
+void *krdma_buf_mem_addr(const struct krdma_buf_mem *mem, u64 offset,
+			 size_t *avail);
 void krdma_buf_mem_put(struct krdma_buf_mem *mem);
 int krdma_buf_map(struct krdma_buf *buf);
 /**

@@ -5,7 +5,6 @@
 #ifndef KRDMA_PRIV_H
 #define KRDMA_PRIV_H
 
-#include <linux/bottom_half.h>
 #include <linux/kref.h>
 #include <linux/semaphore.h>
 #include <linux/types.h>
@@ -379,7 +378,6 @@ void krdma_session_destroy(struct krdma_session *session);
 void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 		       const struct krdma_object_ops *ops);
 int krdma_object_reserve(struct krdma_object *obj);
-extern const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX];
 
 struct krdma_ucmd;
 int krdma_object_publish(struct krdma_object *obj, u32 *handle);
@@ -471,7 +469,6 @@ int krdma_conn_get_request(struct krdma_session *session, u32 handle,
 void krdma_conn_release_hw(struct krdma_conn *conn);
 int krdma_ah_get(struct krdma_session *session, u32 handle, struct ib_ah **ah,
 		 struct krdma_object **ref);
-u64 krdma_supported_ops(void);
 
 int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_query_devices(struct krdma_session *session,
@@ -497,37 +494,5 @@ void krdma_cm_comm_est(struct krdma_conn *conn);
 int krdma_cm_disconnect(struct krdma_session *session,
 			struct krdma_ucmd *ucmd);
 int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd);
-
-/*
- * Run the softirqs pending on this CPU now: a software device (rxe) does a
- * post's send and receive work in tasklets the post raised, which would
- * otherwise wait for the next interrupt or for ksoftirqd, as a user QP's
- * post does not (it runs its requester in the caller's context).
- */
-static inline void krdma_run_softirqs(void)
-{
-	local_bh_disable();
-	local_bh_enable();
-}
-
-/*
- * ib_post_send() with bottom halves off.  A software device (rxe) raises its
- * requester's tasklet from the post, and a softirq raised in process context
- * wakes ksoftirqd (raise_softirq_irqoff()): a wakeup and two context switches
- * per post, measured at ~0.7 per round trip of a ping-pong.  Raised with
- * bottom halves off, it runs at local_bh_enable(), in the caller's context,
- * as a user QP's post runs its requester.  Hardware does not care.
- */
-static inline int krdma_post_send(struct ib_qp *qp,
-				  const struct ib_send_wr *wr,
-				  const struct ib_send_wr **bad_wr)
-{
-	int ret;
-
-	local_bh_disable();
-	ret = ib_post_send(qp, wr, bad_wr);
-	local_bh_enable();
-	return ret;
-}
 
 #endif /* KRDMA_PRIV_H */

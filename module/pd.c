@@ -20,6 +20,7 @@
 #include <linux/xarray.h>
 
 #include "krdma_priv.h"
+#include "wr.h"
 
 #define KRDMA_REG_TIMEOUT (30 * HZ)
 

@@ -11,6 +11,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "krdma_priv.h"
+#include "wr.h"
 #include "krdma_version.h"
 
 int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
