@@ -24,7 +24,6 @@
 #include <linux/math64.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
 
@@ -1043,58 +1042,18 @@ static void krdma_bench_flush(struct krdma_bench_run *run)
 	}
 }
 
-static int krdma_bench_cmp_u64(const void *a, const void *b)
-{
-	u64 x = *(const u64 *)a, y = *(const u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static u64 krdma_bench_pct(const u64 *s, u64 n, u32 per_mille)
-{
-	u64 i = div_u64(n * per_mille + 999, 1000);
-
-	return s[i ? i - 1 : 0];
-}
-
-static void krdma_bench_latency_figures(struct krdma_bench_run *run)
+/* The latency samples to the caller, who makes the figures of them. */
+static int krdma_bench_copy_samples(struct krdma_bench_run *run)
 {
 	struct krdma_bench *cmd = run->cmd;
-	u64 n = run->num_samples, *s = run->samples, sum = 0, var = 0, i;
 
-	cmd->lat_samples = n;
-	if (!n)
-		return;
-	sort(s, n, sizeof(*s), krdma_bench_cmp_u64, NULL);
-	for (i = 0; i < n; i++)
-		sum += s[i];
-	cmd->lat_avg_ns = div64_u64(sum, n);
-	for (i = 0; i < n; i++) {
-		u64 d = s[i] > cmd->lat_avg_ns ? s[i] - cmd->lat_avg_ns :
-						 cmd->lat_avg_ns - s[i];
-
-		/* sum of squares, or past 64 bits the sum of squares / n */
-		if (var != U64_MAX && (d > U32_MAX ||
-				       check_add_overflow(var, d * d, &var)))
-			var = U64_MAX;
-	}
-	if (var == U64_MAX) {
-		for (var = 0, i = 0; i < n; i++) {
-			u64 d = s[i] > cmd->lat_avg_ns ?
-				s[i] - cmd->lat_avg_ns : cmd->lat_avg_ns - s[i];
-
-			var += div64_u64(min_t(u64, d, U32_MAX) *
-					 min_t(u64, d, U32_MAX), n);
-		}
-	} else {
-		var = div64_u64(var, n);
-	}
-	cmd->lat_stdev_ns = int_sqrt64(var);
-	cmd->lat_min_ns = s[0];
-	cmd->lat_max_ns = s[n - 1];
-	cmd->lat_typical_ns = s[n / 2];
-	cmd->lat_p99_ns = krdma_bench_pct(s, n, 990);
-	cmd->lat_p999_ns = krdma_bench_pct(s, n, 999);
+	cmd->lat_samples = run->num_samples;
+	if (!run->num_samples)
+		return 0;
+	if (copy_to_user(u64_to_user_ptr(cmd->samples_uptr), run->samples,
+			 array_size(run->num_samples, sizeof(u64))))
+		return -EFAULT;
+	return 0;
 }
 
 /* ---- setup ---- */
@@ -1141,6 +1100,12 @@ static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 	if ((krdma_bench_is_send(cmd->opcode) ||
 	     (cmd->flags & KRDMA_BENCH_SERVER)) &&
 	    (cmd->remote_addr || cmd->remote_length || cmd->remote_rkey))
+		return -EINVAL;
+	/* samples: a latency client's, an array or none */
+	if ((!cmd->samples_uptr != !cmd->max_samples) ||
+	    cmd->max_samples > KRDMA_BENCH_MAX_SAMPLES ||
+	    (cmd->max_samples && (!(cmd->flags & KRDMA_BENCH_LATENCY) ||
+				  (cmd->flags & KRDMA_BENCH_SERVER))))
 		return -EINVAL;
 	return 0;
 }
@@ -1363,11 +1328,11 @@ int krdma_bench_alloc(struct krdma_bench_run *run)
 			rsge[j].lkey = run->lkey;
 		}
 	}
-	if (!run->latency || run->server)
+	if (!run->cmd->max_samples)
 		return 0;
 	run->max_samples = run->cmd->iters ?
-			   min_t(u64, run->cmd->iters, KRDMA_BENCH_MAX_SAMPLES) :
-			   KRDMA_BENCH_MAX_SAMPLES;
+			   min(run->cmd->iters, run->cmd->max_samples) :
+			   run->cmd->max_samples;
 	run->samples = kvmalloc_array(run->max_samples, sizeof(u64),
 				      GFP_KERNEL);
 	return run->samples ? 0 : -ENOMEM;
@@ -1493,7 +1458,8 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!cmd->peak_bps && cmd->elapsed_ns)
 		cmd->peak_bps = mul_u64_u64_div_u64(run->bytes, NSEC_PER_SEC,
 						    cmd->elapsed_ns);
-	krdma_bench_latency_figures(run);
+	if (krdma_bench_copy_samples(run) && !ret)
+		ret = -EFAULT;
 	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
 		ret = -EFAULT;
 out:

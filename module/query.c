@@ -20,6 +20,8 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
 
 	cmd->abi_version = KRDMA_ABI_VERSION;
 	cmd->num_devices = krdma_devices_count();
@@ -35,6 +37,7 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	memset(cmd->module_version, 0, sizeof(cmd->module_version));
 	strscpy(cmd->module_version, KRDMA_VERSION,
 		sizeof(cmd->module_version));
+	cmd->bench_protocol = KRDMA_BENCH_PROTOCOL;
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 

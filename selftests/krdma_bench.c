@@ -318,30 +318,95 @@ KRDMA_TEST_F(bench, bandwidth_modes)
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
 }
 
-/* Latency mode: one operation at a time, percentiles in order. */
-KRDMA_TEST_F(bench, latency_figures)
+/* The largest of @n latency samples. */
+static uint64_t samples_max(const uint64_t *s, uint64_t n)
+{
+	uint64_t m = 0, i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] > m)
+			m = s[i];
+	return m;
+}
+
+/*
+ * Latency mode: one operation at a time, each one's latency a sample the
+ * caller gets, in order, no more than it has room for.
+ */
+KRDMA_TEST_F(bench, latency_samples)
 {
 	static const uint32_t ops[] = { KRDMA_OP_RDMA_WRITE,
 		KRDMA_OP_RDMA_READ, KRDMA_OP_ATOMIC_FETCH_ADD };
+	static uint64_t samples[201];
 	struct krdma_bench b;
-	unsigned int i;
+	unsigned int i, k;
 	uint32_t h;
 
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		bench_init(self, &b, &h, ops[i], 200);
 		b.flags = KRDMA_BENCH_LATENCY;
 		b.tx_depth = 0;
+		memset(samples, 0, sizeof(samples));
+		b.samples_uptr = (uintptr_t)samples;
+		b.max_samples = 201;
 		ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
 		EXPECT_EQ(200u, b.ops_done);
 		EXPECT_EQ(200u, b.lat_samples);
-		EXPECT_LT(0u, b.lat_min_ns);
-		EXPECT_LE(b.lat_min_ns, b.lat_typical_ns);
-		EXPECT_LE(b.lat_typical_ns, b.lat_p99_ns);
-		EXPECT_LE(b.lat_p99_ns, b.lat_p999_ns);
-		EXPECT_LE(b.lat_p999_ns, b.lat_max_ns);
-		EXPECT_LE(b.lat_min_ns, b.lat_avg_ns);
-		EXPECT_LE(b.lat_avg_ns, b.lat_max_ns);
+		for (k = 0; k < 200; k++) {
+			EXPECT_LT(0u, samples[k]);
+			EXPECT_LE(samples[k], b.elapsed_ns);
+		}
+		EXPECT_EQ(0u, samples[200]);
 	}
+	/* fewer places than operations: the first ones */
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 200);
+	b.flags = KRDMA_BENCH_LATENCY;
+	b.tx_depth = 0;
+	memset(samples, 0, sizeof(samples));
+	b.samples_uptr = (uintptr_t)samples;
+	b.max_samples = 50;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(200u, b.ops_done);
+	EXPECT_EQ(50u, b.lat_samples);
+	EXPECT_LT(0u, samples[49]);
+	EXPECT_EQ(0u, samples[50]);
+	/* none asked: none kept */
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 20);
+	b.flags = KRDMA_BENCH_LATENCY;
+	b.tx_depth = 0;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(20u, b.ops_done);
+	EXPECT_EQ(0u, b.lat_samples);
+}
+
+/* The samples' array: a latency client's, named whole, writable. */
+KRDMA_TEST_F(bench, latency_samples_errnos)
+{
+	static uint64_t samples[8];
+	struct krdma_bench b;
+	uint32_t h;
+
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 8);
+	b.samples_uptr = (uintptr_t)samples;	/* not latency mode */
+	b.max_samples = 8;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 8);
+	b.flags = KRDMA_BENCH_LATENCY;
+	b.tx_depth = 0;
+	b.samples_uptr = (uintptr_t)samples;	/* no room said */
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	b.samples_uptr = 0;
+	b.max_samples = 8;			/* room, no array */
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	b.samples_uptr = (uintptr_t)samples;
+	b.max_samples = KRDMA_BENCH_MAX_SAMPLES + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b));
+	/* an array the kernel cannot write: the run's figures come back */
+	b.samples_uptr = 8;
+	b.max_samples = 8;
+	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(8u, b.ops_done);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
 }
 
 /* A READ run checks what it read; a spoiled source is caught. */
@@ -904,6 +969,7 @@ KRDMA_TEST_F(bench, server_pingpong)
 				.wc_entry_size = sizeof(wc),
 				.timeout_ms = 10000,
 				.wcs_uptr = (uintptr_t)&wc };
+	static uint64_t samples[100];
 	struct krdma_wr wr = {};
 	struct krdma_bench b;
 	uint32_t ha, hb = self->b.handle;
@@ -925,11 +991,13 @@ KRDMA_TEST_F(bench, server_pingpong)
 	b.flags = KRDMA_BENCH_LATENCY | KRDMA_BENCH_VALIDATE;
 	b.msg_size = 256;
 	b.tx_depth = 0;
+	b.samples_uptr = (uintptr_t)samples;
+	b.max_samples = 100;
 	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_EQ(100u, b.ops_done);
 	EXPECT_EQ(100u, b.lat_samples);
 	EXPECT_EQ(0u, b.validate_errors);
-	EXPECT_LE(b.lat_typical_ns, b.lat_p99_ns);
+	EXPECT_LT(0u, samples_max(samples, 100));
 	/* the server answers END (with its count of bad payloads, 0 here) */
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 7;
@@ -1225,6 +1293,7 @@ static int bench_echo_late_ready(FIXTURE_DATA(bench) *self, uint32_t conn,
 KRDMA_TEST_F_TIMEOUT(bench, pingpong_client_late_ready, 60)
 {
 	struct krdma_qp_caps caps = { .max_send_wr = 32, .max_recv_wr = 32 };
+	static uint64_t samples[20];
 	struct kt_conn c, u;
 	struct krdma_bench b;
 	struct krdma_wr wr;
@@ -1253,11 +1322,14 @@ KRDMA_TEST_F_TIMEOUT(bench, pingpong_client_late_ready, 60)
 	b.flags = KRDMA_BENCH_LATENCY;
 	b.msg_size = 8;
 	b.tx_depth = 0;
+	b.samples_uptr = (uintptr_t)samples;
+	b.max_samples = 20;
 	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_EQ(20u, b.ops_done);
 	EXPECT_EQ(20u, b.lat_samples);
 	/* it waited for the last, late reply: half its round trip */
-	EXPECT_LE(150ull * 1000 * 1000, (unsigned long long)b.lat_max_ns);
+	EXPECT_LE(150ull * 1000 * 1000,
+		  (unsigned long long)samples_max(samples, 20));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));

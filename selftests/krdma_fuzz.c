@@ -898,6 +898,14 @@ static uint32_t fz_gen(struct fz_thread *t, int slot, unsigned int nr, void *buf
 		b->timeout_ms = 50 + fz_timeout(t);
 		if (fz_chance(&t->rng, 30))
 			b->progress_uptr = fz_ptr(t, sizeof(struct krdma_bench_progress));
+		/* latency samples: mostly a latency run's, mostly named whole */
+		if ((b->flags & KRDMA_BENCH_LATENCY) ? fz_chance(&t->rng, 60) :
+						       fz_chance(&t->rng, 5)) {
+			b->max_samples = fz_chance(&t->rng, 90) ? fz_count(t, 64) :
+								fz_value(&t->rng);
+			b->samples_uptr = fz_chance(&t->rng, 95) ?
+					  fz_ptr(t, 64 * sizeof(uint64_t)) : 0;
+		}
 		return sizeof(*b);
 	}
 	}

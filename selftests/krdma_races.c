@@ -1493,6 +1493,7 @@ KRDMA_TEST_F(races, get_info_fully_written)
 	memset(&b, 0xff, sizeof(b));
 	a.size = b.size = sizeof(a);
 	a.flags = b.flags = 0;
+	b.__reserved = 0;
 	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &a));
 	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &b));
 	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a))) {

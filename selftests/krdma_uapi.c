@@ -285,15 +285,25 @@ KRDMA_TEST_F(krdma, get_info_overwrites_outputs)
 	memset(&info, 0xff, sizeof(info));
 	info.size = sizeof(info);
 	info.flags = 0;
+	info.__reserved = 0;
 	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &info));
 	EXPECT_EQ((__u32)sizeof(info), info.size);
 	EXPECT_EQ((__u32)KRDMA_ABI_VERSION, info.abi_version);
+	EXPECT_EQ((__u32)KRDMA_BENCH_PROTOCOL, info.bench_protocol);
 	EXPECT_EQ(self->info.num_devices, info.num_devices);
 	EXPECT_EQ(self->info.features, info.features);
 	EXPECT_EQ(self->info.ops, info.ops);
 	EXPECT_EQ(self->info.transports, info.transports);
 	ASSERT_NE(NULL, memchr(info.module_version, 0, sizeof(info.module_version)));
 	EXPECT_STREQ(self->info.module_version, info.module_version);
+}
+
+/* A reserved field must be 0, so that it can mean something later. */
+KRDMA_TEST_F(krdma, get_info_reserved_nonzero)
+{
+	struct krdma_info info = { .size = sizeof(info), .__reserved = 1 };
+
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_GET_INFO, &info));
 }
 
 KRDMA_TEST_F(krdma, get_info_unknown_flags)

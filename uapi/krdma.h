@@ -73,16 +73,8 @@
 
 #define KRDMA_DEVICE_PATH "/dev/krdma"
 
-/*
- * Bumped only on an incompatible change, which the rules above avoid.
- * 2: a field a KRDMA_POST WR's opcode, or a KRDMA_BENCH run, does not read
- * must be 0 (version 1 ignored it).
- * 3: a KRDMA_BENCH server on a UC connection says it is ready only in
- * answer to the client's hello, reports at @iters unasked, and answers
- * repeated end messages (version 2 said it was ready unasked, once, and UC
- * may drop either message).
- */
-#define KRDMA_ABI_VERSION 3
+/* Bumped only on an incompatible change, which the rules above avoid. */
+#define KRDMA_ABI_VERSION 4
 
 #define KRDMA_TYPE 0xE5
 #define KRDMA_MAX_ENTRY_SIZE 4096	/* largest entry_size of any array */
@@ -204,6 +196,9 @@ enum krdma_opcode {
  * @num_device_contexts: out, per-device contexts still allocated, including
  *	those of removed devices that an open session still references
  * @module_version: out, NUL-terminated version string of the module
+ * @bench_protocol: out, %KRDMA_BENCH_PROTOCOL of the running module: a
+ *	%KRDMA_BENCH run talks to the peer's run, which must speak the same
+ * @__reserved: must be 0
  */
 struct krdma_info {
 	__u32 size;
@@ -215,6 +210,8 @@ struct krdma_info {
 	__u32 transports;
 	__u32 num_device_contexts;
 	char module_version[32];
+	__u32 bench_protocol;
+	__u32 __reserved;
 };
 
 #define KRDMA_GET_INFO _IO(KRDMA_TYPE, KRDMA_CMD_GET_INFO)
@@ -1440,8 +1437,14 @@ enum krdma_bench_flags {
 #define KRDMA_BENCH_READY_IMM 0xfffffffeU
 /* The largest count a validating server's report carries. */
 #define KRDMA_BENCH_REPORT_MAX 0xfffffff0U
-/* Latency samples kept per run; the figures come from the first ones. */
+/* Latency samples a run can return. */
 #define KRDMA_BENCH_MAX_SAMPLES 1048576
+/*
+ * The protocol a run speaks with the peer's run (%KRDMA_BENCH_READY_IMM,
+ * %KRDMA_BENCH_END_IMM, the report), apart from the ABI: both ends' must
+ * be the same (&struct krdma_info.bench_protocol).
+ */
+#define KRDMA_BENCH_PROTOCOL 1
 
 /* Byte @i of every benchmark message, for %KRDMA_BENCH_VALIDATE. */
 static inline __u8 krdma_bench_pattern(__u64 i)
@@ -1499,15 +1502,13 @@ struct krdma_bench_progress {
  * @bytes_done: out, payload bytes moved
  * @elapsed_ns: out, wall time from the first post to the last completion
  * @peak_bps: out, best bandwidth over 10 ms windows, bytes per second
- * @lat_samples: out, latency samples behind the figures below (0 outside
- *	latency mode)
- * @lat_min_ns: out, latency minimum
- * @lat_max_ns: out, latency maximum
- * @lat_typical_ns: out, median
- * @lat_avg_ns: out, mean
- * @lat_stdev_ns: out, standard deviation
- * @lat_p99_ns: out, 99th percentile
- * @lat_p999_ns: out, 99.9th percentile
+ * @lat_samples: out, latency samples written to @samples_uptr
+ * @samples_uptr: latency mode: an array of @max_samples __aligned_u64
+ *	where the run writes each operation's latency in ns, in order (the
+ *	first @max_samples), for the caller's figures; or 0.  Else 0
+ *	(%EINVAL)
+ * @max_samples: entries of @samples_uptr (0 with it), at most
+ *	%KRDMA_BENCH_MAX_SAMPLES (%EINVAL)
  * @cq_polls: out, ib_poll_cq() calls
  * @empty_polls: out, those that found nothing
  * @post_calls: out, ib_post_send() and ib_post_recv() calls
@@ -1537,7 +1538,8 @@ struct krdma_bench_progress {
  * &enum krdma_bench_flags asks of UD connections), %EHOSTUNREACH (UD, above),
  * %EOPNOTSUPP (an opcode
  * the transport lacks, or that cannot be measured in the mode asked),
- * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU).
+ * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU), %EFAULT
+ * (@samples_uptr).
  */
 struct krdma_bench {
 	__u32 size;
@@ -1562,13 +1564,8 @@ struct krdma_bench {
 	__aligned_u64 elapsed_ns;
 	__aligned_u64 peak_bps;
 	__aligned_u64 lat_samples;
-	__aligned_u64 lat_min_ns;
-	__aligned_u64 lat_max_ns;
-	__aligned_u64 lat_typical_ns;
-	__aligned_u64 lat_avg_ns;
-	__aligned_u64 lat_stdev_ns;
-	__aligned_u64 lat_p99_ns;
-	__aligned_u64 lat_p999_ns;
+	__aligned_u64 samples_uptr;
+	__aligned_u64 max_samples;
 	__aligned_u64 cq_polls;
 	__aligned_u64 empty_polls;
 	__aligned_u64 post_calls;

@@ -47,7 +47,7 @@
 
 #define BENCH_PORT 18517
 #define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
-#define BENCH_VERSION 1
+#define BENCH_VERSION 2
 #define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
 #define BENCH_MAX_CONNS 4096		/* --conns */
 #define BENCH_MAX_BUF (64ULL << 20)	/* a side's buffer, unless validating */
@@ -78,7 +78,7 @@ enum {
 	BH_ALL = 1 << 4,	/* -a: sizes up to max_size (UD: or the MTU) */
 };
 
-/* CONNECT private data, 32 bytes */
+/* CONNECT private data, 36 bytes */
 struct bench_hello {
 	uint32_t magic;
 	uint16_t version;
@@ -90,6 +90,7 @@ struct bench_hello {
 	uint16_t index;		/* this one's index */
 	uint32_t group;		/* random, names the group */
 	uint32_t timeout_s;
+	uint32_t kproto;	/* the client's KRDMA_BENCH_PROTOCOL */
 };
 
 /* ACCEPT private data, 32 bytes */
@@ -103,7 +104,7 @@ struct bench_adv {
 	uint32_t __reserved2;
 };
 
-_Static_assert(sizeof(struct bench_hello) == 32, "bench_hello");
+_Static_assert(sizeof(struct bench_hello) == 36, "bench_hello");
 _Static_assert(sizeof(struct bench_adv) == 32, "bench_adv");
 
 static const struct {
@@ -520,9 +521,16 @@ static const char *transport_name(uint32_t transport, bool upper)
 
 /* ---- results ---- */
 
+/* A latency run's figures, made of its samples (ns) here. */
+struct bench_lat {
+	uint64_t samples;
+	double min, max, typical, avg, stdev, p99, p999;
+};
+
 struct bench_result {
 	uint32_t size;
 	struct krdma_bench b;
+	struct bench_lat lat;
 	int err;
 };
 
@@ -573,6 +581,7 @@ static double msg_rate(const struct krdma_bench *b)
 static void print_row(const struct bench_result *r, bool latency)
 {
 	const struct krdma_bench *b = &r->b;
+	const struct bench_lat *l = &r->lat;
 
 	if (pr_is_json()) {
 		pr_obj_begin(NULL);
@@ -580,16 +589,14 @@ static void print_row(const struct bench_result *r, bool latency)
 		pr_u64("iterations", b->ops_done);
 		pr_fmt_double("elapsed_s", "%f", b->elapsed_ns / 1e9);
 		if (latency) {
-			pr_fmt_double("t_min_us", "%f", b->lat_min_ns / 1e3);
-			pr_fmt_double("t_max_us", "%f", b->lat_max_ns / 1e3);
-			pr_fmt_double("t_typical_us", "%f",
-				      b->lat_typical_ns / 1e3);
-			pr_fmt_double("t_avg_us", "%f", b->lat_avg_ns / 1e3);
-			pr_fmt_double("t_stdev_us", "%f",
-				      b->lat_stdev_ns / 1e3);
-			pr_fmt_double("p99_us", "%f", b->lat_p99_ns / 1e3);
-			pr_fmt_double("p999_us", "%f", b->lat_p999_ns / 1e3);
-			pr_u64("samples", b->lat_samples);
+			pr_fmt_double("t_min_us", "%f", l->min / 1e3);
+			pr_fmt_double("t_max_us", "%f", l->max / 1e3);
+			pr_fmt_double("t_typical_us", "%f", l->typical / 1e3);
+			pr_fmt_double("t_avg_us", "%f", l->avg / 1e3);
+			pr_fmt_double("t_stdev_us", "%f", l->stdev / 1e3);
+			pr_fmt_double("p99_us", "%f", l->p99 / 1e3);
+			pr_fmt_double("p999_us", "%f", l->p999 / 1e3);
+			pr_u64("samples", l->samples);
 		} else {
 			pr_fmt_double("bw_peak_mbps", "%f",
 				      b->peak_bps / MIB);
@@ -609,10 +616,9 @@ static void print_row(const struct bench_result *r, bool latency)
 		printf(" %-7u %-10" PRIu64 "   %-7.2f        %-7.2f      "
 		       "%-7.2f            %-7.2f        %-7.2f          "
 		       "%-7.2f                %-7.2f\n",
-		       r->size, (uint64_t)b->ops_done, b->lat_min_ns / 1e3,
-		       b->lat_max_ns / 1e3, b->lat_typical_ns / 1e3,
-		       b->lat_avg_ns / 1e3, b->lat_stdev_ns / 1e3,
-		       b->lat_p99_ns / 1e3, b->lat_p999_ns / 1e3);
+		       r->size, (uint64_t)b->ops_done, l->min / 1e3,
+		       l->max / 1e3, l->typical / 1e3, l->avg / 1e3,
+		       l->stdev / 1e3, l->p99 / 1e3, l->p999 / 1e3);
 	else
 		printf(" %-10u %-10" PRIu64 "       %-9.2f          %-9.2f"
 		       "            %.6f\n", r->size, (uint64_t)b->ops_done,
@@ -694,6 +700,15 @@ static uint32_t bench_all_max(const struct bench_opts *o)
 	return o->transport == KRDMA_TRANSPORT_UD ? UD_ALL_MAX : BENCH_ALL_MAX;
 }
 
+/* The bench protocol the loaded module's runs speak (0: unknown). */
+static uint32_t bench_protocol(int fd)
+{
+	struct krdma_info info = { .size = sizeof(info) };
+
+	return krdma_ioctl_quiet(fd, KRDMA_GET_INFO, &info) ? 0 :
+	       info.bench_protocol;
+}
+
 static int bench_connect(int fd, const struct bench_opts *o,
 			 const struct krdma_sockaddr *dst, uint32_t group,
 			 uint32_t index, uint32_t qps, struct bench_conn *c,
@@ -733,6 +748,7 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.index = htobe16(index),
 		.group = htobe32(group),
 		.timeout_s = htobe32(o->timeout_s),
+		.kproto = htobe32(bench_protocol(fd)),
 	};
 	int ret;
 
@@ -943,8 +959,6 @@ static void disconnect(int fd, uint32_t conn)
 	xfer_destroy(fd, conn);
 }
 
-/* ---- via-ioctl: the same loop in userspace ---- */
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -952,30 +966,40 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void lat_figures(struct krdma_bench *b, uint64_t *s, uint64_t n)
+/* The figures perftest prints, of @n samples (sorted here). */
+static void lat_figures(struct bench_lat *l, uint64_t *s, uint64_t n)
 {
 	double sum = 0, var = 0;
 	uint64_t i, k;
 
-	b->lat_samples = n;
+	memset(l, 0, sizeof(*l));
+	l->samples = n;
 	if (!n)
 		return;
 	qsort(s, n, sizeof(*s), cmp_u64);
 	for (i = 0; i < n; i++)
 		sum += s[i];
-	b->lat_avg_ns = sum / n;
+	l->avg = sum / n;
 	for (i = 0; i < n; i++)
-		var += ((double)s[i] - b->lat_avg_ns) *
-		       ((double)s[i] - b->lat_avg_ns);
-	b->lat_stdev_ns = sqrt(var / n);
-	b->lat_min_ns = s[0];
-	b->lat_max_ns = s[n - 1];
-	b->lat_typical_ns = s[n / 2];
+		var += (s[i] - l->avg) * (s[i] - l->avg);
+	l->stdev = sqrt(var / n);
+	l->min = s[0];
+	l->max = s[n - 1];
+	l->typical = s[n / 2];
 	k = (n * 990 + 999) / 1000;
-	b->lat_p99_ns = s[k ? k - 1 : 0];
+	l->p99 = s[k ? k - 1 : 0];
 	k = (n * 999 + 999) / 1000;
-	b->lat_p999_ns = s[k ? k - 1 : 0];
+	l->p999 = s[k ? k - 1 : 0];
 }
+
+/* The samples a latency run of @iters operations returns (0: timed). */
+static uint64_t lat_max_samples(uint64_t iters)
+{
+	return iters && iters < KRDMA_BENCH_MAX_SAMPLES ? iters :
+	       KRDMA_BENCH_MAX_SAMPLES;
+}
+
+/* ---- via-ioctl: the same loop in userspace ---- */
 
 struct via {
 	int fd;
@@ -984,6 +1008,7 @@ struct via {
 	const struct xfer_buf *buf;
 	struct bench_conn *bc;
 	struct krdma_bench *b;
+	struct bench_lat *lat;
 	bool post_poll;		/* KRDMA_POST_POLL works */
 	int64_t idle_since_ms;	/* the first of the polls since that had none */
 	struct krdma_wr wr;	/* via_post()'s */
@@ -1151,8 +1176,7 @@ static int via_run(struct via *v, uint32_t size)
 	if (!remote_slots)
 		remote_slots = 1;
 	/* as the kernel's loop: the first KRDMA_BENCH_MAX_SAMPLES */
-	max_samples = iters && iters < KRDMA_BENCH_MAX_SAMPLES ? iters :
-		      KRDMA_BENCH_MAX_SAMPLES;
+	max_samples = lat_max_samples(iters);
 	if (o->latency) {
 		samples = calloc(max_samples, sizeof(*samples));
 		if (!samples)
@@ -1266,7 +1290,7 @@ static int via_run(struct via *v, uint32_t size)
 	if (v->b->elapsed_ns)
 		v->b->peak_bps = v->b->bytes_done * 1e9 / v->b->elapsed_ns;
 	if (samples)
-		lat_figures(v->b, samples, n_samples);
+		lat_figures(v->lat, samples, n_samples);
 	free(samples);
 	return ret;
 }
@@ -1279,6 +1303,7 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 {
 	uint32_t handles[BENCH_MAX_QPS];
 	struct krdma_bench *b = &r->b;
+	uint64_t *samples = NULL;
 	pthread_t tid;
 	bool thread = false;
 	uint32_t i;
@@ -1291,7 +1316,7 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 	if (o->via_ioctl) {
 		struct via v = { .fd = fd, .conn = conns[0].handle, .o = o,
 				 .buf = buf, .bc = &conns[0], .b = b,
-				 .post_poll = true };
+				 .lat = &r->lat, .post_poll = true };
 
 		r->err = via_run(&v, size);
 		return r->err;
@@ -1317,6 +1342,13 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 	b->signal_every = o->cq_mod;
 	b->inline_size = o->inline_size;
 	b->timeout_ms = o->timeout_s * 1000;
+	if (o->latency) {
+		b->max_samples = lat_max_samples(o->iters);
+		samples = calloc(b->max_samples, sizeof(*samples));
+		if (!samples)
+			return r->err = -ENOMEM;
+		b->samples_uptr = (uintptr_t)samples;
+	}
 	memset(&progress, 0, sizeof(progress));
 	b->progress_uptr = (uintptr_t)&progress;
 	progress_size = size;
@@ -1328,6 +1360,9 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 		progress_stop = 1;
 		pthread_join(tid, NULL);
 	}
+	if (samples)
+		lat_figures(&r->lat, samples, b->lat_samples);
+	free(samples);
 	r->err = ret;
 	return ret;
 }
@@ -1645,6 +1680,7 @@ struct srv {
 	uint32_t dev_index;
 	uint32_t listener;
 	uint32_t vendor_id;	/* of the device served */
+	uint32_t kproto;	/* KRDMA_BENCH_PROTOCOL of the loaded module */
 	struct srv_group groups[SRV_MAX_GROUPS];
 	uint32_t *conn_group;	/* handle -> group index + 1 (small table) */
 	uint32_t conn_group_len;
@@ -1855,6 +1891,14 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
+	/* the two ends' kernel runs talk to each other */
+	if (be32toh(h->kproto) != s->kproto) {
+		warn_msg("bench: refused a client whose krdma.ko speaks bench "
+			 "protocol %u (this one's: %u)", be32toh(h->kproto),
+			 s->kproto);
+		srv_reject(s, ev->handle);
+		return;
+	}
 	/* over UC, what bench_check_opts() lets a client ask */
 	if (s->o->transport == KRDMA_TRANSPORT_UC &&
 	    (be16toh(h->op) == BOP_READ || is_atomic(be16toh(h->op)))) {
@@ -1989,6 +2033,7 @@ static int bench_serve(int fd, const struct bench_opts *o)
 	}
 	s.dev_index = snap.devs[0].dev_index;
 	s.vendor_id = snap.devs[0].vendor_id;
+	s.kproto = bench_protocol(fd);
 	free_snapshot(&snap);
 	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
 	if (ret) {

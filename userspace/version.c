@@ -57,6 +57,7 @@ static void print_module(const struct krdma_info *info)
 	pr_obj_begin("module");
 	pr_u64("abi_version", info->abi_version);
 	pr_str("module_version", info->module_version);
+	pr_u64("bench_protocol", info->bench_protocol);
 	pr_u64("num_devices", info->num_devices);
 	pr_u64("num_device_contexts", info->num_device_contexts);
 	pr_nl();
