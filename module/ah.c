@@ -5,7 +5,11 @@
  */
 #include <linux/slab.h>
 
-#include "krdma_priv.h"
+#include "ah.h"
+#include "conn.h"
+#include "device.h"
+#include "ioctl.h"
+#include "object.h"
 
 /**
  * struct krdma_ah - an address handle object
@@ -82,7 +86,7 @@ static int krdma_ah_source(struct krdma_session *session,
 	struct krdma_conn *conn;
 	int ret;
 
-	ret = krdma_conn_get(session, cmd->conn_handle, &conn);
+	ret = krdma_conn_get_locked(session, cmd->conn_handle, &conn);
 	if (ret)
 		return ret;
 	if (conn->transport != KRDMA_TRANSPORT_UD)
@@ -90,7 +94,7 @@ static int krdma_ah_source(struct krdma_session *session,
 	path->port_num = conn->port_num;
 	path->sgid_index = conn->sgid_index;
 	*dev_index = conn->obj.kdev->id;
-	krdma_conn_put(conn);
+	krdma_conn_unlock_put(conn);
 	return ret;
 }
 

@@ -29,7 +29,11 @@
 
 #include "bench.h"
 #include "buf.h"
-#include "krdma_priv.h"
+#include "conn.h"
+#include "device.h"
+#include "ioctl.h"
+#include "krdma_compat.h"
+#include "object.h"
 #include "wr.h"
 
 static bool krdma_bench_is_send(u32 opcode)
@@ -1262,7 +1266,7 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 		for (j = 0; j < i; j++)
 			if (run->bconns[j].conn->obj.handle == handle)
 				return -EINVAL;
-		ret = krdma_conn_get(run->session, handle, &bc->conn);
+		ret = krdma_conn_get_locked(run->session, handle, &bc->conn);
 		if (ret)
 			return ret;
 		run->num_conns++;

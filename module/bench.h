@@ -11,7 +11,9 @@
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
+#include "device.h"
+#include "object.h"
 #include "wr.h"
 
 #define KRDMA_BENCH_POLL_BATCH 32

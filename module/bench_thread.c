@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 
 #include "bench.h"
+#include "krdma_compat.h"
 
 static int krdma_bench_thread_fn(void *data)
 {

@@ -17,7 +17,9 @@
 #include <linux/uaccess.h>
 
 #include "buf.h"
-#include "krdma_priv.h"
+#include "device.h"
+#include "ioctl.h"
+#include "object.h"
 
 #define KRDMA_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE |			\
 			  KRDMA_ACCESS_REMOTE_WRITE |			\

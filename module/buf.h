@@ -8,8 +8,14 @@
 
 #include <linux/kref.h>
 #include <linux/scatterlist.h>
+#include <rdma/ib_verbs.h>
 
-#include "krdma_priv.h"
+#include "object.h"
+
+struct krdma_device;
+struct krdma_pd;
+struct mm_struct;
+struct vm_area_struct;
 
 /**
  * struct krdma_buf_mem - a buffer's pages, shared with its mappings
@@ -88,5 +94,18 @@ typedef struct krdma_buf_mem *(*krdma_buf_mem_ctor)(struct krdma_device *kdev,
 int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 		     u64 length, u32 access, krdma_buf_mem_ctor make_mem,
 		     void *arg, struct krdma_buf_keys *keys);
+
+int krdma_charge_pinned(struct mm_struct *mm, unsigned long npages);
+void krdma_uncharge_pinned(struct mm_struct *mm, unsigned long npages);
+int krdma_access_to_ib(u32 access);
+int krdma_check_access(u32 access);
+int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
+		  struct ib_sge *sge, struct krdma_object **ref);
+int krdma_buf_inline_sges(struct krdma_session *session,
+			  const struct krdma_sge *usge, struct ib_sge *sges,
+			  int max_sges, int *num_sges, struct krdma_object **ref);
+int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma);
+int krdma_buf_find_key(struct krdma_pd *kpd, u32 key,
+		       struct krdma_object **ref);
 
 #endif /* KRDMA_BUF_H */

@@ -18,7 +18,12 @@
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
+#include "device.h"
+#include "event.h"
+#include "ioctl.h"
+#include "krdma_compat.h"
+#include "object.h"
 
 #define KRDMA_CM_DEFAULT_TIMEOUT_MS 5000
 #define KRDMA_CM_DEFAULT_BACKLOG 128
@@ -200,12 +205,12 @@ static int krdma_cm_outcome(struct krdma_conn *conn,
 			return krdma_cm_ud_peer(conn, ev);
 		return 0;
 	case RDMA_CM_EVENT_REJECTED:
-		conn->reject_reason = ev->status;
+		conn->cm.reject_reason = ev->status;
 		return -ECONNREFUSED;
 	case RDMA_CM_EVENT_UNREACHABLE:
 		/* a SIDR reply with a status: the UD peer refused */
 		if (conn->transport == KRDMA_TRANSPORT_UD && ev->status > 0) {
-			conn->reject_reason = ev->status;
+			conn->cm.reject_reason = ev->status;
 			return -ECONNREFUSED;
 		}
 		return ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
@@ -247,9 +252,9 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	 * at once by a DISCONNECTED (a peer that leaves right away) must
 	 * still read as established to the accept waiting for it.
 	 */
-	if (outcome <= 0 && !completion_done(&conn->cm_done)) {
-		WRITE_ONCE(conn->cm_status, outcome);
-		complete(&conn->cm_done);
+	if (outcome <= 0 && !completion_done(&conn->cm.done)) {
+		WRITE_ONCE(conn->cm.status, outcome);
+		complete(&conn->cm.done);
 	}
 }
 
@@ -259,10 +264,10 @@ static void krdma_cm_timers(struct krdma_conn *conn,
 {
 	bool given = cmd && (cmd->flags & KRDMA_CONN_CM_TIMERS);
 
-	conn->cm_ack_timeout = given ? cmd->ack_timeout : KRDMA_DEFAULT_TIMEOUT;
-	conn->cm_retry_cnt = given ? cmd->retry_cnt : KRDMA_DEFAULT_RETRY;
-	conn->cm_rnr_retry = given ? cmd->rnr_retry : KRDMA_DEFAULT_RETRY;
-	conn->cm_min_rnr_timer = given ? cmd->min_rnr_timer :
+	conn->cm.ack_timeout = given ? cmd->ack_timeout : KRDMA_DEFAULT_TIMEOUT;
+	conn->cm.retry_cnt = given ? cmd->retry_cnt : KRDMA_DEFAULT_RETRY;
+	conn->cm.rnr_retry = given ? cmd->rnr_retry : KRDMA_DEFAULT_RETRY;
+	conn->cm.min_rnr_timer = given ? cmd->min_rnr_timer :
 					 KRDMA_DEFAULT_RNR_TIMER;
 }
 
@@ -291,8 +296,8 @@ static int krdma_listener_request(struct krdma_listener *l,
 	}
 	krdma_cm_timers(conn, NULL);
 	if (l->transport != KRDMA_TRANSPORT_UD) {
-		conn->peer_initiator_depth = ev->param.conn.initiator_depth;
-		conn->peer_responder_resources =
+		conn->cm.peer_initiator_depth = ev->param.conn.initiator_depth;
+		conn->cm.peer_responder_resources =
 			ev->param.conn.responder_resources;
 	}
 	ret = krdma_object_publish(&conn->obj, &handle);
@@ -317,7 +322,7 @@ static int krdma_listener_request(struct krdma_listener *l,
 err_exit:
 	krdma_device_exit(conn->obj.kdev);
 	/* The CM destroys the id when we return non-zero: not us. */
-	conn->cm_id = NULL;
+	conn->cm.id = NULL;
 	krdma_object_put(&conn->obj);
 	kfree(qe);
 	return ret;
@@ -421,13 +426,13 @@ static int krdma_cm_wait(struct krdma_conn *conn, u32 timeout_ms)
 	unsigned long jiffies_left = msecs_to_jiffies(timeout_ms);
 	long left;
 
-	left = wait_for_completion_interruptible_timeout(&conn->cm_done,
+	left = wait_for_completion_interruptible_timeout(&conn->cm.done,
 							 jiffies_left);
 	if (left < 0)
 		return -EINTR;
 	if (!left)
 		return -ETIMEDOUT;
-	return READ_ONCE(conn->cm_status);
+	return READ_ONCE(conn->cm.status);
 }
 
 /* The RC timers of a connect: each in range, or all 0 without the flag. */
@@ -508,18 +513,18 @@ static int krdma_cm_resolve(struct krdma_conn *conn,
 		ret = krdma_sockaddr_from_user(&cmd->src, &src);
 	if (ret)
 		return ret;
-	reinit_completion(&conn->cm_done);
-	ret = rdma_resolve_addr(conn->cm_id, cmd->src.family ?
+	reinit_completion(&conn->cm.done);
+	ret = rdma_resolve_addr(conn->cm.id, cmd->src.family ?
 				(struct sockaddr *)&src : NULL,
 				(struct sockaddr *)&dst, timeout_ms);
 	if (!ret)
 		ret = krdma_cm_wait(conn, timeout_ms);
 	if (!ret)
-		ret = krdma_cm_check_dst(conn->cm_id);
+		ret = krdma_cm_check_dst(conn->cm.id);
 	if (ret)
 		return ret;
-	reinit_completion(&conn->cm_done);
-	ret = rdma_resolve_route(conn->cm_id, timeout_ms);
+	reinit_completion(&conn->cm.done);
+	ret = rdma_resolve_route(conn->cm.id, timeout_ms);
 	if (!ret)
 		ret = krdma_cm_wait(conn, timeout_ms);
 	return ret;
@@ -541,8 +546,8 @@ static void krdma_cm_conn_param(struct krdma_conn *conn,
 		param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom,
 					       255);
 	}
-	param->retry_count = conn->cm_retry_cnt;
-	param->rnr_retry_count = conn->cm_rnr_retry;
+	param->retry_count = conn->cm.retry_cnt;
+	param->rnr_retry_count = conn->cm.rnr_retry;
 }
 
 /*
@@ -556,10 +561,10 @@ static int krdma_cm_set_timers(struct krdma_conn *conn)
 
 	if (conn->transport != KRDMA_TRANSPORT_RC)
 		return 0;
-	ret = rdma_set_ack_timeout(conn->cm_id, conn->cm_ack_timeout);
+	ret = rdma_set_ack_timeout(conn->cm.id, conn->cm.ack_timeout);
 	if (!ret)
-		ret = krdma_cm_set_min_rnr_timer(conn->cm_id,
-						 conn->cm_min_rnr_timer);
+		ret = krdma_cm_set_min_rnr_timer(conn->cm.id,
+						 conn->cm.min_rnr_timer);
 	return ret;
 }
 
@@ -571,8 +576,8 @@ static int krdma_cm_set_timers(struct krdma_conn *conn)
 static void krdma_cm_apply_timers(struct krdma_conn *conn)
 {
 	if (conn->transport == KRDMA_TRANSPORT_RC)
-		krdma_cm_apply_min_rnr_timer(conn->cm_id,
-					     conn->cm_min_rnr_timer);
+		krdma_cm_apply_min_rnr_timer(conn->cm.id,
+					     conn->cm.min_rnr_timer);
 }
 
 /* krdma_cm_apply_timers() for a connect, which waited unlocked. */
@@ -581,9 +586,9 @@ static void krdma_cm_connected(struct krdma_conn *conn)
 	/* removed meanwhile: nothing to apply, later calls say ENODEV */
 	if (krdma_object_lock_hw(&conn->obj))
 		return;
-	rdma_lock_handler(conn->cm_id);
+	rdma_lock_handler(conn->cm.id);
 	krdma_cm_apply_timers(conn);
-	rdma_unlock_handler(conn->cm_id);
+	rdma_unlock_handler(conn->cm.id);
 	krdma_object_unlock_hw(&conn->obj);
 }
 
@@ -627,10 +632,10 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_object_reserve(&conn->obj);
 	if (ret)
 		goto err_put;
-	conn->cm_id = krdma_cm_create_id(&conn->obj, cmd->transport);
-	if (IS_ERR(conn->cm_id)) {
-		ret = PTR_ERR(conn->cm_id);
-		conn->cm_id = NULL;
+	conn->cm.id = krdma_cm_create_id(&conn->obj, cmd->transport);
+	if (IS_ERR(conn->cm.id)) {
+		ret = PTR_ERR(conn->cm.id);
+		conn->cm.id = NULL;
 		goto err_put;
 	}
 	krdma_cm_timers(conn, cmd);
@@ -645,17 +650,17 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!ret) {
 		krdma_cm_conn_param(conn, &param, cmd->private_data,
 				    cmd->private_data_len);
-		reinit_completion(&conn->cm_done);
+		reinit_completion(&conn->cm.done);
 		ret = krdma_cm_set_timers(conn);
 		if (!ret)
-			ret = rdma_connect(conn->cm_id, &param);
+			ret = rdma_connect(conn->cm.id, &param);
 		krdma_object_unlock_hw(&conn->obj);
 	}
 	if (!ret)
 		ret = krdma_cm_wait(conn, timeout);
 	if (!ret)
 		krdma_cm_connected(conn);
-	cmd->reject_reason = conn->reject_reason;
+	cmd->reject_reason = conn->cm.reject_reason;
 	cmd->dev_index = conn->obj.kdev->id;
 	cmd->qp_num = conn->qp_num;
 	if (ret) {
@@ -699,16 +704,16 @@ static int krdma_cm_get_request(struct krdma_session *session, u32 handle,
 	struct krdma_conn *conn;
 	int ret;
 
-	ret = krdma_conn_get_request(session, handle, &conn);
+	ret = krdma_conn_get_request_locked(session, handle, &conn);
 	if (ret)
 		return ret;
 	if (pdata_len > krdma_cm_answer_pdata_max(conn, accept)) {
-		krdma_conn_put(conn);
+		krdma_conn_unlock_put(conn);
 		return -EINVAL;
 	}
 	/* one answer per request: a second accept or reject loses */
 	if (test_and_set_bit(KRDMA_CONN_CONNECTED, &conn->state)) {
-		krdma_conn_put(conn);
+		krdma_conn_unlock_put(conn);
 		return -EINVAL;
 	}
 	*connp = conn;
@@ -769,26 +774,26 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		/* Nothing reached the peer: the request can still be answered. */
 		krdma_conn_release_hw(conn);
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
-		krdma_conn_put(conn);
+		krdma_conn_unlock_put(conn);
 		return ret;
 	}
 	krdma_cm_conn_param(conn, &param, cmd->private_data,
 			    cmd->private_data_len);
 	param.initiator_depth = min_t(u32, param.initiator_depth,
-				      conn->peer_responder_resources);
+				      conn->cm.peer_responder_resources);
 	param.responder_resources = min_t(u32, param.responder_resources,
-					  conn->peer_initiator_depth);
-	reinit_completion(&conn->cm_done);
-	rdma_lock_handler(conn->cm_id);
+					  conn->cm.peer_initiator_depth);
+	reinit_completion(&conn->cm.done);
+	rdma_lock_handler(conn->cm.id);
 	ret = krdma_cm_set_timers(conn);
 	if (!ret)
-		ret = rdma_accept(conn->cm_id, &param);
+		ret = rdma_accept(conn->cm.id, &param);
 	if (!ret)
 		krdma_cm_apply_timers(conn);
-	rdma_unlock_handler(conn->cm_id);
+	rdma_unlock_handler(conn->cm.id);
 	cmd->qp_num = conn->qp_num;
 	krdma_object_get_ref(&conn->obj);
-	krdma_conn_put(conn);
+	krdma_conn_unlock_put(conn);
 	/*
 	 * A SIDR reply is the whole UD handshake: no ESTABLISHED follows.  An
 	 * async accept leaves the outcome to the session's events.
@@ -815,10 +820,10 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
 				   cmd->private_data_len, false, &conn);
 	if (ret)
 		return ret;
-	rdma_lock_handler(conn->cm_id);
-	ret = rdma_reject(conn->cm_id, cmd->private_data,
+	rdma_lock_handler(conn->cm.id);
+	ret = rdma_reject(conn->cm.id, cmd->private_data,
 			  cmd->private_data_len, IB_CM_REJ_CONSUMER_DEFINED);
-	rdma_unlock_handler(conn->cm_id);
+	rdma_unlock_handler(conn->cm.id);
 	/*
 	 * A SIDR reply the CM could not send leaves its request to be
 	 * answered again; an RC/UC reject makes the ID idle before it sends
@@ -826,11 +831,11 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	 */
 	if (ret && conn->transport == KRDMA_TRANSPORT_UD) {
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
-		krdma_conn_put(conn);
+		krdma_conn_unlock_put(conn);
 		return ret;
 	}
 	krdma_object_get_ref(&conn->obj);
-	krdma_conn_put(conn);
+	krdma_conn_unlock_put(conn);
 	krdma_object_erase(&conn->obj);
 	krdma_object_put(&conn->obj);
 	return ret;
@@ -845,11 +850,11 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
  */
 void krdma_cm_comm_est(struct krdma_conn *conn)
 {
-	if (!conn->cm_id || conn->transport == KRDMA_TRANSPORT_UD ||
+	if (!conn->cm.id || conn->transport == KRDMA_TRANSPORT_UD ||
 	    test_bit(KRDMA_CONN_ESTABLISHED, &conn->state) ||
 	    test_and_set_bit(KRDMA_CONN_NOTIFIED, &conn->state))
 		return;
-	rdma_notify(conn->cm_id, IB_EVENT_COMM_EST);
+	rdma_notify(conn->cm.id, IB_EVENT_COMM_EST);
 }
 
 int krdma_cm_disconnect(struct krdma_session *session,
@@ -863,17 +868,17 @@ int krdma_cm_disconnect(struct krdma_session *session,
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	ret = krdma_conn_get(session, cmd->handle, &conn);
+	ret = krdma_conn_get_locked(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
-	if (!conn->cm_id)
+	if (!conn->cm.id)
 		ret = -EINVAL;
 	else if (conn->transport == KRDMA_TRANSPORT_UD)
 		ret = -EOPNOTSUPP;	/* datagrams: DESTROY ends it */
 	else if (test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		ret = 0;	/* already disconnected, by either side */
 	else
-		ret = rdma_disconnect(conn->cm_id);
-	krdma_conn_put(conn);
+		ret = rdma_disconnect(conn->cm.id);
+	krdma_conn_unlock_put(conn);
 	return ret;
 }

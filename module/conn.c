@@ -9,7 +9,13 @@
 #include <rdma/ib_cache.h>
 #include <rdma/rdma_cm.h>
 
-#include "krdma_priv.h"
+#include "buf.h"
+#include "conn.h"
+#include "device.h"
+#include "event.h"
+#include "ioctl.h"
+#include "object.h"
+#include "srq.h"
 
 #define KRDMA_DEFAULT_QUEUE_DEPTH 128
 #define KRDMA_DEFAULT_QKEY 0x11111111
@@ -18,12 +24,12 @@ void krdma_conn_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
 
-	if (conn->cm_id) {
+	if (conn->cm.id) {
 		/* Ends a connect or accept still waiting on the id. */
-		WRITE_ONCE(conn->cm_status, -ECONNABORTED);
-		complete_all(&conn->cm_done);
-		rdma_destroy_id(conn->cm_id);
-		conn->cm_id = NULL;
+		WRITE_ONCE(conn->cm.status, -ECONNABORTED);
+		complete_all(&conn->cm.done);
+		rdma_destroy_id(conn->cm.id);
+		conn->cm.id = NULL;
 	}
 	if (conn->ud_ah)
 		rdma_destroy_ah(conn->ud_ah, RDMA_DESTROY_AH_SLEEPABLE);
@@ -45,7 +51,7 @@ static void krdma_conn_free(struct krdma_object *obj)
 static void krdma_conn_device_removal(struct krdma_object *obj)
 {
 	krdma_cm_device_removal(obj, &container_of(obj, struct krdma_conn,
-						   obj)->cm_id);
+						   obj)->cm.id);
 }
 
 static const struct krdma_object_ops krdma_conn_ops = {
@@ -223,16 +229,16 @@ static struct ib_qp *krdma_conn_create_qp(struct krdma_conn *conn,
 
 	init->send_cq = conn->cq;
 	init->recv_cq = conn->cq;
-	if (!conn->cm_id)
+	if (!conn->cm.id)
 		return ib_create_qp(conn->obj.kpd->pd, init);
-	ret = rdma_create_qp(conn->cm_id, conn->obj.kpd->pd, init);
-	return ret ? ERR_PTR(ret) : conn->cm_id->qp;
+	ret = rdma_create_qp(conn->cm.id, conn->obj.kpd->pd, init);
+	return ret ? ERR_PTR(ret) : conn->cm.id->qp;
 }
 
 static void krdma_conn_destroy_qp(struct krdma_conn *conn, struct ib_qp *qp)
 {
-	if (conn->cm_id)
-		rdma_destroy_qp(conn->cm_id);
+	if (conn->cm.id)
+		rdma_destroy_qp(conn->cm.id);
 	else
 		ib_destroy_qp(qp);
 }
@@ -304,7 +310,7 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	qp = krdma_conn_create_queues(conn, &init, caps->cq_depth);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
-	if (conn->cm_id && conn->transport == KRDMA_TRANSPORT_UD)
+	if (conn->cm.id && conn->transport == KRDMA_TRANSPORT_UD)
 		ret = krdma_conn_cm_qkey(conn, qp);
 	if (ret) {
 		krdma_conn_destroy_qp(conn, qp);
@@ -345,7 +351,7 @@ struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
 		return NULL;
 	}
 	krdma_object_init(&conn->obj, session, &krdma_conn_ops);
-	init_completion(&conn->cm_done);
+	init_completion(&conn->cm.done);
 	conn->transport = transport;
 	conn->notify = notify;
 	conn->psn = get_random_u32() & KRDMA_QPN_MASK;
@@ -393,7 +399,7 @@ static int krdma_conn_set_port(struct krdma_conn *conn, u32 port,
  */
 int krdma_conn_attach_cm(struct krdma_conn *conn)
 {
-	struct rdma_cm_id *id = conn->cm_id;
+	struct rdma_cm_id *id = conn->cm.id;
 	struct krdma_device *kdev;
 	int ret;
 
@@ -419,10 +425,10 @@ struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
 	conn = krdma_conn_alloc(session, krdma_cm_transport(id->qp_type), false);
 	if (!conn)
 		return ERR_PTR(-ENOMEM);
-	conn->cm_id = id;
+	conn->cm.id = id;
 	ret = krdma_conn_attach_cm(conn);
 	if (ret) {
-		conn->cm_id = NULL;
+		conn->cm.id = NULL;
 		krdma_object_put(&conn->obj);
 		return ERR_PTR(ret);
 	}
@@ -609,7 +615,7 @@ int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_object_lock_hw(obj);
 	if (ret)
 		goto out_put;
-	ret = conn->cm_id ? -EINVAL : krdma_modify_path(conn, cmd, &path);
+	ret = conn->cm.id ? -EINVAL : krdma_modify_path(conn, cmd, &path);
 	if (ret)
 		goto out_unlock;
 	/* One connect per QP: a QP past RESET keeps its peer. */
@@ -660,7 +666,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	ret = krdma_conn_get(session, cmd->handle, &conn);
+	ret = krdma_conn_get_locked(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
 	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE | IB_QP_PATH_MTU |
@@ -676,7 +682,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		cmd->path_mtu = krdma_conn_query_mtu(conn, &attr);
 		cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
 	}
-	krdma_conn_put(conn);
+	krdma_conn_unlock_put(conn);
 	return ret ?: krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
@@ -704,16 +710,16 @@ static int krdma_conn_lookup(struct krdma_session *session, u32 handle,
 	conn = container_of(obj, struct krdma_conn, obj);
 	/* pairs with the release in krdma_conn_create_hw() */
 	qp = smp_load_acquire(&conn->qp);
-	if (want_qp ? !qp : (qp || !conn->cm_id)) {
-		krdma_conn_put(conn);
+	if (want_qp ? !qp : (qp || !conn->cm.id)) {
+		krdma_conn_unlock_put(conn);
 		return -EINVAL;
 	}
 	*connp = conn;
 	return 0;
 }
 
-int krdma_conn_get(struct krdma_session *session, u32 handle,
-		   struct krdma_conn **connp)
+int krdma_conn_get_locked(struct krdma_session *session, u32 handle,
+			  struct krdma_conn **connp)
 {
 	return krdma_conn_lookup(session, handle, true, connp);
 }
@@ -722,13 +728,13 @@ int krdma_conn_get(struct krdma_session *session, u32 handle,
  * A connection to post to or poll: not while a BENCH run has it, whose loop
  * takes every completion of the CQ for its own (krdma_conn_claim()).
  */
-int krdma_conn_get_io(struct krdma_session *session, u32 handle,
-		      struct krdma_conn **connp)
+int krdma_conn_get_io_locked(struct krdma_session *session, u32 handle,
+			     struct krdma_conn **connp)
 {
-	int ret = krdma_conn_get(session, handle, connp);
+	int ret = krdma_conn_get_locked(session, handle, connp);
 
 	if (!ret && test_bit(KRDMA_CONN_BENCH, &(*connp)->state)) {
-		krdma_conn_put(*connp);
+		krdma_conn_unlock_put(*connp);
 		return -EBUSY;
 	}
 	return ret;
@@ -737,7 +743,7 @@ int krdma_conn_get_io(struct krdma_session *session, u32 handle,
 /*
  * A BENCH run takes @conn for itself; %EBUSY if another run has it.  Under
  * the hw lock for write: a POST or POLL step in progress ends first, and
- * those after see the bit, under the lock for read (krdma_conn_get_io(),
+ * those after see the bit, under the lock for read (krdma_conn_get_io_locked(),
  * krdma_poll_put()).
  */
 int krdma_conn_claim(struct krdma_conn *conn)
@@ -758,8 +764,8 @@ void krdma_conn_unclaim(struct krdma_conn *conn)
 	clear_bit(KRDMA_CONN_BENCH, &conn->state);
 }
 
-int krdma_conn_get_request(struct krdma_session *session, u32 handle,
-			   struct krdma_conn **connp)
+int krdma_conn_get_request_locked(struct krdma_session *session, u32 handle,
+				  struct krdma_conn **connp)
 {
 	return krdma_conn_lookup(session, handle, false, connp);
 }
@@ -783,7 +789,7 @@ void krdma_conn_release_hw(struct krdma_conn *conn)
 	conn->srq = NULL;
 }
 
-void krdma_conn_put(struct krdma_conn *conn)
+void krdma_conn_unlock_put(struct krdma_conn *conn)
 {
 	krdma_object_unlock_hw(&conn->obj);
 	krdma_object_put(&conn->obj);

@@ -9,7 +9,11 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
+#include "device.h"
+#include "object.h"
+
+static struct ib_client krdma_client;
 
 #define KRDMA_DEFAULT_CQ_DEPTH 128
 #define KRDMA_INLINE_PROBE_MAX 4096
@@ -317,7 +321,7 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	krdma_device_put(kdev);
 }
 
-struct ib_client krdma_client = {
+static struct ib_client krdma_client = {
 	.name = "krdma",
 	.add = krdma_add_one,
 	.remove = krdma_remove_one,

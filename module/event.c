@@ -13,7 +13,9 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "krdma_priv.h"
+#include "event.h"
+#include "ioctl.h"
+#include "object.h"
 
 #define KRDMA_MAX_EVENTS_LIMIT 65536
 

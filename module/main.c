@@ -13,8 +13,14 @@
 #include <linux/module.h>
 #include <linux/uaccess.h>
 
-#include "krdma_priv.h"
+#include "buf.h"
+#include "conn.h"
+#include "device.h"
+#include "event.h"
+#include "ioctl.h"
 #include "krdma_version.h"
+#include "object.h"
+#include "srq.h"
 
 /* Any command's struct; the kernel copy of the caller's argument. */
 union krdma_cmd_buffer {

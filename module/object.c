@@ -17,7 +17,10 @@
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
-#include "krdma_priv.h"
+#include "device.h"
+#include "event.h"
+#include "ioctl.h"
+#include "object.h"
 
 struct krdma_session *krdma_session_create(void)
 {

@@ -19,7 +19,9 @@
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
+#include "device.h"
+#include "object.h"
 #include "wr.h"
 
 #define KRDMA_REG_TIMEOUT (30 * HZ)

@@ -8,7 +8,9 @@
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
+#include "ioctl.h"
+#include "object.h"
 #include "wr.h"
 
 #define KRDMA_POLL_BATCH 16
@@ -217,7 +219,7 @@ int krdma_poll_put(struct krdma_conn *conn, const struct krdma_poll *cmd)
 		if (ret)
 			break;
 	}
-	krdma_conn_put(conn);
+	krdma_conn_unlock_put(conn);
 	/* (a wait that failed found nothing: done is 0 then) */
 	return done ?: ret;
 }
@@ -233,7 +235,7 @@ int krdma_poll(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!cmd->num_wcs ||
 	    !krdma_entry_size_ok(cmd->wc_entry_size, sizeof(struct krdma_wc)))
 		return -EINVAL;
-	ret = krdma_conn_get_io(session, cmd->handle, &conn);
+	ret = krdma_conn_get_io_locked(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
 	ret = krdma_poll_put(conn, cmd);

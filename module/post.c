@@ -9,7 +9,14 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "krdma_priv.h"
+#include "ah.h"
+#include "buf.h"
+#include "conn.h"
+#include "device.h"
+#include "ioctl.h"
+#include "krdma_compat.h"
+#include "object.h"
+#include "srq.h"
 #include "wr.h"
 
 #define KRDMA_POST_ONE_SGES 2
@@ -467,7 +474,7 @@ static int krdma_post_target(struct krdma_session *session, u32 handle,
 {
 	int ret;
 
-	ret = krdma_conn_get_io(session, handle, &ctx->conn);
+	ret = krdma_conn_get_io_locked(session, handle, &ctx->conn);
 	if (!ret) {
 		ctx->kdev = ctx->conn->obj.kdev;
 		*max_wrs = max(ctx->conn->caps.max_send_wr,
@@ -476,7 +483,7 @@ static int krdma_post_target(struct krdma_session *session, u32 handle,
 	}
 	if (ret != -ENOENT)
 		return ret;
-	ret = krdma_srq_get(session, handle, &ctx->srq);
+	ret = krdma_srq_get_locked(session, handle, &ctx->srq);
 	if (ret)
 		return ret;
 	ctx->kdev = ctx->srq->obj.kdev;

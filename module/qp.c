@@ -9,7 +9,7 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
 
 static int krdma_qp_init(struct ib_qp *qp, const struct krdma_qp_path *path)
 {

@@ -10,9 +10,12 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
-#include "krdma_priv.h"
-#include "wr.h"
+#include "device.h"
+#include "ioctl.h"
+#include "krdma_compat.h"
 #include "krdma_version.h"
+#include "object.h"
+#include "wr.h"
 
 int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {

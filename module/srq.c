@@ -12,7 +12,10 @@
  */
 #include <linux/slab.h>
 
-#include "krdma_priv.h"
+#include "device.h"
+#include "ioctl.h"
+#include "object.h"
+#include "srq.h"
 
 #define KRDMA_SRQ_DEFAULT_DEPTH 256
 
@@ -182,8 +185,8 @@ void krdma_srq_unbind(struct krdma_srq *srq)
 }
 
 /* Look up an SRQ to post receives to, its hw lock held for read. */
-int krdma_srq_get(struct krdma_session *session, u32 handle,
-		  struct krdma_srq **srqp)
+int krdma_srq_get_locked(struct krdma_session *session, u32 handle,
+			 struct krdma_srq **srqp)
 {
 	struct krdma_object *obj;
 	int ret;

@@ -12,7 +12,9 @@
 #include <linux/slab.h>
 
 #include "buf.h"
-#include "krdma_priv.h"
+#include "device.h"
+#include "ioctl.h"
+#include "object.h"
 
 static int krdma_ubuf_check(const struct krdma_buf_reg_user *cmd)
 {

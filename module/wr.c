@@ -6,7 +6,7 @@
  */
 #include <linux/lockdep.h>
 
-#include "krdma_priv.h"
+#include "conn.h"
 #include "wr.h"
 
 const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX] = {

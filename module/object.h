@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sessions (one per open /dev/krdma) and the objects their handles name:
+ * who holds what, who destroys what (object.c), and the ioctl plumbing.
+ */
+#ifndef KRDMA_OBJECT_H
+#define KRDMA_OBJECT_H
+
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "krdma.h"
+
+struct krdma_device;
+struct krdma_pd;
+
+struct krdma_queued_event;
+
+/**
+ * struct krdma_session - one open /dev/krdma
+ * @objects: handle -> &struct krdma_object; the xarray's lock protects a
+ *	lookup and the kref it takes
+ * @wait: woken by completions and device removal, for poll(2) and waits
+ * @ready_conns: interrupt-driven connections with completions to fetch
+ * @event_lock: protects @events, @num_events, @overflow and @events_lost;
+ *	taken from QP event handlers, which may run in interrupt context
+ * @events: events not yet fetched
+ * @num_events: entries of @events
+ * @overflow: the OVERFLOW event of @events still counting lost ones
+ * @events_lost: lost events no OVERFLOW event could be queued for yet
+ * @fetch_lock: held by GET_EVENTS from taking events off @events until it
+ *	delivered or put them back, and by krdma_handle_retire(), which must
+ *	see every event not yet delivered; protects which event frees the
+ *	handles the events keep reserved
+ * @pd_lock: protects @pds: its inserts and the erase of the last put
+ * @pds: device id -> the session's &struct krdma_pd there
+ */
+struct krdma_session {
+	struct kref kref;		/* the file's, and one per object */
+	struct xarray objects;
+	/*
+	 * Read by a UD send's POST across ib_post_send(), once it has checked
+	 * its address handles are alive; written by an address handle's
+	 * teardown, so that no post still uses the ib_ah it frees.
+	 */
+	struct rw_semaphore ah_post_rwsem;
+	wait_queue_head_t wait;
+	atomic_t ready_conns;
+	/* protects events, num_events, overflow, events_lost */
+	spinlock_t event_lock;
+	struct list_head events;
+	unsigned int num_events;
+	struct krdma_queued_event *overflow;
+	u64 events_lost;
+	/* serializes deliveries with handle retires: see above */
+	struct mutex fetch_lock;
+	struct mutex pd_lock;		/* protects pds */
+	struct xarray pds;
+};
+
+struct krdma_object;
+
+/* Destroy order: listeners, connections, address handles and SRQs, buffers. */
+#define KRDMA_OBJECT_PASSES 4
+
+/**
+ * struct krdma_object_ops - what differs between object types
+ * @name: for messages
+ * @destroy_pass: when the object goes in a teardown, 0 first
+ * @queues_events: events may name it (its handle is retired, not freed)
+ * @release: optional: may DESTROY take the object now? (else its errno)
+ * @device_removal: optional: tell the session the device is going (an
+ *	event), just before removal kills the object
+ * @destroy_hw: free the verbs objects; called once, hw_rwsem held for write
+ * @free: free the memory once the last reference is gone
+ */
+struct krdma_object_ops {
+	const char *name;
+	int destroy_pass;
+	bool queues_events;
+	int (*release)(struct krdma_object *obj);
+	void (*device_removal)(struct krdma_object *obj);
+	void (*destroy_hw)(struct krdma_object *obj);
+	void (*free)(struct krdma_object *obj);
+};
+
+/**
+ * struct krdma_object - what every handle names
+ * @kref: the session table's reference plus one per lookup in flight
+ * @hw_rwsem: protects @hw_dead, @destroyed and the verbs objects of the
+ *	containing object: read to use them, write to destroy them
+ * @hw_dead: the verbs objects are gone (destroyed, or the device removed)
+ * @destroyed: DESTROY or close() took the handle (so a caller that still
+ *	holds a lookup reference learns -ENOENT, not -ENODEV)
+ * @published: in the session's table (else being built)
+ * @handle: the object's handle in its session
+ * @session: the session owning the object
+ * @kdev: the device, referenced
+ * @kpd: the session's PD on @kdev the object lives in, referenced, or NULL
+ * @dev_entry: on @kdev's object list, under the device's lock
+ * @ops: the object's type
+ */
+struct krdma_object {
+	struct kref kref;
+	struct rw_semaphore hw_rwsem;
+	bool hw_dead;
+	bool destroyed;
+	bool published;
+	u32 handle;
+	struct krdma_session *session;
+	struct krdma_device *kdev;
+	struct krdma_pd *kpd;
+	struct list_head dev_entry;
+	const struct krdma_object_ops *ops;
+};
+
+struct krdma_session *krdma_session_create(void);
+void krdma_session_destroy(struct krdma_session *session);
+void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
+		       const struct krdma_object_ops *ops);
+int krdma_object_reserve(struct krdma_object *obj);
+
+struct krdma_ucmd;
+int krdma_object_publish(struct krdma_object *obj, u32 *handle);
+int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,
+			 size_t len);
+void krdma_object_discard(struct krdma_object *obj);
+void krdma_object_erase(struct krdma_object *obj);
+void krdma_object_get_ref(struct krdma_object *obj);
+struct krdma_object *krdma_object_get(struct krdma_session *session,
+				      u32 handle,
+				      const struct krdma_object_ops *ops);
+void krdma_object_put(struct krdma_object *obj);
+int krdma_object_lock_hw(struct krdma_object *obj);
+int krdma_object_lock_hw_nested(struct krdma_object *obj);
+void krdma_object_unlock_hw(struct krdma_object *obj);
+int krdma_object_hw_alive(const struct krdma_object *obj);
+void krdma_object_kill_hw(struct krdma_object *obj);
+
+/**
+ * struct krdma_ucmd - one ioctl being executed
+ * @ubuffer: the caller's struct
+ * @user_size: the caller's idea of its size
+ * @cmd: the kernel copy, zero-extended to the kernel's struct size
+ */
+struct krdma_ucmd {
+	void __user *ubuffer;
+	u32 user_size;
+	void *cmd;
+};
+
+int krdma_ucmd_respond(struct krdma_ucmd *ucmd, size_t cmd_len);
+
+/*
+ * An array entry size the caller may give: at least the entry's first
+ * version, at most KRDMA_MAX_ENTRY_SIZE.
+ */
+static inline bool krdma_entry_size_ok(u32 entry_size, size_t min_size)
+{
+	return entry_size >= min_size && entry_size <= KRDMA_MAX_ENTRY_SIZE;
+}
+
+int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
+		       u32 n);
+
+#endif /* KRDMA_OBJECT_H */
