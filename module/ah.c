@@ -26,6 +26,7 @@ static void krdma_ah_destroy_hw(struct krdma_object *obj)
 	struct krdma_ah *kah = container_of(obj, struct krdma_ah, obj);
 	struct krdma_session *session = obj->session;
 
+	krdma_object_assert_hw_write(obj);
 	/*
 	 * Dead already (hw_dead, or never published): a POST that checks it
 	 * from now on refuses it, and one that found it alive before is
@@ -62,6 +63,7 @@ static int krdma_ah_create_hw(struct krdma_ah *kah,
 	struct krdma_pd *kpd;
 	int ret;
 
+	lockdep_assert_held_read(&kdev->usage);
 	ret = krdma_qp_set_av(kdev->ibdev, &attr, path);
 	if (ret)
 		return ret;

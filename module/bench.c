@@ -564,6 +564,7 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 	u32 i;
 	int ret;
 
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	if (!n)
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -653,6 +654,7 @@ static int krdma_bench_post_sends(struct krdma_bench_run *run,
 	u32 i;
 	int ret;
 
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	for (i = 0; i < n; i++)
 		krdma_bench_build(run, bc, i, len, last && i == n - 1);
 	if (!run->start_ns)
@@ -680,6 +682,7 @@ static int krdma_bench_fill(struct krdma_bench_run *run,
 	u64 iters = run->cmd->iters;
 	bool last = false;
 
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	if (!room)
 		return 0;
 	if (run->phase == KRDMA_BENCH_CLOSE) {
@@ -715,6 +718,7 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 	bool last;
 	int ret;
 
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	/* a late READY took the receive of the awaited reply (UC, UD) */
 	if (run->pingpong && bc->waiting && bc->recv_posted <= bc->ops)
 		return krdma_bench_post_recvs(run, bc, 1);
@@ -770,6 +774,7 @@ static int krdma_bench_tell(struct krdma_bench_run *run,
 	union krdma_send_wr wr = {};
 	int ret;
 
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	wr.send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1);
 	wr.send.send_flags = IB_SEND_SIGNALED;
 	krdma_wr_set_op(&wr, KRDMA_OP_SEND_WITH_IMM, &args);
@@ -797,6 +802,7 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 	bool can_send = !run->ud || bc->ah;
 	int ret;
 
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	/* UC, UD: receives stay posted for end messages, repeated */
 	if (run->cmd->iters && !krdma_bench_waits_hello(bc))
 		want = min(want, run->cmd->iters + bc->recv_other);
@@ -855,6 +861,7 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 static bool krdma_bench_rearm(struct krdma_bench_run *run,
 			      struct krdma_conn *conn)
 {
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (test_and_clear_bit(KRDMA_CONN_CQ_READY, &conn->state))
 		atomic_dec(&run->session->ready_conns);
 	if (ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
@@ -1154,6 +1161,7 @@ static int krdma_bench_qp_ready(struct krdma_conn *conn)
 	struct ib_qp_attr attr;
 	int ret;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE, &init);
 	if (ret)
 		return ret;
@@ -1219,6 +1227,7 @@ static int krdma_bench_check_conn(struct krdma_bench_run *run,
 	const struct krdma_qp_caps *caps = &conn->caps;
 	u32 queue = run->server ? caps->max_recv_wr : caps->max_send_wr;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (conn->obj.kdev != run->buf->obj.kdev)
 		return -EINVAL;
 	/* a run that receives counts its own receives: not an SRQ's */

@@ -165,6 +165,7 @@ static void krdma_buf_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
 
+	krdma_object_assert_hw_write(obj);
 	if (buf->keyed)
 		xa_cmpxchg(&obj->kpd->buf_keys, buf->key, buf, NULL, 0);
 	buf->keyed = false;
@@ -284,6 +285,7 @@ int krdma_buf_map(struct krdma_buf *buf)
 	size_t chunk = krdma_chunk_size(buf->mem);
 	int ret, n;
 
+	lockdep_assert_held_read(&kdev->usage);
 	ret = krdma_buf_sg(buf);
 	if (ret)
 		return ret;

@@ -44,6 +44,7 @@ static void krdma_listener_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_listener *l = container_of(obj, struct krdma_listener, obj);
 
+	krdma_object_assert_hw_write(obj);
 	if (l->cm_id)
 		rdma_destroy_id(l->cm_id);
 	l->cm_id = NULL;
@@ -116,6 +117,7 @@ void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id **idp)
 		.handle = obj->handle,
 	};
 
+	lockdep_assert_held_write(&obj->kdev->usage);
 	if (krdma_object_lock_hw(obj))
 		return;		/* destroyed meanwhile: no one to tell */
 	if (*idp) {
@@ -559,6 +561,7 @@ static int krdma_cm_set_timers(struct krdma_conn *conn)
 {
 	int ret;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (conn->transport != KRDMA_TRANSPORT_RC)
 		return 0;
 	ret = rdma_set_ack_timeout(conn->cm.id, conn->cm.ack_timeout);
@@ -575,6 +578,7 @@ static int krdma_cm_set_timers(struct krdma_conn *conn)
  */
 static void krdma_cm_apply_timers(struct krdma_conn *conn)
 {
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (conn->transport == KRDMA_TRANSPORT_RC)
 		krdma_cm_apply_min_rnr_timer(conn->cm.id,
 					     conn->cm.min_rnr_timer);
@@ -850,6 +854,7 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd)
  */
 void krdma_cm_comm_est(struct krdma_conn *conn)
 {
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (!conn->cm.id || conn->transport == KRDMA_TRANSPORT_UD ||
 	    test_bit(KRDMA_CONN_ESTABLISHED, &conn->state) ||
 	    test_and_set_bit(KRDMA_CONN_NOTIFIED, &conn->state))

@@ -24,6 +24,7 @@ void krdma_conn_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
 
+	krdma_object_assert_hw_write(obj);
 	if (conn->cm.id) {
 		/* Ends a connect or accept still waiting on the id. */
 		WRITE_ONCE(conn->cm.status, -ECONNABORTED);
@@ -188,6 +189,10 @@ static int krdma_conn_create_check(const struct krdma_conn_create *cmd)
  */
 int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle)
 {
+	if (conn->obj.published)
+		lockdep_assert_held_read(&conn->obj.hw_rwsem);
+	else
+		lockdep_assert_held_read(&conn->obj.kdev->usage);
 	if (!(flags & KRDMA_CONN_SRQ))
 		return srq_handle ? -EINVAL : 0;
 	return krdma_srq_bind(conn->obj.session, srq_handle, conn->obj.kdev,
@@ -302,6 +307,10 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	struct ib_qp *qp;
 	int ret = 0;
 
+	if (conn->obj.published)
+		lockdep_assert_held_read(&conn->obj.hw_rwsem);
+	else
+		lockdep_assert_held_read(&conn->obj.kdev->usage);
 	if (conn->srq) {
 		init.srq = conn->srq->srq;
 		init.cap.max_recv_wr = 0;
@@ -371,6 +380,7 @@ static int krdma_conn_set_port(struct krdma_conn *conn, u32 port,
 	struct krdma_pd *kpd;
 	int ret;
 
+	lockdep_assert_held_read(&conn->obj.kdev->usage);
 	kpd = krdma_pd_get(conn->obj.session, conn->obj.kdev);
 	if (IS_ERR(kpd))
 		return PTR_ERR(kpd);
@@ -776,6 +786,7 @@ int krdma_conn_get_request_locked(struct krdma_session *session, u32 handle,
  */
 void krdma_conn_release_hw(struct krdma_conn *conn)
 {
+	krdma_object_assert_hw(&conn->obj);
 	if (conn->qp)
 		krdma_conn_destroy_qp(conn, conn->qp);
 	conn->qp = NULL;

@@ -43,12 +43,14 @@ void krdma_devices_unlock(void)
 /* Next device at or after *index; caller holds krdma_devices_lock(). */
 struct krdma_device *krdma_device_next(unsigned long *index)
 {
+	lockdep_assert_held_read(&krdma_devices_rwsem);
 	return xa_find(&krdma_devices, index, ULONG_MAX, XA_PRESENT);
 }
 
 /* The device with this id; caller holds krdma_devices_lock(). */
 struct krdma_device *krdma_device_find(u32 id)
 {
+	lockdep_assert_held_read(&krdma_devices_rwsem);
 	return xa_load(&krdma_devices, id);
 }
 
@@ -257,6 +259,7 @@ static void krdma_device_kill_pass(struct krdma_device *kdev, int pass)
 	struct krdma_object *obj, *next;
 	LIST_HEAD(doomed);
 
+	lockdep_assert_held_write(&kdev->usage);
 	mutex_lock(&kdev->lock);
 	list_for_each_entry_safe(obj, next, &kdev->objects, dev_entry)
 		if (obj->ops->destroy_pass == pass)

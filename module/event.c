@@ -187,6 +187,7 @@ void krdma_handle_retire(struct krdma_session *session, u32 handle)
 static void krdma_event_delivered(struct krdma_session *session,
 				  struct krdma_queued_event *qe)
 {
+	lockdep_assert_held(&session->fetch_lock);
 	if (qe->frees_handle)
 		xa_release(&session->objects, qe->event.handle);
 	if (qe->frees_listener)
@@ -229,6 +230,7 @@ static void krdma_events_requeue(struct krdma_session *s,
 	struct krdma_queued_event *last;
 	unsigned long flags;
 
+	lockdep_assert_held(&s->fetch_lock);
 	if (list_empty(taken))
 		return;
 	spin_lock_irqsave(&s->event_lock, flags);
@@ -264,6 +266,7 @@ static int krdma_events_deliver(struct krdma_session *session,
 	u32 done = 0;
 	int ret;
 
+	lockdep_assert_held(&session->fetch_lock);
 	while (done < cmd->num_events && (qe = krdma_event_dequeue(session))) {
 		if (krdma_copy_entries(cmd->events_uptr +
 				       (u64)done * cmd->event_entry_size,

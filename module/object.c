@@ -119,6 +119,8 @@ int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 	bool reserved_here = !obj->handle;
 	int ret;
 
+	if (kdev)
+		lockdep_assert_held_read(&kdev->usage);
 	if (reserved_here) {
 		ret = krdma_object_reserve(obj);
 		if (ret)

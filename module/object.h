@@ -2,11 +2,38 @@
 /*
  * Sessions (one per open /dev/krdma) and the objects their handles name:
  * who holds what, who destroys what (object.c), and the ioctl plumbing.
+ *
+ * Lock order, outermost first (every lock of the module, and rdma_cm's):
+ *
+ *  1. krdma_devices_rwsem (device.c): the set of devices
+ *  2. krdma_device.usage: read to make objects on a device, write by its
+ *     removal, which takes it only after dropping 1
+ *  3. krdma_object.hw_rwsem: read to use an object's verbs state, write to
+ *     destroy it; one object's at a time, but for a POST's buffers, taken
+ *     nested (SINGLE_DEPTH_NESTING) under the target's, one at a time
+ *  4. krdma_session.ah_post_rwsem: read by a UD send's POST, write by an
+ *     address handle's teardown
+ *  5. rdma_cm's handler mutex (rdma_lock_handler(), and around every CM
+ *     event handler; rdma_destroy_id() waits for it): a handler takes no
+ *     hw_rwsem, and the usage of a device only with a trylock
+ *  6. krdma_session.fetch_lock: GET_EVENTS's delivery; it copies to the
+ *     user under it (mmap_lock inside)
+ *  7. krdma_pd.reg_lock, then krdma_device.reg_slots: fast registrations
+ *  8. krdma_session.pd_lock
+ *  9. krdma_device.lock
+ * 10. innermost, nothing taken inside: the xarrays' locks, krdma_srq.lock,
+ *     krdma_bench_shared.lock, and krdma_session.event_lock (irqsave: a QP's
+ *     event handler takes it in interrupt context)
+ *
+ * No page fault is taken under a hw_rwsem (POST and POLL copy with faults
+ * off) or a device's usage (user pages are pinned before), and no
+ * rdma_destroy_id() under a device's lock.
  */
 #ifndef KRDMA_OBJECT_H
 #define KRDMA_OBJECT_H
 
 #include <linux/kref.h>
+#include <linux/lockdep.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/spinlock.h>
@@ -76,6 +103,7 @@ struct krdma_object;
  * @device_removal: optional: tell the session the device is going (an
  *	event), just before removal kills the object
  * @destroy_hw: free the verbs objects; called once, hw_rwsem held for write
+ *	(or, for an object never published, by its creator alone)
  * @free: free the memory once the last reference is gone
  */
 struct krdma_object_ops {
@@ -140,6 +168,20 @@ int krdma_object_lock_hw_nested(struct krdma_object *obj);
 void krdma_object_unlock_hw(struct krdma_object *obj);
 int krdma_object_hw_alive(const struct krdma_object *obj);
 void krdma_object_kill_hw(struct krdma_object *obj);
+
+/* What destroy_hw() holds: the hw lock for write, once the handle is out. */
+static inline void krdma_object_assert_hw_write(struct krdma_object *obj)
+{
+	if (obj->published)
+		lockdep_assert_held_write(&obj->hw_rwsem);
+}
+
+/* The hw lock in any mode, once the handle is out (else no one shares it). */
+static inline void krdma_object_assert_hw(struct krdma_object *obj)
+{
+	if (obj->published)
+		lockdep_assert_held(&obj->hw_rwsem);
+}
 
 /**
  * struct krdma_ucmd - one ioctl being executed

@@ -88,6 +88,7 @@ static int krdma_reg_qp_create(struct krdma_pd *kpd)
 	struct ib_qp *qp;
 	int ret;
 
+	lockdep_assert_held(&kpd->reg_lock);
 	ret = krdma_reg_path(kdev->ibdev, &path);
 	if (ret)
 		return ret;
@@ -114,6 +115,7 @@ static int krdma_reg_wait(struct krdma_pd *kpd, struct krdma_reg_wait *wait)
 {
 	bool timed_out = false;
 
+	lockdep_assert_held(&kpd->reg_lock);
 	if (!wait_for_completion_timeout(&wait->done, KRDMA_REG_TIMEOUT)) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
@@ -147,6 +149,7 @@ int krdma_pd_reg_mr(struct krdma_pd *kpd, struct ib_mr *mr, int access)
 	};
 	int ret;
 
+	lockdep_assert_held_read(&kdev->usage);
 	init_completion(&wait.done);
 	mutex_lock(&kpd->reg_lock);
 	if (!kpd->reg_qp) {
@@ -174,6 +177,7 @@ static struct krdma_pd *krdma_pd_create(struct krdma_session *session,
 	struct krdma_pd *kpd;
 	int ret;
 
+	lockdep_assert_held(&session->pd_lock);
 	kpd = kzalloc(sizeof(*kpd), GFP_KERNEL);
 	if (!kpd)
 		return ERR_PTR(-ENOMEM);
@@ -212,6 +216,7 @@ struct krdma_pd *krdma_pd_get(struct krdma_session *session,
 {
 	struct krdma_pd *kpd;
 
+	lockdep_assert_held_read(&kdev->usage);
 	mutex_lock(&session->pd_lock);
 	kpd = xa_load(&session->pds, kdev->id);
 	/* the last put erases the entry under pd_lock: never at zero here */
@@ -226,6 +231,7 @@ struct krdma_pd *krdma_pd_get(struct krdma_session *session,
 /* Free the PD's verbs state; the caller holds the device's lock. */
 void krdma_pd_kill(struct krdma_pd *kpd)
 {
+	lockdep_assert_held(&kpd->kdev->lock);
 	if (kpd->dead)
 		return;
 	if (kpd->reg_qp)
@@ -242,6 +248,7 @@ static void krdma_pd_release(struct kref *kref)
 	struct krdma_pd *kpd = container_of(kref, struct krdma_pd, kref);
 	struct krdma_device *kdev = kpd->kdev;
 
+	lockdep_assert_held(&kpd->session->pd_lock);
 	xa_erase(&kpd->session->pds, kdev->id);
 	mutex_unlock(&kpd->session->pd_lock);
 	mutex_lock(&kdev->lock);

@@ -70,6 +70,7 @@ static int krdma_poll_copy(struct krdma_conn *conn,
 	u64 uptr = cmd->wcs_uptr + (u64)done * cmd->wc_entry_size;
 	int ret;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	pagefault_disable();
 	ret = krdma_copy_entries(uptr, cmd->wc_entry_size, uwc, sizeof(*uwc),
 				 1);
@@ -94,6 +95,7 @@ static int krdma_poll_cq(struct krdma_conn *conn, const struct krdma_poll *cmd,
 	struct krdma_wc uwc;
 	int want, n, i, ret;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	/* (a BENCH run may take the connection while a copy drops the lock) */
 	while (done < cmd->num_wcs &&
 	       !test_bit(KRDMA_CONN_BENCH, &conn->state)) {
@@ -129,6 +131,7 @@ static void krdma_conn_rearm(struct krdma_conn *conn)
 {
 	struct krdma_session *session = conn->obj.session;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (test_and_clear_bit(KRDMA_CONN_CQ_READY, &conn->state))
 		atomic_dec(&session->ready_conns);
 	if (ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
@@ -160,6 +163,7 @@ static int krdma_poll_wait(struct krdma_conn *conn, unsigned long deadline)
 	long left = (long)(deadline - jiffies);
 	int ret = 0;
 
+	lockdep_assert_held_read(&obj->hw_rwsem);
 	if (left <= 0)
 		return -ETIMEDOUT;
 	krdma_object_unlock_hw(obj);
@@ -190,6 +194,7 @@ int krdma_poll_put(struct krdma_conn *conn, const struct krdma_poll *cmd)
 	bool unlocked = false;
 	int ret = 0, done = 0;
 
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	for (;;) {
 		done = krdma_poll_cq(conn, cmd, wc, done, &unlocked);
 		if (unlocked) {

@@ -253,6 +253,13 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 	return 0;
 }
 
+/* The lock a POST holds (for read) while it builds and posts: its target's. */
+static struct rw_semaphore *
+krdma_post_target_lock(const struct krdma_post_ctx *ctx)
+{
+	return ctx->conn ? &ctx->conn->obj.hw_rwsem : &ctx->srq->obj.hw_rwsem;
+}
+
 /*
  * Keep a buffer or address handle the chain names until it is posted; one
  * of another device (its keys or AH mean nothing to this QP) is refused.
@@ -273,6 +280,7 @@ static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 	unsigned int i;
 	int n = 0, ret;
 
+	lockdep_assert_held_read(krdma_post_target_lock(ctx));
 	*total = 0;
 	for (i = 0; i < uwr->num_sge; i++) {
 		struct krdma_object **ref = &ctx->refs[ctx->num_refs];
@@ -438,6 +446,7 @@ static int krdma_post_build(struct krdma_post_ctx *ctx,
 	u32 i;
 	int ret;
 
+	lockdep_assert_held_read(krdma_post_target_lock(ctx));
 	for (i = 0; i < cmd->num_wrs; i++) {
 		*bad_index = i;
 		ret = krdma_read_wr(cmd, i, &uwr);
@@ -506,6 +515,7 @@ static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
 	const struct ib_recv_wr *bad_recv = NULL;
 	int ret;
 
+	lockdep_assert_held_read(krdma_post_target_lock(ctx));
 	if (ctx->srq) {
 		ret = ib_post_srq_recv(ctx->srq->srq, ctx->recv, &bad_recv);
 		*bad_index = krdma_post_index(ctx, bad_recv);
@@ -534,6 +544,7 @@ static int krdma_post_chain(struct krdma_session *session,
 	unsigned int i;
 	int ret = 0;
 
+	lockdep_assert_held_read(krdma_post_target_lock(ctx));
 	if (ud) {
 		down_read(&session->ah_post_rwsem);
 		for (i = 0; i < ctx->num_refs && !ret; i++)

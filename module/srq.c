@@ -23,6 +23,7 @@ static void krdma_srq_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_srq *srq = container_of(obj, struct krdma_srq, obj);
 
+	krdma_object_assert_hw_write(obj);
 	if (srq->srq && !WARN_ON(srq->users))
 		ib_destroy_srq(srq->srq);
 	srq->srq = NULL;
@@ -144,8 +145,9 @@ err_exit:
 /*
  * Bind an SRQ of the session to a connection being built on @kdev: the SRQ
  * counts the user until krdma_srq_unbind().  Returns the SRQ referenced.
- * The caller is inside krdma_device_enter(), so removal cannot change
- * hw_dead meanwhile.
+ * Removal cannot change hw_dead meanwhile: the caller is inside
+ * krdma_device_enter(), or holds the hw lock of a published connection on
+ * the device, which removal destroys before it comes to SRQs.
  */
 int krdma_srq_bind(struct krdma_session *session, u32 handle,
 		   struct krdma_device *kdev, struct krdma_srq **srqp)

@@ -34,7 +34,7 @@ int krdma_conn_reap(struct krdma_conn *conn, struct ib_wc *wc, int n)
 	bool received = false;
 	int got, i;
 
-	lockdep_assert_held(&conn->obj.hw_rwsem);
+	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	got = ib_poll_cq(conn->cq, n, wc);
 	for (i = 0; i < got; i++) {
 		if (wc[i].status == IB_WC_SUCCESS) {
