@@ -25,7 +25,7 @@ export PATH
 
 # krdma_lifecycle unloads and reloads the module: always last.  krdma_fuzz
 # just before it: it deletes and re-adds devices, and whatever else in the
-# kernel it may still break (README "Known problems": it found one rdma_cm
+# kernel it may still break (docs/known-problems.rst: it found one rdma_cm
 # and rxe bug that killed rxe0's CM for good) should not fail later tests
 # for nothing of their own.
 smoke="krdma_uapi krdma_devices krdma_transfer krdma_cm krdma_cli krdma_lifecycle"
@@ -34,7 +34,10 @@ if [ "${1:-}" = --smoke ]; then
 	# shellcheck disable=SC2086 # a list of programs
 	set -- $smoke
 fi
-progs=${*:-krdma_uapi krdma_devices krdma_transfer krdma_objects krdma_interop krdma_cm krdma_cli krdma_rping krdma_ubuf krdma_srq krdma_inval krdma_bench krdma_races krdma_failnth krdma_fuzz krdma_lifecycle}
+# the order of the Makefile's TEST_GEN_PROGS, as the kernel's runner has it
+all=$(awk '/^TEST_GEN_PROGS :=/ { f = 1; sub(/^TEST_GEN_PROGS :=/, "") }
+	f { c = /\\$/; sub(/\\$/, ""); printf "%s ", $0; if (!c) exit }' "$here/Makefile")
+progs=${*:-$all}
 
 timeout_s=$(sed -n 's/^timeout=\([0-9][0-9]*\)$/\1/p' "$here/settings" 2>/dev/null)
 timeout_s=${timeout_s:-600}

@@ -5,7 +5,8 @@
 # built with W=1 and sparse (C=2) against each kernel of the matrix
 # (kernels.sh; the headers installed, or the suite's build root made, as
 # make check does); any warning or error fails.  sparse is installed on
-# the host if missing.
+# the host if missing.  Then the selftests built in a kernel tree's
+# kselftest runner (kselftest-tree.sh).
 set -euo pipefail
 
 VMDIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
@@ -55,4 +56,5 @@ for series in ${*:-$KRDMA_MATRIX}; do
 	echo "lint: $(kernel_series "$REL") ($REL): W=1 and sparse clean"
 done
 rm -rf "$BUILD"
+"$VMDIR/kselftest-tree.sh" || status=1
 exit $status
