@@ -85,6 +85,8 @@ VMDIR=$(dirname "$SELF")
 REPO=$(cd "$VMDIR/../.." && pwd)
 # shellcheck source=selftests/vm/kernels.sh
 . "$VMDIR/kernels.sh"
+# shellcheck source=selftests/vm/initramfs.sh
+. "$VMDIR/initramfs.sh"
 CACHE=${KRDMA_CACHE:-/var/cache/krdma}
 MARK=KRDMA-EXIT-STATUS
 
@@ -188,149 +190,9 @@ if [ -n "$KO_FILE" ]; then
 fi
 [ -n "$KO_FILE" ] || [ -e "$KO" ] || note "warning: $KO does not exist"
 
-# ---------------------------------------------- guest userspace (debs, cached)
-GUEST_PKGS=(rdma-core ibverbs-utils rdmacm-utils ibverbs-providers libibverbs1
-	librdmacm1 libibumad3 perftest iproute2)
-# the library closure, minus what comes from the host (libc, libgcc_s)
-lib_closure() {
-	apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
-		--no-breaks --no-replaces --no-enhances "${GUEST_PKGS[@]}" 2>/dev/null |
-		grep -E '^lib[a-z0-9.+-]+$' | grep -vxE 'libc6|libgcc-s1|libelogind0|libpam.*|libsemanage.*|libdebian-installer.*|libnewt.*|libslang.*|libtextwrap.*|libreadline.*|libaudit.*|libcrypt1' | sort -u
-}
-ALLPKGS=$( { printf '%s\n' "${GUEST_PKGS[@]}"; lib_closure; } | sort -u)
-pkg_versions() {	# "name=version" for each of $ALLPKGS, one apt-cache call
-	# shellcheck disable=SC2086
-	apt-cache show --no-all-versions $ALLPKGS 2>/dev/null |
-		awk '/^Package: /{p=$2} /^Version: /{print p "=" $2}' | sort -u | tr '\n' ' '
-}
-PKGVERS=$(pkg_versions)
-[ "$(wc -w <<<"$PKGVERS")" -ge "$(wc -w <<<"$ALLPKGS")" ] || { apt_update; PKGVERS=$(pkg_versions); }
-UKEY=$(echo "$PKGVERS" | sha256sum | cut -c1-16)
-UDIR=$CACHE/userspace/$UKEY
-if [ ! -e "$UDIR/.done" ]; then
-	note "fetching guest userspace debs"
-	rm -rf "$UDIR"; mkdir -p "$UDIR/deb"
-	chmod 777 "$UDIR/deb" 2>/dev/null || true
-	# shellcheck disable=SC2086
-	apt_download "$UDIR/deb" $ALLPKGS
-	for d in "$UDIR"/deb/*.deb; do dpkg -x "$d" "$UDIR/root"; done
-	echo "$PKGVERS" | tr ' ' '\n' > "$UDIR/versions"
-	rm -rf "$UDIR/deb"
-	touch "$UDIR/.done"
-fi
-UROOT=$UDIR/root
-ULIBPATH=$UROOT/usr/lib/x86_64-linux-gnu:$UROOT/lib/x86_64-linux-gnu:$UROOT/usr/lib/x86_64-linux-gnu/libibverbs
-
-# --------------------------------------------------------- static initramfs
-GUEST_MODULES=(virtio_pci virtio_net 9pnet_virtio 9p netfs fscache crc32_generic
-	crc32_pclmul ib_core ib_uverbs ib_umad rdma_cm rdma_ucm rdma_rxe veth dummy
-	sch_netem sch_prio sch_ingress cls_u32 act_gact act_mirred ifb)
-# not in every kernel (built in, renamed, or not needed); the tc ones are
-# for selftests/faults.sh (netem on RoCE traffic only, both directions)
-OPTIONAL_MODULES=(netfs fscache crc32_generic crc32_pclmul dummy sch_netem
-	sch_prio sch_ingress cls_u32 act_gact act_mirred ifb)
-GUEST_TOOLS=(usr/bin/rdma sbin/ip bin/ip sbin/tc usr/bin/ibv_devices usr/bin/ibv_devinfo
-	usr/bin/ibv_rc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_uc_pingpong
-	usr/bin/ibv_srq_pingpong usr/bin/rping usr/bin/ucmatose usr/bin/udaddy
-	usr/bin/rdma_server usr/bin/rdma_client
-	usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_send_lat
-	usr/bin/ib_atomic_bw usr/bin/ib_atomic_lat usr/bin/ib_write_lat usr/bin/ib_read_lat)
-
-# copy a binary and its libraries (resolved with the deb libs first) into $1
-copy_libs() {
-	local dst=$1 lib; shift
-	for lib in $(LD_LIBRARY_PATH=$ULIBPATH ldd "$@" 2>/dev/null | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}' | sort -u); do
-		case $lib in
-		*/ld-linux-x86-64.so.2) [ -e "$dst/lib64/ld-linux-x86-64.so.2" ] || cp -L "$lib" "$dst/lib64/" ;;
-		*) [ -e "$dst/usr/lib/x86_64-linux-gnu/${lib##*/}" ] || cp -L "$lib" "$dst/usr/lib/x86_64-linux-gnu/" ;;
-		esac
-	done
-	if LD_LIBRARY_PATH=$ULIBPATH ldd "$@" 2>/dev/null | grep 'not found'; then
-		note "warning: unresolved libraries for $*"
-	fi
-}
-
-build_static() {
-	local out=$1 t m f n
-	t=$(mktemp -d /tmp/krdma-initrd.XXXXXX)
-	mkdir -p "$t"/{bin,sbin,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,usr/lib64,etc,proc,sys,dev,tmp,run,root,mnt,krdma}
-	ln -s usr/lib "$t/lib"; ln -s usr/lib64 "$t/lib64"
-	# busybox with applet links
-	cp /bin/busybox "$t/bin/busybox"
-	for f in $(/bin/busybox --list-full); do
-		[ -e "$t/$f" ] || [ -L "$t/$f" ] || ln -s /bin/busybox "$t/$f"
-	done
-	# Debian's busybox-static prefers its own applets (ip, tc, modprobe) to
-	# PATH: the shells come from the host instead (dash as /bin/sh, bash)
-	rm -f "$t/bin/sh" "$t/bin/bash"
-	cp /bin/dash "$t/bin/sh"
-	cp /bin/bash "$t/bin/bash"
-	copy_libs "$t" /bin/dash /bin/bash
-	# kmod from the host (handles .ko.xz)
-	for n in modprobe insmod rmmod lsmod depmod modinfo kmod; do
-		rm -f "$t"/{bin,sbin,usr/bin,usr/sbin}/$n
-		ln -s /usr/bin/kmod "$t/sbin/$n"
-	done
-	cp /usr/bin/kmod "$t/usr/bin/kmod"
-	copy_libs "$t" /usr/bin/kmod
-	# libgcc_s is dlopen'ed (pthread_cancel, rping)
-	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$t/usr/lib/x86_64-linux-gnu/"
-	# iproute2 + rdma-core tools
-	for f in "${GUEST_TOOLS[@]}"; do
-		[ -e "$UROOT/$f" ] || { note "warning: no $f in the guest debs"; continue; }
-		n=${f##*/}
-		rm -f "$t"/{bin,sbin,usr/bin,usr/sbin}/"$n"
-		cp -L "$UROOT/$f" "$t/usr/sbin/$n"
-		copy_libs "$t" "$UROOT/$f"
-	done
-	mkdir -p "$t/etc/libibverbs.d" "$t/usr/lib/x86_64-linux-gnu/libibverbs" "$t/etc/iproute2"
-	cp "$UROOT/etc/libibverbs.d/rxe.driver" "$t/etc/libibverbs.d/"
-	for f in "$UROOT"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so; do
-		cp -L "$f" "$t/usr/lib/x86_64-linux-gnu/libibverbs/"
-		copy_libs "$t" "$f"
-	done
-	cp -a "$UROOT"/usr/share/iproute2/. "$t/etc/iproute2/" 2>/dev/null || true
-	cp -a "$UROOT"/etc/iproute2/. "$t/etc/iproute2/" 2>/dev/null || true
-	[ -d "$UROOT/usr/lib/x86_64-linux-gnu/tc" ] && cp -a "$UROOT/usr/lib/x86_64-linux-gnu/tc" "$t/usr/lib/x86_64-linux-gnu/"
-	printf 'root:x:0:0:root:/root:/bin/sh\n' > "$t/etc/passwd"
-	printf 'root:x:0:\n' > "$t/etc/group"
-	printf '127.0.0.1 localhost\n::1 localhost\n192.0.2.1 vm1\n192.0.2.2 vm2\n' > "$t/etc/hosts"
-	[ -e /etc/protocols ] && cp /etc/protocols "$t/etc/"
-	[ -e /etc/services ] && cp /etc/services "$t/etc/"
-	# kernel modules and their dependencies
-	local mods
-	mods=$(for m in "${GUEST_MODULES[@]}"; do
-		# (an optional module the kernel lacks fails here: not fatal)
-		modprobe --show-depends -d "$KROOT" -S "$REL" "$m" 2>/dev/null | awk '$1=="insmod"{print $2}' || true
-	done | sort -u)
-	for f in $mods; do
-		n=${f#"$KROOT"/}
-		n=${n#lib/modules/"$REL"/}
-		mkdir -p "$t/usr/lib/modules/$REL/$(dirname "$n")"
-		cp -L "$f" "$t/usr/lib/modules/$REL/$n"
-	done
-	# (a kernel with everything built in has no module to copy)
-	mkdir -p "$t/usr/lib/modules/$REL"
-	for f in modules.order modules.builtin modules.builtin.modinfo; do
-		[ -e "$KROOT/lib/modules/$REL/$f" ] && cp -L "$KROOT/lib/modules/$REL/$f" "$t/usr/lib/modules/$REL/"
-	done
-	depmod -b "$t" "$REL"
-	( cd "$t" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) > "$out.tmp"
-	# pad to 512 bytes so the per-run archive appended after it is found
-	truncate -s "%512" "$out.tmp"
-	mv "$out.tmp" "$out"
-	rm -rf "$t"
-}
-
-SKEY=$( { echo "$KKEY $UKEY"; sha256sum "$SELF" /bin/busybox /usr/bin/kmod; dpkg-query -W libc6 kmod busybox-static 2>/dev/null; } | sha256sum | cut -c1-16)
-STATIC=$CACHE/initramfs/$REL-$SKEY.cpio
-if [ ! -e "$STATIC" ]; then
-	t1=$SECONDS
-	mkdir -p "$CACHE/initramfs"
-	rm -f "$CACHE/initramfs/$REL"-*.cpio
-	build_static "$STATIC"
-	note "static initramfs built in $((SECONDS - t1))s ($(du -h "$STATIC" | cut -f1))"
-fi
+# --------------------------------- guest userspace and static initramfs
+guest_userspace
+static_initramfs
 
 # ------------------------------------------------------------- per-run part
 RUNID=$(date +%Y%m%d-%H%M%S)-$REL-$$
@@ -353,147 +215,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat > "$WORK/init" <<'EOF'
-#!/bin/sh
-# generated by selftests/vm/run.sh
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev 2>/dev/null
-mkdir -p /dev/pts /dev/shm
-mount -t devpts devpts /dev/pts
-mount -t tmpfs tmp /tmp
-mount -t tmpfs shm /dev/shm
-exec </dev/console >/dev/console 2>&1
-. /krdma/config
-echo "$MARK:init"	# the kernel came up (run.sh boots again if not)
-ulimit -l unlimited
-ulimit -c 0
-hostname "vm$KRDMA_VM"
-status=125
-finish() {
-	cat /proc/sys/kernel/tainted > /tmp/tainted
-	[ -d "$RUNDIR" ] && dmesg > "$RUNDIR/$DMESG_FILE" 2>/dev/null
-	echo "$MARK=$status"
-	sync
-	poweroff -f
-	sleep 10
-}
-# rxe1 on krdma1: by default the kernel delivers traffic between two local
-# addresses through lo, where rxe drops it.  Policy routing sends traffic
-# from one veth end's address to the other's out through the veth, and the
-# local table is consulted for what arrives on a veth end.  Traffic without a
-# source address (unbound sockets, rdma_resolve_addr without a source) still
-# takes lo, as it would without rxe1.
-setup_rxe1() {
-	ip addr add 192.0.2.11/24 dev krdma1 || return 1
-	ip -6 addr add 2001:db8::11/64 dev krdma1 nodad || return 1
-	for f in all default krdma0 krdma1; do
-		echo 1 > /proc/sys/net/ipv4/conf/$f/accept_local
-		echo 0 > /proc/sys/net/ipv4/conf/$f/rp_filter
-	done
-	for v in -4 -6; do
-		ip $v rule add pref 10 iif krdma0 lookup local || return 1
-		ip $v rule add pref 11 iif krdma1 lookup local || return 1
-		ip $v rule add pref 30 lookup local || return 1
-		ip $v rule del pref 0 lookup local || return 1
-	done
-	ip -4 rule add pref 20 from 192.0.2.1 to 192.0.2.11 lookup 100 &&
-	ip -4 rule add pref 21 from 192.0.2.11 to 192.0.2.1 lookup 100 &&
-	ip -4 route add 192.0.2.11 dev krdma0 table 100 &&
-	ip -4 route add 192.0.2.1 dev krdma1 table 100 &&
-	ip -6 rule add pref 20 from 2001:db8::1 to 2001:db8::11 lookup 100 &&
-	ip -6 rule add pref 21 from 2001:db8::11 to 2001:db8::1 lookup 100 &&
-	ip -6 route add 2001:db8::11 dev krdma0 table 100 &&
-	ip -6 route add 2001:db8::1 dev krdma1 table 100 || return 1
-	rdma link add rxe1 type rxe netdev krdma1 || return 1
-	ping -c 1 -W 3 -I 192.0.2.1 192.0.2.11 >/dev/null &&
-	ping -c 1 -W 3 -I 2001:db8::1 2001:db8::11 >/dev/null
-}
-setup() {
-	for m in $MODULES; do
-		opt=
-		[ "$m" = dummy ] && opt=numdummies=0
-		case " $OPTIONAL_MODULES " in
-		*" $m "*) modprobe -q "$m" $opt 2>/dev/null ;;
-		*) modprobe "$m" $opt || echo "vm: modprobe $m failed" ;;
-		esac
-	done
-	mkdir -p "$REPO"
-	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none,access=any krdma "$REPO" ||
-		{ echo "vm: cannot mount the repo"; return 1; }
-	ip link set lo up
-	if [ "$KRDMA_VMS" = 1 ]; then
-		ip link add krdma0 type veth peer name krdma1 || return 1
-		NIC=krdma0
-		ip link set krdma1 up
-	else
-		NIC=eth0
-	fi
-	ip addr add "$RXE0_ADDR/24" dev $NIC || return 1
-	ip -6 addr add "$RXE0_ADDR6/64" dev $NIC nodad || return 1
-	ip link set $NIC up || return 1
-	rdma link add rxe0 type rxe netdev $NIC || { echo "vm: rdma link add rxe0 failed"; return 1; }
-	if [ "$KRDMA_VMS" = 1 ]; then
-		if setup_rxe1; then
-			export RXE1_ADDR=192.0.2.11 RXE1_ADDR6=2001:db8::11
-		else
-			echo "vm: no rxe1 (traffic does not cross krdma0/krdma1)"
-			rdma link delete rxe1 2>/dev/null
-		fi
-	fi
-	KRDMA_LOADED=0
-	if [ "$INSMOD" = 1 ] && [ "$KO_MODPROBE" = 1 ]; then
-		# a module installed as a package installs it: modprobe finds it
-		depmod -a && modprobe krdma && KRDMA_LOADED=1
-	elif [ "$INSMOD" = 1 ]; then
-		if [ -e "$KRDMA_KO" ]; then
-			insmod "$KRDMA_KO" && KRDMA_LOADED=1
-		else
-			echo "vm: $KRDMA_KO does not exist"
-		fi
-	fi
-	export KRDMA_LOADED
-	return 0
-}
-if ! setup; then
-	echo "vm: setup failed"
-	status=125
-	finish
-fi
-export PATH="/krdma/bin:$REPO/build/bin:$REPO/build/selftests:$PATH"
-cd "$REPO" || finish
-if [ "$KRDMA_VM" = 2 ]; then
-	sh /krdma/cmd.sh &
-	cmdpid=$!
-	sleep 2
-	touch "$RUNDIR/peer-ready"
-	wait $cmdpid
-	status=$?
-else
-	if [ "$KRDMA_VMS" = 2 ]; then
-		i=0
-		while [ ! -e "$RUNDIR/peer-ready" ]; do
-			i=$((i + 1)); [ $i -gt 600 ] && { echo "vm: the peer never got ready"; break; }
-			sleep 1
-		done
-		i=0
-		until ping -c 1 -W 1 "$PEER_ADDR" >/dev/null 2>&1; do
-			i=$((i + 1)); [ $i -gt 30 ] && { echo "vm: no ping from the peer"; break; }
-		done
-	fi
-	sh /krdma/cmd.sh
-	status=$?
-fi
-finish
-EOF
 
 # the guest's config and command, quoted by bash's printf %q
 mkvm() {	# mkvm N OUT.cpio [CMD...]
 	local n=$1 out=$2 d=$WORK/vm$1 self peer self6 peer6
 	shift 2
 	mkdir -p "$d/krdma"
-	cp "$WORK/init" "$d/init"; chmod 755 "$d/init"
+	cp "$VMDIR/guest-init.sh" "$d/init"; chmod 755 "$d/init"
 	if [ "$n" = 1 ]; then self=192.0.2.1 self6=2001:db8::1 peer=192.0.2.2 peer6=2001:db8::2
 	else self=192.0.2.2 self6=2001:db8::2 peer=192.0.2.1 peer6=2001:db8::1; fi
 	{
