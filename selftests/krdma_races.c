@@ -61,7 +61,9 @@ static const struct kr_cmd {
 	uint32_t min_size;
 } kr_cmds[] = {
 #define C(n, s, f) { KRDMA_CMD_##n, #n, sizeof(struct s), f, sizeof(struct s) }
-	C(GET_INFO, krdma_info, 0),
+	/* (bench_protocol came in a second version of the struct) */
+	{ KRDMA_CMD_GET_INFO, "GET_INFO", sizeof(struct krdma_info), 0,
+	  offsetof(struct krdma_info, bench_protocol) },
 	C(QUERY_DEVICES, krdma_query_devices, KRDMA_QUERY_DEVICES_ONE),
 	C(DESTROY, krdma_destroy, 0),
 	C(BUF_ALLOC, krdma_buf_alloc, 0),

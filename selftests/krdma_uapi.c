@@ -164,7 +164,8 @@ KRDMA_TEST_F(krdma, unimplemented_command_enotty)
  * Length rules (include/uapi/linux/iommufd.h): one test per failure.
  */
 
-#define TEST_LENGTH(_struct, _ioctl)					\
+/* (@_first: the size of the struct's first version, the least taken) */
+#define TEST_LENGTH(_struct, _ioctl, _first)				\
 KRDMA_TEST_F(krdma, _struct##_size_zero)				\
 {									\
 	struct { struct _struct cmd; uint8_t extra[64]; } buf = {};	\
@@ -177,7 +178,7 @@ KRDMA_TEST_F(krdma, _struct##_size_short)				\
 	struct { struct _struct cmd; uint8_t extra[64]; } buf;		\
 	uint32_t sz;							\
 									\
-	for (sz = 1; sz < sizeof(struct _struct); sz++) {		\
+	for (sz = 1; sz < (_first); sz++) {				\
 		memset(&buf, 0, sizeof(buf));				\
 		buf.cmd.size = sz;					\
 		EXPECT_ERRNO(EINVAL, ioctl(self->fd, _ioctl, &buf),	\
@@ -239,8 +240,26 @@ KRDMA_TEST_F(krdma, _struct##_size_long_zero)				\
 	free(buf);							\
 }
 
-TEST_LENGTH(krdma_info, KRDMA_GET_INFO)
-TEST_LENGTH(krdma_query_devices, KRDMA_QUERY_DEVICES)
+TEST_LENGTH(krdma_info, KRDMA_GET_INFO,
+	    offsetof(struct krdma_info, bench_protocol))
+TEST_LENGTH(krdma_query_devices, KRDMA_QUERY_DEVICES,
+	    sizeof(struct krdma_query_devices))
+
+/* A caller of the first version gets its fields, and nothing past them. */
+KRDMA_TEST_F(krdma, get_info_first_version)
+{
+	const uint32_t first = offsetof(struct krdma_info, bench_protocol);
+	struct krdma_info info;
+
+	memset(&info, 0xa5, sizeof(info));
+	info.size = first;
+	info.flags = 0;
+	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &info));
+	EXPECT_EQ((__u32)KRDMA_ABI_VERSION, info.abi_version);
+	EXPECT_STREQ(self->info.module_version, info.module_version);
+	EXPECT_EQ(0xa5a5a5a5u, info.bench_protocol);
+	EXPECT_EQ(0xa5a5a5a5u, info.__reserved);
+}
 
 /* ------------------------------------------------------------------------
  * KRDMA_GET_INFO

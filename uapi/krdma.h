@@ -1498,17 +1498,17 @@ struct krdma_bench_progress {
  * @timeout_ms: give up when nothing completes for this long (0: 5000)
  * @progress_uptr: 0, or a &struct krdma_bench_progress the kernel updates
  *	about once a second while the run goes on
- * @ops_done: out, operations completed (a server: messages received)
- * @bytes_done: out, payload bytes moved
- * @elapsed_ns: out, wall time from the first post to the last completion
- * @peak_bps: out, best bandwidth over 10 ms windows, bytes per second
- * @lat_samples: out, latency samples written to @samples_uptr
  * @samples_uptr: latency mode: an array of @max_samples __aligned_u64
  *	where the run writes each operation's latency in ns, in order (the
  *	first @max_samples), for the caller's figures; or 0.  Else 0
  *	(%EINVAL)
  * @max_samples: entries of @samples_uptr (0 with it), at most
  *	%KRDMA_BENCH_MAX_SAMPLES (%EINVAL)
+ * @ops_done: out, operations completed (a server: messages received)
+ * @bytes_done: out, payload bytes moved
+ * @elapsed_ns: out, wall time from the first post to the last completion
+ * @peak_bps: out, best bandwidth over 10 ms windows, bytes per second
+ * @lat_samples: out, latency samples written to @samples_uptr
  * @cq_polls: out, ib_poll_cq() calls
  * @empty_polls: out, those that found nothing
  * @post_calls: out, ib_post_send() and ib_post_recv() calls
@@ -1559,13 +1559,13 @@ struct krdma_bench {
 	__u32 inline_size;
 	__u32 timeout_ms;
 	__aligned_u64 progress_uptr;
+	__aligned_u64 samples_uptr;
+	__aligned_u64 max_samples;
 	__aligned_u64 ops_done;
 	__aligned_u64 bytes_done;
 	__aligned_u64 elapsed_ns;
 	__aligned_u64 peak_bps;
 	__aligned_u64 lat_samples;
-	__aligned_u64 samples_uptr;
-	__aligned_u64 max_samples;
 	__aligned_u64 cq_polls;
 	__aligned_u64 empty_polls;
 	__aligned_u64 post_calls;
