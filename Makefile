@@ -181,10 +181,15 @@ bench-trace:
 	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/bench-trace.sh
 
 CHECKPATCH ?= $(BUILD)/linux-source/scripts/checkpatch.pl
+KERNEL_DOC ?= $(BUILD)/linux-source/scripts/kernel-doc
+# checkpatch --strict, and the uAPI header kernel-doc clean
 checkpatch:
 	$(SRC)/selftests/vm/linux-source.sh $(BUILD)/linux-source
 	$(CHECKPATCH) --strict --no-tree --terse --show-types \
 		-f $(SRC)/module/*.[ch] $(SRC)/uapi/krdma.h $(SRC)/probes/*.c
+	@out=$$($(KERNEL_DOC) -none -v $(SRC)/uapi/krdma.h 2>&1 | grep -i warning); \
+	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; \
+	echo "kernel-doc: uapi/krdma.h clean"
 
 sparse:
 	rm -rf $(KBUILD_DIR)

@@ -48,9 +48,8 @@
  *               POST: the send or receive queue is full (poll, then post
  *               again from &struct krdma_post.num_wrs)
  *  %ENOBUFS, %ENFILE  the RDMA core or the network stack under it ran out
- *               of buffers (route or neighbour entries) or of files (rxe
- *               creates a kernel socket per QP): as %ENOMEM, passed on
- *               unchanged so that it says which
+ *               of buffers (route or neighbour entries) or of files: as
+ *               %ENOMEM, passed on unchanged so that it says which
  *  %EBUSY       DESTROY of an object another one still uses (an SRQ);
  *               POST, POLL or BENCH on a connection a BENCH run has
  *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
@@ -169,6 +168,7 @@ enum krdma_transport {
  * @KRDMA_OP_LOCAL_INV: invalidate the key @imm_data of one of the session's
  *	own buffers (any other key is %EINVAL), RC and UC; afterwards the
  *	buffer's key fails every access until the buffer is destroyed
+ * @KRDMA_OP_MAX: the number of opcodes (not one)
  */
 enum krdma_opcode {
 	KRDMA_OP_SEND = 0,
@@ -340,6 +340,7 @@ enum krdma_link_layer {
  * @first_gid: index of this port's first entry in the GIDs array
  * @num_gids: valid GID entries this port has
  * @netdev: NUL-terminated name of the port's net device ("" if none)
+ * @__reserved: zero
  */
 struct krdma_port_info {
 	__u32 dev_index;
@@ -491,7 +492,7 @@ enum krdma_access {
  *	%KRDMA_ACCESS_MW_BIND %EOPNOTSUPP (as for %KRDMA_BUF_REG_USER)
  * @length: bytes, 1 ... the device's max_mr_size, and at most
  *	max_fast_reg_page_list_len chunks of up to 4 MiB each (one MR maps
- *	the buffer: 2 GiB on rxe), else %EINVAL
+ *	the buffer), else %EINVAL
  * @handle: out, the buffer's handle
  * @lkey: out, local key
  * @rkey: out, remote key (0 unless a REMOTE_* access was asked for)
@@ -539,7 +540,7 @@ enum krdma_buf_reg_flags {
  *	RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK (%ENOMEM past it)
  * @length: bytes; @uaddr + @length must not wrap (%EINVAL), and the pages
  *	it spans must fit one fast registration: at most the device's
- *	max_fast_reg_page_list_len pages (%EINVAL; 512 pages, 2 MiB, on rxe).
+ *	max_fast_reg_page_list_len pages (%EINVAL).
  *	Larger transfers use several buffers, or a kernel buffer, whose
  *	physically contiguous chunks let one MR map more
  * @handle: out, the buffer's handle
@@ -862,17 +863,17 @@ struct krdma_cm_listen {
  * @ack_timeout: with %KRDMA_CONN_CM_TIMERS, the local ACK timeout exponent
  *	(4.096 us * 2^n), 1 ... 31; default 14 (67 ms)
  * @retry_cnt: with %KRDMA_CONN_CM_TIMERS, transport retries, 0 ... 7, sent
- *	in the REQ so both QPs use it; default 7.  rxe (6.1, 6.12) retries
- *	forever at 7, so only a smaller count ends in %IB_WC_RETRY_EXC_ERR
- *	there, after (@retry_cnt + 1) ACK timeouts
+ *	in the REQ so both QPs use it; default 7.  A device may retry
+ *	forever at 7; a smaller count ends in %IB_WC_RETRY_EXC_ERR after
+ *	(@retry_cnt + 1) ACK timeouts
  * @rnr_retry: with %KRDMA_CONN_CM_TIMERS, RNR retries, 0 ... 7 (7 =
  *	forever); default 7
  * @min_rnr_timer: with %KRDMA_CONN_CM_TIMERS, IB_RNR_TIMER_* code the
  *	local QP answers RNR NAKs with, 0 ... 31; default 12 (0.64 ms)
  * @__reserved: must be 0
  *
- * The fields from @ack_timeout on came with ABI version 1's second
- * revision: a caller passing the older, shorter size gets the defaults.
+ * A caller whose struct ends before @ack_timeout (its first version) gets
+ * the defaults.
  *
  * The call returns once the connection is established (0), or fails:
  * %ETIMEDOUT, %EHOSTUNREACH (address, route, or peer unreachable),
@@ -1090,6 +1091,7 @@ struct krdma_get_events {
  * @__reserved: must be 0
  * @offset: byte offset in the buffer
  * @length: bytes; must stay inside the buffer
+ * @__reserved2: must be 0
  */
 struct krdma_sge {
 	__u32 buf_handle;
@@ -1169,8 +1171,8 @@ struct krdma_wr {
 /**
  * enum krdma_post_flags - &struct krdma_post.flags
  * @KRDMA_POST_POLL: once the WRs are posted, poll the connection's CQ as
- *	%KRDMA_POLL would, with @num_wcs, @wc_entry_size, @timeout_ms and
- *	@wcs_uptr: one system call to post an operation and reap what
+ *	%KRDMA_POLL would, with &struct krdma_post's num_wcs, wc_entry_size,
+ *	timeout_ms and wcs_uptr: one system call to post an operation and reap what
  *	completed (a ping-pong's send and its reply), where %KRDMA_POST then
  *	%KRDMA_POLL make two.  Connections only (%EINVAL for an SRQ).
  */
@@ -1247,7 +1249,7 @@ enum krdma_wc_flags {
 /**
  * struct krdma_wc - one completion (struct ib_wc)
  * @wr_id: the WR's @wr_id
- * @status: IB_WC_* status (0 success; krdmactl prints its name)
+ * @status: IB_WC_* status (0: success)
  * @opcode: &enum krdma_opcode of the completion as verbs reports it: a
  *	sender sees SEND for SEND_WITH_IMM and RDMA_WRITE for
  *	RDMA_WRITE_WITH_IMM; a receiver sees RECV, or RDMA_WRITE_WITH_IMM for a
@@ -1354,7 +1356,7 @@ struct krdma_srq_create {
  * enum krdma_bench_flags - &struct krdma_bench.flags
  * @KRDMA_BENCH_LATENCY: latency instead of bandwidth: one operation at a
  *	time; SEND and SEND_WITH_IMM are a ping-pong with a %KRDMA_BENCH_SERVER
- *	peer (half the round trip is reported, as ib_send_lat does), the
+ *	peer (a sample is half the round trip), the
  *	other opcodes post one WR and wait for its completion
  * @KRDMA_BENCH_NOTIFY: sleep on CQ notifications instead of busy polling
  *	(every connection must have been created with %KRDMA_CONN_NOTIFY)
@@ -1388,8 +1390,7 @@ struct krdma_srq_create {
  *	connection): the caller's thread runs the first share, a kernel
  *	thread bound to each other of those CPUs one more, each polling its
  *	own connections' CQs; the figures, @timeout_ms and the failure
- *	reported are the run's.  A software device such as rxe does a
- *	connection's work on the CPU that posts to it
+ *	reported are the run's
  *
  * UC and UD drop a message that finds no receive posted, and nothing is
  * resent.  A server on a UC or UD connection answers, instead of saying it

@@ -3,12 +3,13 @@
 #
 # linux-source.sh DIR: unpack from Debian's linux-source-6.1 tarball the few
 # files krdma takes from the kernel itself (kselftest_harness.h and
-# kselftest.h for the selftests, checkpatch.pl and its data files) into DIR,
+# kselftest.h for the selftests, checkpatch.pl and its data files,
+# kernel-doc) into DIR,
 # installing the package if it is missing.  Idempotent and cheap once done.
 set -euo pipefail
 
 dest=${1:?usage: linux-source.sh DIR}
-stamp=$dest/.unpacked
+stamp=$dest/.unpacked-2
 [ -e "$stamp" ] && exit 0
 
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1 || true)
@@ -25,6 +26,7 @@ members=(
 	tools/testing/selftests/kselftest_harness.h
 	tools/testing/selftests/kselftest.h
 	scripts/checkpatch.pl
+	scripts/kernel-doc
 	scripts/spelling.txt
 	scripts/const_structs.checkpatch
 )
