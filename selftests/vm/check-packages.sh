@@ -94,13 +94,14 @@ dkms_module() {	# the module DKMS installed for release $1
 	find "/lib/modules/$1/updates/dkms" -name 'krdma.ko*' | head -n 1
 }
 
+# (any state dpkg knows them in, a half-installed one too)
 remove_packages() {
-	local p
+	local p present=()
 	for p in krdma-dkms krdmactl; do
-		if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed; then
-			DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "$p" >/dev/null
-		fi
+		dpkg-query -W "$p" >/dev/null 2>&1 && present+=("$p")
 	done
+	[ ${#present[@]} = 0 ] ||
+		dpkg --purge --force-remove-reinstreq "${present[@]}" >/dev/null
 }
 
 t_deb() {
