@@ -134,6 +134,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ $# -gt 0 ] || usage
+# (printf %q writes a newline as $'\n', which the guest's dash cannot read)
+for a in "$@"; do
+	case $a in *$'\n'*) die "CMD cannot hold a newline" ;; esac
+done
 case $VMS in 1|2) ;; *) die "--vms must be 1 or 2" ;; esac
 case $ACCEL in tcg|kvm) ;; *) die "--accel must be tcg or kvm" ;; esac
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "bad --timeout"
