@@ -182,14 +182,15 @@ bench-trace:
 
 CHECKPATCH ?= $(BUILD)/linux-source/scripts/checkpatch.pl
 KERNEL_DOC ?= $(BUILD)/linux-source/scripts/kernel-doc
-# checkpatch --strict, and the uAPI header kernel-doc clean
+# checkpatch --strict, and the headers kernel-doc clean
 checkpatch:
 	$(SRC)/selftests/vm/linux-source.sh $(BUILD)/linux-source
 	$(CHECKPATCH) --strict --no-tree --terse --show-types \
 		-f $(SRC)/module/*.[ch] $(SRC)/uapi/krdma.h $(SRC)/probes/*.c
-	@out=$$($(KERNEL_DOC) -none -v $(SRC)/uapi/krdma.h 2>&1 | grep -i warning); \
+	@out=$$($(KERNEL_DOC) -none -v $(SRC)/uapi/krdma.h $(SRC)/module/*.h 2>&1 | \
+		grep -i warning); \
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; \
-	echo "kernel-doc: uapi/krdma.h clean"
+	echo "kernel-doc: uapi/krdma.h and module/*.h clean"
 
 sparse:
 	rm -rf $(KBUILD_DIR)

@@ -32,7 +32,6 @@
 #include "conn.h"
 #include "device.h"
 #include "ioctl.h"
-#include "krdma_compat.h"
 #include "object.h"
 #include "wr.h"
 
@@ -1058,12 +1057,12 @@ static int krdma_bench_copy_samples(struct krdma_bench_run *run)
 {
 	struct krdma_bench *cmd = run->cmd;
 
-	cmd->lat_samples = run->num_samples;
 	if (!run->num_samples)
 		return 0;
 	if (copy_to_user(u64_to_user_ptr(cmd->samples_uptr), run->samples,
 			 array_size(run->num_samples, sizeof(u64))))
 		return -EFAULT;
+	cmd->lat_samples = run->num_samples;
 	return 0;
 }
 
@@ -1118,6 +1117,11 @@ static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 	    (cmd->max_samples && (!(cmd->flags & KRDMA_BENCH_LATENCY) ||
 				  (cmd->flags & KRDMA_BENCH_SERVER))))
 		return -EINVAL;
+	/* not after a whole run: an array that is not user memory at all */
+	if (cmd->max_samples &&
+	    !access_ok(u64_to_user_ptr(cmd->samples_uptr),
+		       cmd->max_samples * sizeof(u64)))
+		return -EFAULT;
 	return 0;
 }
 
@@ -1378,9 +1382,13 @@ static void krdma_bench_free(struct krdma_bench_run *run)
 	krdma_bench_free_chains(run);
 }
 
+/* The outputs, from ops_done to failed_conn: inputs may follow them. */
 static void krdma_bench_clear_outputs(struct krdma_bench *cmd)
 {
-	memset_startat(cmd, 0, ops_done);
+	const size_t from = offsetof(struct krdma_bench, ops_done);
+	const size_t to = offsetofend(struct krdma_bench, failed_conn);
+
+	memset((u8 *)cmd + from, 0, to - from);
 }
 
 int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)

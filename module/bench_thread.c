@@ -43,6 +43,8 @@ static int krdma_bench_thread_init(struct krdma_bench_run *run,
 
 	t->cmd = *run->cmd;
 	t->cmd.progress_uptr = 0;	/* the caller's thread publishes it */
+	t->cmd.samples_uptr = 0;	/* and keeps the samples */
+	t->cmd.max_samples = 0;
 	t->run = *run;
 	t->run.cmd = &t->cmd;
 	t->run.bconns = run->bconns + first;

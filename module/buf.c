@@ -437,7 +437,7 @@ int krdma_buf_alloc(struct krdma_session *session, struct krdma_ucmd *ucmd)
  * The kernel address of byte @offset of @mem, and the bytes its chunk
  * holds from there: the one place a buffer offset becomes memory.  Pinned
  * user pages are addressed as kernel memory, which needs every page
- * mapped: no HIGHMEM (64-bit kernels).
+ * mapped: no HIGHMEM (Kbuild refuses such a kernel).
  */
 void *krdma_buf_mem_addr(const struct krdma_buf_mem *mem, u64 offset,
 			 size_t *avail)
@@ -447,7 +447,6 @@ void *krdma_buf_mem_addr(const struct krdma_buf_mem *mem, u64 offset,
 	unsigned int idx = div_u64(off, chunk);
 	size_t in = off - (u64)idx * chunk;
 
-	BUILD_BUG_ON(IS_ENABLED(CONFIG_HIGHMEM));
 	*avail = chunk - in;
 	return page_address(mem->chunks[idx]) + in;
 }

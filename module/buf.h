@@ -52,6 +52,7 @@ struct krdma_buf_mem {
  * @mr: the fast-registered MR
  * @key: @mr's key as registered (lkey and rkey alike); never changes, so
  *	it may be read under the session's xarray lock alone
+ * @keyed: @key is in the PD's buf_keys
  */
 struct krdma_buf {
 	struct krdma_object obj;
@@ -62,7 +63,7 @@ struct krdma_buf {
 	bool mapped;
 	struct ib_mr *mr;
 	u32 key;
-	bool keyed;		/* @key is in the PD's buf_keys */
+	bool keyed;
 };
 
 extern const struct krdma_object_ops krdma_buf_ops;
@@ -74,13 +75,14 @@ void krdma_buf_mem_put(struct krdma_buf_mem *mem);
 int krdma_buf_map(struct krdma_buf *buf);
 /**
  * struct krdma_buf_keys - what a new buffer's creator hands back
+ * @obj: the buffer, referenced for krdma_object_respond()
  * @handle: the buffer's handle
  * @lkey: local key
  * @rkey: remote key, 0 without remote access
  * @addr: the address peers use with @rkey
  */
 struct krdma_buf_keys {
-	struct krdma_object *obj;	/* referenced: krdma_object_respond() */
+	struct krdma_object *obj;
 	u32 handle;
 	u32 lkey;
 	u32 rkey;

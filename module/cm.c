@@ -857,6 +857,7 @@ void krdma_cm_comm_est(struct krdma_conn *conn)
 	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	if (!conn->cm.id || conn->transport == KRDMA_TRANSPORT_UD ||
 	    test_bit(KRDMA_CONN_ESTABLISHED, &conn->state) ||
+	    test_bit(KRDMA_CONN_NOTIFIED, &conn->state) ||
 	    test_and_set_bit(KRDMA_CONN_NOTIFIED, &conn->state))
 		return;
 	rdma_notify(conn->cm.id, IB_EVENT_COMM_EST);

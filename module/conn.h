@@ -132,7 +132,7 @@ struct krdma_conn_cm {
  * @dest_qp_num: the peer's QP number
  * @qkey: UD Q_Key
  * @caps: what the device granted
- * @last_wc_status: the last error completion's status
+ * @last_wc_status: the last failed completion's status, flushes aside
  * @error_event: the CONN_ERROR event, allocated ahead; NULL once queued
  * @cm: what rdma_cm adds (a manual connection's @cm.id is NULL)
  */

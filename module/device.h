@@ -26,6 +26,8 @@ struct krdma_session;
  * @id: krdma's device id (&struct krdma_device_info.dev_index); ids are
  *	allocated cyclically so a removed device's id is not handed out again
  * @max_inline_data: inline bytes a one-SGE RC QP could be created with
+ * @reg_slots: registrations in flight on @cq, every session's: at most its
+ *	depth, so that the CQ, shared by every registration QP, never overruns
  * @next_comp_vector: the completion vector of the next connection's CQ
  *	(taken round robin: spreads the CQs' interrupts over the CPUs)
  * @usage: held for read while an object is created on the device, for
@@ -43,10 +45,6 @@ struct krdma_device {
 	struct ib_cq *cq;
 	u32 id;
 	u32 max_inline_data;
-	/*
-	 * Registrations in flight on @cq, every session's: at most its depth,
-	 * so that the CQ, shared by every registration QP, never overruns.
-	 */
 	struct semaphore reg_slots;
 	atomic_t next_comp_vector;
 	struct rw_semaphore usage;

@@ -49,8 +49,12 @@ struct krdma_queued_event;
 
 /**
  * struct krdma_session - one open /dev/krdma
+ * @kref: the file's reference, and one per object
  * @objects: handle -> &struct krdma_object; the xarray's lock protects a
  *	lookup and the kref it takes
+ * @ah_post_rwsem: read by a UD send's POST across ib_post_send(), once it
+ *	has checked its address handles are alive; written by an address
+ *	handle's teardown, so that no post still uses the ib_ah it frees
  * @wait: woken by completions and device removal, for poll(2) and waits
  * @ready_conns: interrupt-driven connections with completions to fetch
  * @event_lock: protects @events, @num_events, @overflow and @events_lost;
@@ -67,13 +71,8 @@ struct krdma_queued_event;
  * @pds: device id -> the session's &struct krdma_pd there
  */
 struct krdma_session {
-	struct kref kref;		/* the file's, and one per object */
+	struct kref kref;
 	struct xarray objects;
-	/*
-	 * Read by a UD send's POST across ib_post_send(), once it has checked
-	 * its address handles are alive; written by an address handle's
-	 * teardown, so that no post still uses the ib_ah it frees.
-	 */
 	struct rw_semaphore ah_post_rwsem;
 	wait_queue_head_t wait;
 	atomic_t ready_conns;

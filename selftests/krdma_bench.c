@@ -295,6 +295,7 @@ KRDMA_TEST_F(bench, bandwidth_modes)
 		bench_init(self, &b, &h, ops[i], 300);
 		b.signal_every = 4;
 		b.ops_done = 12345;	/* outputs are written whatever */
+		b.__reserved_figures[6] = 1;
 		ASSERT_EQ(0, ioctl(self->fd, KRDMA_BENCH, &b)) {
 			TH_LOG("opcode %u: %s", ops[i], strerror(errno));
 		}
@@ -306,6 +307,7 @@ KRDMA_TEST_F(bench, bandwidth_modes)
 		EXPECT_LT(0u, b.cq_polls - b.empty_polls);
 		EXPECT_EQ(0u, b.wc_status);
 		EXPECT_EQ(0u, b.lat_samples);
+		EXPECT_EQ(0u, b.__reserved_figures[6]);
 		EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
 	}
 	/* duration mode: ends by itself, every WR reaped */
@@ -370,10 +372,12 @@ KRDMA_TEST_F(bench, latency_samples)
 	EXPECT_EQ(50u, b.lat_samples);
 	EXPECT_LT(0u, samples[49]);
 	EXPECT_EQ(0u, samples[50]);
-	/* none asked: none kept */
+	/* none asked (a caller of the struct's first version): none kept */
 	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 20);
 	b.flags = KRDMA_BENCH_LATENCY;
 	b.tx_depth = 0;
+	b.size = offsetof(struct krdma_bench, samples_uptr);
+	b.samples_uptr = 1;	/* past size: not the kernel's business */
 	ASSERT_OK(ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_EQ(20u, b.ops_done);
 	EXPECT_EQ(0u, b.lat_samples);
@@ -406,7 +410,13 @@ KRDMA_TEST_F(bench, latency_samples_errnos)
 	b.max_samples = 8;
 	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_BENCH, &b));
 	EXPECT_EQ(8u, b.ops_done);
+	EXPECT_EQ(0u, b.lat_samples);
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h));
+	/* not user memory at all: refused before the run, nothing written */
+	b.samples_uptr = ~0ull & ~4095ull;
+	b.ops_done = 777;
+	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ(777u, b.ops_done);
 }
 
 /* A READ run checks what it read; a spoiled source is caught. */
@@ -884,6 +894,33 @@ KRDMA_TEST_F(bench, foreign_completion_ends_run)
 	EXPECT_GT(1000u, b.ops_done);
 	/* as after any failed run: flushed, in the error state */
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h));
+	EXPECT_OK(bench_poll_now(self->fd, h));
+}
+
+/*
+ * A completion in error ends the run with EIO: its status and connection
+ * said, the connection in ERR with the status its query gives too.
+ */
+KRDMA_TEST_F(bench, remote_error_ends_run)
+{
+	struct krdma_conn_query q;
+	struct krdma_bench b;
+	uint32_t h;
+
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 100);
+	b.remote_rkey ^= 0x80;	/* the key byte of a valid index */
+	EXPECT_ERRNO(EIO, ioctl(self->fd, KRDMA_BENCH, &b));
+	EXPECT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, b.wc_status);
+	EXPECT_EQ(h, b.failed_conn);
+	EXPECT_GT(100u, b.ops_done);
+	ASSERT_OK(kt_conn_query(self->fd, h, &q));
+	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, q.state);
+	EXPECT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, q.last_wc_status);
+	/* the target untouched: still the pattern */
+	EXPECT_EQ(krdma_bench_pattern(0), self->mb[0]);
+	EXPECT_EQ(krdma_bench_pattern(BENCH_SIZE - 1),
+		  self->mb[BENCH_SIZE - 1]);
 	EXPECT_OK(bench_poll_now(self->fd, h));
 }
 
@@ -1514,6 +1551,9 @@ KRDMA_TEST_F_TIMEOUT(cli, every_mode, 400)
 	EXPECT_LE(json_num(out, "t_typical_us", 0), json_num(out, "p99_us", 0));
 	EXPECT_LE(json_num(out, "p99_us", 0), json_num(out, "p999_us", 0));
 	EXPECT_LE(json_num(out, "p999_us", 0), json_num(out, "t_max_us", 0));
+	EXPECT_LE(json_num(out, "t_min_us", 0), json_num(out, "t_avg_us", 0));
+	EXPECT_LE(json_num(out, "t_avg_us", 0), json_num(out, "t_max_us", 0));
+	EXPECT_LE(0, json_num(out, "t_stdev_us", 0));
 	CLI_OK("send --lat -s 8 -n 200 --via-ioctl", 200);
 	/* pings signaled one in -Q, as ib_send_lat's CQ moderation */
 	CLI_OK("send --lat -s 8 -n 200 -Q 16", 200);

@@ -198,6 +198,7 @@ enum krdma_opcode {
  * @module_version: out, NUL-terminated version string of the module
  * @bench_protocol: out, %KRDMA_BENCH_PROTOCOL of the running module: a
  *	%KRDMA_BENCH run talks to the peer's run, which must speak the same
+ *	(a module without the field leaves it as it was passed: pass 0)
  * @__reserved: must be 0
  */
 struct krdma_info {
@@ -772,7 +773,8 @@ enum krdma_conn_state {
  *	for a connect, or a %KRDMA_BENCH server run learned, else 0)
  * @path_mtu: out, bytes: the connected path's MTU (0 before RTR); UD: the
  *	port's active MTU, the largest message a send may carry
- * @last_wc_status: out, status of the last failed completion (0 if none)
+ * @last_wc_status: out, status of the last failed completion that was not
+ *	a flush, whoever reaped it (%KRDMA_POLL or a %KRDMA_BENCH run); 0 if none
  * @__reserved: must be 0
  */
 struct krdma_conn_query {
@@ -1499,23 +1501,25 @@ struct krdma_bench_progress {
  * @timeout_ms: give up when nothing completes for this long (0: 5000)
  * @progress_uptr: 0, or a &struct krdma_bench_progress the kernel updates
  *	about once a second while the run goes on
- * @samples_uptr: latency mode: an array of @max_samples __aligned_u64
- *	where the run writes each operation's latency in ns, in order (the
- *	first @max_samples), for the caller's figures; or 0.  Else 0
- *	(%EINVAL)
- * @max_samples: entries of @samples_uptr (0 with it), at most
- *	%KRDMA_BENCH_MAX_SAMPLES (%EINVAL)
  * @ops_done: out, operations completed (a server: messages received)
  * @bytes_done: out, payload bytes moved
  * @elapsed_ns: out, wall time from the first post to the last completion
  * @peak_bps: out, best bandwidth over 10 ms windows, bytes per second
- * @lat_samples: out, latency samples written to @samples_uptr
+ * @lat_samples: out, latency samples written to @samples_uptr (0 if they
+ *	could not be: %EFAULT, and the array's content is undefined)
+ * @__reserved_figures: out, zeroed
  * @cq_polls: out, ib_poll_cq() calls
  * @empty_polls: out, those that found nothing
  * @post_calls: out, ib_post_send() and ib_post_recv() calls
  * @validate_errors: out, messages that failed validation
  * @wc_status: out, IB_WC_* status of the first failed completion (0: none)
  * @failed_conn: out, the connection it came from
+ * @samples_uptr: a latency client's: an array of @max_samples
+ *	__aligned_u64 where the run writes each operation's latency in ns, in
+ *	order (the first @max_samples), for the caller's figures; or 0.  0 in
+ *	any other run (%EINVAL)
+ * @max_samples: entries of @samples_uptr (0 with it), at most
+ *	%KRDMA_BENCH_MAX_SAMPLES (%EINVAL)
  *
  * The run holds the connections and the buffer for its duration, polls
  * their CQs directly and posts WR chains, with no system call per
@@ -1560,19 +1564,20 @@ struct krdma_bench {
 	__u32 inline_size;
 	__u32 timeout_ms;
 	__aligned_u64 progress_uptr;
-	__aligned_u64 samples_uptr;
-	__aligned_u64 max_samples;
 	__aligned_u64 ops_done;
 	__aligned_u64 bytes_done;
 	__aligned_u64 elapsed_ns;
 	__aligned_u64 peak_bps;
 	__aligned_u64 lat_samples;
+	__aligned_u64 __reserved_figures[7];
 	__aligned_u64 cq_polls;
 	__aligned_u64 empty_polls;
 	__aligned_u64 post_calls;
 	__aligned_u64 validate_errors;
 	__u32 wc_status;
 	__u32 failed_conn;
+	__aligned_u64 samples_uptr;
+	__aligned_u64 max_samples;
 };
 
 #define KRDMA_BENCH _IO(KRDMA_TYPE, KRDMA_CMD_BENCH)

@@ -709,6 +709,28 @@ static uint32_t bench_protocol(int fd)
 	       info.bench_protocol;
 }
 
+/*
+ * A run's struct is the ABI's: a module of another ABI would read it
+ * otherwise, so refuse that up front (0, or -1 said).
+ */
+static int bench_check_abi(int fd)
+{
+	struct krdma_info info = { .size = sizeof(info) };
+	int ret = krdma_ioctl_quiet(fd, KRDMA_GET_INFO, &info);
+
+	if (ret) {
+		krdma_report(KRDMA_GET_INFO, ret);
+		return -1;
+	}
+	if (info.abi_version != KRDMA_ABI_VERSION) {
+		err_msg("bench: krdma.ko speaks ABI %u, " PROG_NAME
+			" was built for %u", info.abi_version,
+			KRDMA_ABI_VERSION);
+		return -1;
+	}
+	return 0;
+}
+
 static int bench_connect(int fd, const struct bench_opts *o,
 			 const struct krdma_sockaddr *dst, uint32_t group,
 			 uint32_t index, uint32_t qps, struct bench_conn *c,
@@ -1361,7 +1383,9 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 		pthread_join(tid, NULL);
 	}
 	if (samples)
-		lat_figures(&r->lat, samples, b->lat_samples);
+		lat_figures(&r->lat, samples,
+			    b->lat_samples < b->max_samples ? b->lat_samples :
+							      b->max_samples);
 	free(samples);
 	r->err = ret;
 	return ret;
@@ -2146,6 +2170,10 @@ int cmd_bench(int argc, char **argv)
 	fd = krdma_open();
 	if (fd < 0) {
 		krdma_report_open(fd);
+		return 1;
+	}
+	if (bench_check_abi(fd)) {
+		close(fd);
 		return 1;
 	}
 	xfer_catch_signals();
