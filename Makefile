@@ -2,8 +2,9 @@
 #
 # make                module + krdmactl (against KDIR, see below)
 # make KDIR=DIR       against any configured kernel tree or headers
-# make install        the module (signed if a key is set, depmod), krdmactl,
-#                     its man page and the uAPI header; make uninstall
+# make install        the module (signed if a key is set, depmod), its udev
+#                     rule (/dev/krdma for the krdma group), krdmactl, its
+#                     man page and the uAPI header; make uninstall
 # make dist           build/dist/krdma-VERSION.tar.gz and its tree (DKMS-ready)
 # make dkms-install   the source into /usr/src, DKMS builds it for every
 #                     kernel with headers; make dkms-uninstall
@@ -25,6 +26,9 @@ BUILD := $(SRC)/build
 endif
 PREFIX ?= /usr/local
 DOCDIR ?= $(PREFIX)/share/doc/krdma
+# udev's rules go where this system's udev reads them (/lib/udev on
+# Debian 12, /usr/lib/udev on 13)
+UDEVDIR ?= $(or $(shell pkg-config --variable=udevdir udev 2>/dev/null),/lib/udev)
 CC ?= cc
 # (a build without git, such as the test bed's in another suite's root,
 # is given it: make KRDMA_VERSION=...)
@@ -58,7 +62,7 @@ PROBES := $(wildcard $(SRC)/probes/*.c)
 WARN_CFLAGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 
-.PHONY: all module tools selftests install install-module install-tools \
+.PHONY: all module tools selftests install install-module install-udev install-tools \
 	uninstall dist dkms-install dkms-uninstall deb clean check check-debug \
 	check-packages fuzz demo bench bench-trace checkpatch sparse lint version FORCE
 
@@ -117,10 +121,21 @@ install: install-module install-tools
 # as kbuild's modules_install does; DEPMOD=: leaves it out), so that
 # modprobe krdma pulls in ib_core and rdma_cm.
 DEPMOD ?= depmod
-install-module: module
+install-module: module install-udev
 	install -D -m 0644 $(KBUILD_DIR)/krdma.ko $(MODULE_DEST)
 	SIGN_DKMS_KEY=$(if $(DESTDIR),no,yes) $(SRC)/scripts/sign-module.sh $(KDIR) $(MODULE_DEST)
 	$(DEPMOD) $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
+
+# The udev rule gives the node to the krdma group, made here outside a
+# DESTDIR (a package's maintainer scripts make it otherwise).
+install-udev:
+	install -D -m 0644 $(SRC)/udev/60-krdma.rules \
+		$(DESTDIR)$(UDEVDIR)/rules.d/60-krdma.rules
+ifeq ($(DESTDIR),)
+	getent group krdma >/dev/null || groupadd --system krdma
+	-udevadm control --reload 2>/dev/null && \
+		udevadm trigger --subsystem-match=misc --sysname-match=krdma 2>/dev/null
+endif
 
 install-tools: tools
 	install -D -m 0755 $(BUILD)/bin/krdmactl $(DESTDIR)$(PREFIX)/sbin/krdmactl
@@ -129,8 +144,9 @@ install-tools: tools
 	install -D -m 0644 $(SRC)/scripts/modules-load.d/krdma.conf \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/krdma.conf
 
+# (the krdma group stays, as a package's would: files may be its)
 uninstall:
-	rm -f $(MODULE_DEST)
+	rm -f $(MODULE_DEST) $(DESTDIR)$(UDEVDIR)/rules.d/60-krdma.rules
 	$(DEPMOD) $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
 	rm -f $(DESTDIR)$(PREFIX)/sbin/krdmactl \
 		$(DESTDIR)$(PREFIX)/include/krdma/krdma.h \
@@ -145,11 +161,12 @@ DIST := $(BUILD)/dist/krdma-$(KRDMA_VERSION)
 dist:
 	$(SRC)/scripts/dist.sh $(SRC) $(KRDMA_VERSION) $(DIST)
 
-dkms-install: dist
+dkms-install: dist install-udev
 	$(SRC)/scripts/dkms.sh install $(DIST)
 
 dkms-uninstall:
 	$(SRC)/scripts/dkms.sh uninstall $(KRDMA_VERSION)
+	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/60-krdma.rules
 
 deb: dist
 	$(SRC)/scripts/deb.sh $(DIST) $(BUILD)/deb

@@ -130,6 +130,19 @@ static void krdma_device_free(struct kref *kref)
 	atomic_dec(&krdma_contexts);
 }
 
+/*
+ * Whether a SEND_WITH_INV arriving on @kdev may revoke a key of another
+ * PD.  rxe's responder finds the MR by the key's index alone
+ * (rxe_invalidate_mr() checks key, type and bound windows, never the
+ * QP's PD), so there a SEND_WITH_INV between two of one user's
+ * connections revokes any MR of the device: other sessions', a kernel
+ * ULP's.
+ */
+bool krdma_device_inv_crosses_pd(const struct krdma_device *kdev)
+{
+	return kdev->ibdev->ops.driver_id == RDMA_DRIVER_RXE;
+}
+
 void krdma_device_put(struct krdma_device *kdev)
 {
 	kref_put(&kdev->kref, krdma_device_free);

@@ -98,6 +98,7 @@ int krdma_device_enter(u32 id, struct krdma_device **kdevp);
 int krdma_device_enter_ib(struct ib_device *ibdev,
 			  struct krdma_device **kdevp);
 void krdma_device_exit(struct krdma_device *kdev);
+bool krdma_device_inv_crosses_pd(const struct krdma_device *kdev);
 void krdma_device_put(struct krdma_device *kdev);
 struct krdma_pd *krdma_pd_get(struct krdma_session *session,
 			      struct krdma_device *kdev);

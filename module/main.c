@@ -11,6 +11,8 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/sysfs.h>
 #include <linux/uaccess.h>
 
 #include "buf.h"
@@ -177,6 +179,8 @@ static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 		return ret;
 	if (ucmd.user_size < op->min_size)
 		return -EINVAL;
+	if (ucmd.user_size > KRDMA_MAX_CMD_SIZE)
+		return -E2BIG;
 	ret = copy_struct_from_user(&buf, op->size, ucmd.ubuffer,
 				    ucmd.user_size);
 	if (ret)
@@ -233,15 +237,47 @@ static const struct file_operations krdma_fops = {
 };
 
 /*
- * Mode 0666, as rdma-core's udev rules give /dev/infiniband/uverbs*: the
- * queries are harmless, and every command that pins memory or reaches the
- * wire does its own RLIMIT_MEMLOCK and capability checks.
+ * The mode devtmpfs gives /dev/krdma, in octal as chmod takes it: root's
+ * alone by default, the administrator's to open (60-krdma.rules gives it
+ * to the krdma group; dev_mode=0666 to everyone).  Only read and write
+ * bits: nothing executes or sets ids through a device node.
  */
+static umode_t krdma_dev_mode = 0600;
+
+static int krdma_dev_mode_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int mode;
+	int ret;
+
+	ret = kstrtouint(val, 8, &mode);
+	if (ret)
+		return ret;
+	if (mode & ~0666) {
+		pr_err("krdma: dev_mode %#o: only read and write bits (0666)\n",
+		       mode);
+		return -EINVAL;
+	}
+	*(umode_t *)kp->arg = mode;
+	return 0;
+}
+
+static int krdma_dev_mode_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%04o\n", *(umode_t *)kp->arg);
+}
+
+static const struct kernel_param_ops krdma_dev_mode_ops = {
+	.set = krdma_dev_mode_set,
+	.get = krdma_dev_mode_get,
+};
+module_param_cb(dev_mode, &krdma_dev_mode_ops, &krdma_dev_mode, 0444);
+MODULE_PARM_DESC(dev_mode,
+		 "mode of /dev/krdma, octal (default 0600: root only)");
+
 static struct miscdevice krdma_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "krdma",
 	.fops = &krdma_fops,
-	.mode = 0666,
 };
 
 static int __init krdma_init(void)
@@ -251,6 +287,7 @@ static int __init krdma_init(void)
 	ret = krdma_devices_init();
 	if (ret)
 		return ret;
+	krdma_misc.mode = krdma_dev_mode;
 	ret = misc_register(&krdma_misc);
 	if (ret)
 		goto err_devices;

@@ -4,7 +4,8 @@
  * so an rkey of one session means nothing on another session's QPs.  A
  * peer connected to one user's connection can reach that user's buffers
  * (those registered for remote access) and nobody else's; a SEND_WITH_INV
- * it sends invalidates only that user's keys.
+ * it sends invalidates only that user's keys, on a device that keeps to
+ * the PD there (not rxe: krdma_device_inv_crosses_pd()).
  *
  * Fast registration is posted on a QP of the MR's own PD, so each of these
  * PDs has its registration QP: RC, connected to itself, created on first

@@ -4,6 +4,7 @@
  * refusing what the transport lacks before anything is posted; with
  * KRDMA_POST_POLL the same call then reaps the connection's CQ (poll.c).
  */
+#include <linux/capability.h>
 #include <linux/pagemap.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -243,6 +244,10 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 	}
 	if (uwr->opcode == KRDMA_OP_LOCAL_INV && uwr->num_sge)
 		return -EINVAL;
+	/* where it reaches every PD's keys, an administrator's power */
+	if (uwr->opcode == KRDMA_OP_SEND_WITH_INV &&
+	    krdma_device_inv_crosses_pd(ctx->kdev) && !capable(CAP_NET_ADMIN))
+		return -EPERM;
 	/* the device copies an inline payload at post: nothing lands there */
 	if ((uwr->flags & KRDMA_WR_INLINE) &&
 	    !(BIT(uwr->opcode) & KRDMA_INLINE_OPS))

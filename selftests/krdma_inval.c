@@ -278,4 +278,91 @@ KRDMA_TEST_F_TIMEOUT(inval, other_session_rkey_refused, 60)
 	close(ofd);
 }
 
+/* Whether the fixture's device is rxe (its node description says so). */
+static bool dev_is_rxe(const struct kt_dev *dev)
+{
+	char path[128], desc[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/node_desc",
+		 dev->info.name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(desc, sizeof(desc), f))
+		desc[0] = 0;
+	fclose(f);
+	return !strncmp(desc, "rxe", 3);
+}
+
+/*
+ * Uid 65534, with no capability, sends a SEND_WITH_INV of @rkey between
+ * two connections of its own session: the POST's errno, 0 if it went
+ * through, or 100 + a setup step that failed.
+ */
+static int nobody_send_with_inv(const struct kt_dev *dev, uint32_t rkey)
+{
+	struct kt_conn a, b;
+	struct kt_buf buf;
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	int fd;
+
+	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534))
+		return 101;
+	fd = krdma_open();
+	if (fd < 0)
+		return 102;
+	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &a) ||
+	    kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &b) ||
+	    kt_conn_connect(fd, &a, &b) || kt_conn_connect(fd, &b, &a))
+		return 103;
+	if (kt_buf_alloc(fd, dev->dev_index, KRDMA_ACCESS_LOCAL_WRITE, 64,
+			 &buf))
+		return 104;
+	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, buf.handle, 0, 64);
+	if (kt_post1(fd, b.handle, &wr))
+		return 105;
+	kt_wr_init(&wr, 2, KRDMA_OP_SEND_WITH_INV, KRDMA_WR_SIGNALED);
+	wr.imm_data = rkey;
+	if (kt_post1(fd, a.handle, &wr))
+		return errno;
+	kt_poll_n(fd, a.handle, &wc, 1, POLL_MS);
+	kt_poll_n(fd, b.handle, &wc, 1, POLL_MS);
+	return 0;
+}
+
+/*
+ * rxe invalidates whatever MR a SEND_WITH_INV names, of any PD: a user
+ * without CAP_NET_ADMIN may not send one there, and another session's
+ * buffer keeps its key.
+ */
+KRDMA_TEST_F_TIMEOUT(inval, send_with_inv_of_other_session_refused, 60)
+{
+	int status;
+	pid_t pid;
+
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	if (!dev_is_rxe(&self->dev))
+		SKIP(return, "%s is not rxe: its invalidation keeps to the PD",
+		     self->dev.info.name);
+	if (geteuid())
+		SKIP(return, "needs root, to become uid 65534");
+	dst_fill(_metadata, self, 0x2b);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(nobody_send_with_inv(&self->dev, self->dst.rkey));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 102)
+		SKIP(return, "uid 65534 cannot open %s", KRDMA_DEVICE_PATH);
+	EXPECT_EQ(EPERM, WEXITSTATUS(status));
+	/* dst's key still works */
+	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 5));
+	dst_expect(_metadata, self, 0x2b, 5);
+}
+
 TEST_HARNESS_MAIN

@@ -6,14 +6,15 @@
  */
 #include "krdma_test.h"
 
-static int load_module(const char *ko)
+/* Load @ko with the parameters @params ("name=value ..."). */
+static int load_module_with(const char *ko, const char *params)
 {
 	int fd, ret;
 
 	fd = open(ko, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	ret = syscall(SYS_finit_module, fd, "", 0);
+	ret = syscall(SYS_finit_module, fd, params, 0);
 	if (ret) {
 		int err = errno;
 
@@ -65,7 +66,27 @@ static int wait_for_node(bool present)
 FIXTURE(lifecycle)
 {
 	const char *ko;
+	char params[64];	/* what it was loaded with */
 };
+
+/* Load @ko again as the test bed had it (its dev_mode). */
+#define load_module(ko) load_module_with(ko, self->params)
+
+/* The dev_mode parameter of the loaded module into @buf, or -1. */
+static int read_dev_mode(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/module/krdma/parameters/dev_mode", "r");
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	if (fgets(buf, len, f)) {
+		buf[strcspn(buf, "\n")] = 0;
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
 
 FIXTURE_SETUP(lifecycle)
 {
@@ -78,6 +99,8 @@ FIXTURE_SETUP(lifecycle)
 		SKIP(return, "KRDMA_KO does not name a readable krdma.ko");
 	if (!krdma_module_loaded())
 		SKIP(return, "krdma is built in or not loaded as a module");
+	ASSERT_OK(read_dev_mode(self->params + 9, sizeof(self->params) - 9));
+	memcpy(self->params, "dev_mode=", 9);
 }
 
 FIXTURE_TEARDOWN(lifecycle)
@@ -185,6 +208,78 @@ KRDMA_TEST_F(lifecycle, unload_busy_other_process)
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_OK(unload_module_idle());
+	ASSERT_OK(load_module(self->ko));
+	check_loaded(_metadata);
+}
+
+/* The node's mode as devtmpfs made it, 07777 bits; or ~0u. */
+static unsigned int node_mode(void)
+{
+	struct stat st;
+
+	if (wait_for_node(true) || stat(KRDMA_DEVICE_PATH, &st))
+		return ~0u;
+	return st.st_mode & 07777;
+}
+
+/* Whether uid 65534 can open the node: 0, or its errno. */
+static int nobody_open_errno(void)
+{
+	int status, fd;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(255);
+		fd = open(KRDMA_DEVICE_PATH, O_RDWR);
+		_exit(fd < 0 ? errno : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * dev_mode: root's alone unless the administrator says otherwise, in octal,
+ * read and write bits only.
+ */
+KRDMA_TEST_F(lifecycle, dev_mode)
+{
+	static const char *const bad[] = {
+		"dev_mode=0777", "dev_mode=01666", "dev_mode=0100600",
+		"dev_mode=rw", "dev_mode=", "dev_mode",
+	};
+	char got[16];
+	unsigned int i;
+
+	ASSERT_OK(unload_module_idle());
+	ASSERT_OK(load_module_with(self->ko, ""));
+	EXPECT_EQ(0600u, node_mode());
+	ASSERT_OK(read_dev_mode(got, sizeof(got)));
+	EXPECT_STREQ("0600", got);
+	EXPECT_EQ(EACCES, nobody_open_errno());
+
+	ASSERT_OK(unload_module_idle());
+	ASSERT_OK(load_module_with(self->ko, "dev_mode=0660"));
+	EXPECT_EQ(0660u, node_mode());
+	ASSERT_OK(read_dev_mode(got, sizeof(got)));
+	EXPECT_STREQ("0660", got);
+
+	ASSERT_OK(unload_module_idle());
+	ASSERT_OK(load_module_with(self->ko, "dev_mode=666"));
+	EXPECT_EQ(0666u, node_mode());
+	EXPECT_EQ(0, nobody_open_errno());
+
+	ASSERT_OK(unload_module_idle());
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_ERRNO(EINVAL, load_module_with(self->ko, bad[i]),
+			     "%s", bad[i]);
+		EXPECT_FALSE(krdma_module_loaded());
+	}
 	ASSERT_OK(load_module(self->ko));
 	check_loaded(_metadata);
 }

@@ -1009,8 +1009,14 @@ KRDMA_TEST_F(races, sizes_every_command)
 			     "KRDMA_%s size 8192, last byte set", c->name);
 		/* a zero tail that runs past the caller's memory: EFAULT */
 		memset(buf, 0, room);
+		*(uint32_t *)(buf + room - 2048) = KRDMA_MAX_CMD_SIZE;
+		EXPECT_ERRNO(EFAULT, ioctl(self->fd, cmd, buf + room - 2048),
+			     "KRDMA_%s size %u, its end unmapped", c->name,
+			     KRDMA_MAX_CMD_SIZE);
+		/* past the cap: E2BIG before the tail is read at all */
+		memset(buf, 0, room);
 		*(uint32_t *)buf = UINT32_MAX;
-		EXPECT_ERRNO(EFAULT, ioctl(self->fd, cmd, buf),
+		EXPECT_ERRNO(E2BIG, ioctl(self->fd, cmd, buf),
 			     "KRDMA_%s size 4 GiB - 1", c->name);
 		/* the argument itself unreadable */
 		EXPECT_ERRNO(EFAULT, ioctl(self->fd, cmd, NULL),

@@ -211,8 +211,7 @@ KRDMA_TEST_F(krdma, _struct##_size_long_zero)				\
 	int rc, err, rc2, err2;						\
 	uint32_t sizes[] = { sizeof(struct _struct) + 1,		\
 			     sizeof(struct _struct) + 8,		\
-			     sizeof(struct _struct) + 4096,		\
-			     sizeof(*buf) };				\
+			     KRDMA_MAX_CMD_SIZE };			\
 	unsigned int i;							\
 									\
 	buf = calloc(1, sizeof(*buf));					\
@@ -236,6 +235,23 @@ KRDMA_TEST_F(krdma, _struct##_size_long_zero)				\
 			TH_LOG("size %u: errno %s, exact: %s",		\
 			       sizes[i], strerror(err2), strerror(err)); \
 		}							\
+	}								\
+	free(buf);							\
+}									\
+KRDMA_TEST_F(krdma, _struct##_size_over_cap)				\
+{									\
+	struct { struct _struct cmd; uint8_t extra[8192]; } *buf;	\
+	uint32_t sizes[] = { KRDMA_MAX_CMD_SIZE + 1, sizeof(*buf),	\
+			     UINT32_MAX };				\
+	unsigned int i;							\
+									\
+	/* zero tails, the last one past the caller's memory: E2BIG */	\
+	buf = calloc(1, sizeof(*buf));					\
+	ASSERT_NE(NULL, buf);						\
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {			\
+		buf->cmd.size = sizes[i];				\
+		EXPECT_ERRNO(E2BIG, ioctl(self->fd, _ioctl, buf),	\
+			     "size %u", sizes[i]);			\
 	}								\
 	free(buf);							\
 }

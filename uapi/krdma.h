@@ -10,7 +10,9 @@
  *    a longer struct treats the missing tail as zero; a kernel that knows a
  *    shorter one accepts the call only if every byte past its own struct is
  *    zero (otherwise %E2BIG).  A @size below the first version of the struct
- *    is %EINVAL.
+ *    is %EINVAL; one above %KRDMA_MAX_CMD_SIZE is %E2BIG, as openat2()'s
+ *    (no struct will grow past it, and the kernel does not scan a caller's
+ *    gigabytes for a non-zero byte).
  *  - Every @__reserved field and every unknown @flags bit must be zero:
  *    non-zero reserved is %EINVAL, an unknown flag is %EOPNOTSUPP.
  *  - A field documented "out" is written by the kernel and ignored on the
@@ -35,7 +37,8 @@
  *               could not deliver, and a POST that posted every WR
  *               succeeds (it has nothing to write back)
  *  %EINVAL      @size too small, reserved field non-zero, bad field value
- *  %E2BIG       non-zero bytes past the struct this kernel knows
+ *  %E2BIG       non-zero bytes past the struct this kernel knows, or a
+ *               @size above %KRDMA_MAX_CMD_SIZE
  *  %EOPNOTSUPP  unknown flag, or an operation the transport/device lacks
  *  %ENOENT      unknown handle
  *  %ENODEV      the RDMA device was removed (or never existed)
@@ -76,6 +79,7 @@
 #define KRDMA_ABI_VERSION 4
 
 #define KRDMA_TYPE 0xE5
+#define KRDMA_MAX_CMD_SIZE 4096	/* largest @size of any command */
 #define KRDMA_MAX_ENTRY_SIZE 4096	/* largest entry_size of any array */
 #define KRDMA_NAME_MAX 64	/* IB_DEVICE_NAME_MAX */
 #define KRDMA_IFNAME_MAX 16	/* IFNAMSIZ */
@@ -164,7 +168,9 @@ enum krdma_transport {
  * @KRDMA_OP_ATOMIC_CMP_SWP: 64-bit compare-and-swap at the peer
  * @KRDMA_OP_SEND_WITH_INV: send that invalidates the peer's rkey
  *	(@imm_data), RC only; the peer's receive completes with
- *	IB_WC_WITH_INVALIDATE and the key in its @imm_data
+ *	IB_WC_WITH_INVALIDATE and the key in its @imm_data.  Needs
+ *	CAP_NET_ADMIN (%EPERM) on a device whose receiving side invalidates
+ *	a key of any PD (rxe): there it would revoke other users' keys
  * @KRDMA_OP_LOCAL_INV: invalidate the key @imm_data of one of the session's
  *	own buffers (any other key is %EINVAL), RC and UC; afterwards the
  *	buffer's key fails every access until the buffer is destroyed

@@ -62,6 +62,8 @@ void krdma_report_open(int err)
 
 	if (err == -ENOENT || err == -ENODEV || err == -ENXIO)
 		hint = " (is krdma.ko loaded?)";
+	else if (err == -EACCES)
+		hint = " (root's and the krdma group's: usermod -aG krdma USER)";
 	err_msg("cannot open %s: %s%s", KRDMA_DEVICE_PATH, strerror(-err),
 		hint);
 }

@@ -7,10 +7,12 @@
 #
 #   deb            make deb: krdma-dkms and krdmactl, lintian clean
 #   dkms-source    make dkms-install: DKMS builds krdma for every kernel with
-#                  headers here; make dkms-uninstall takes it out
+#                  headers here, the udev rule and the krdma group are
+#                  there; make dkms-uninstall takes it out
 #   deb-install    the packages installed: DKMS builds and installs krdma
 #                  for every kernel with headers, at the one version that
-#                  modinfo, krdmactl -V and the packages show
+#                  modinfo, krdmactl -V and the packages show; the udev
+#                  rule and the krdma group are there
 #   dkms-signed    the DKMS-built module carries DKMS's signature (its MOK
 #                  key, made on first use), when the kernel signs modules
 #   autoinstall    a kernel installed later (its headers' postinst hook)
@@ -18,10 +20,12 @@
 #   make-install   make install into a staged copy of the kernel's module
 #                  tree, signed with a generated key (modinfo shows the
 #                  signer), depmod run (modprobe finds rdma_cm and ib_core
-#                  as krdma's dependencies); make uninstall takes it out
+#                  as krdma's dependencies), the udev rule staged; make
+#                  uninstall takes it out
 #   vm             the DKMS-built module and the packaged krdmactl in a VM:
 #                  modprobe krdma, then the smoke subset of the selftests
-#   purge          the packages purged: nothing of krdma left in DKMS
+#   purge          the packages purged: nothing of krdma left in DKMS,
+#                  nor its udev rule
 #
 # Env: KRDMA_PACKAGES_KERNEL (the kernel series of the VM and of the staged
 # install, default 6.1; its headers are installed if missing), plus what
@@ -104,6 +108,23 @@ remove_packages() {
 		dpkg --purge --force-remove-reinstreq "${present[@]}" >/dev/null
 }
 
+# CMD fails (a "! CMD" would not stop a step under set -e)
+fails() {
+	! "$@"
+}
+
+# whether 60-krdma.rules, the one of this tree, is where udev reads rules
+udev_rule_installed() {
+	local d
+	for d in /lib/udev /usr/lib/udev; do
+		[ -e "$d/rules.d/60-krdma.rules" ] || continue
+		echo "$d/rules.d/60-krdma.rules"
+		cmp "$d/rules.d/60-krdma.rules" "$REPO/udev/60-krdma.rules"
+		return
+	done
+	return 1
+}
+
 t_deb() {
 	make -C "$REPO" --no-print-directory deb
 	ls "$DEB/krdma-dkms_${VERSION}_all.deb" "$DEB/krdmactl_${VERSION}_amd64.deb"
@@ -113,9 +134,12 @@ t_dkms_source() {
 	remove_packages
 	make -C "$REPO" --no-print-directory dkms-install
 	expect_dkms installed
+	udev_rule_installed
+	getent group krdma
 	make -C "$REPO" --no-print-directory dkms-uninstall
 	expect_dkms absent
 	[ ! -e "/usr/src/krdma-$VERSION" ]
+	fails udev_rule_installed
 }
 
 t_deb_install() {
@@ -134,6 +158,9 @@ t_deb_install() {
 	krdmactl -V | grep -qF "krdmactl $VERSION "
 	test -e /usr/share/man/man8/krdmactl.8.gz
 	test -e /usr/include/krdma/krdma.h
+	# /dev/krdma's group, and the rule that gives it the node
+	getent group krdma
+	udev_rule_installed
 }
 
 t_dkms_signed() {
@@ -185,10 +212,12 @@ t_make_install() {
 	grep -q '/ib_core\.ko' "$TMP/deps"
 	test -x "$root/usr/sbin/krdmactl"
 	test -e "$root/usr/share/man/man8/krdmactl.8"
+	find "$root" -path '*/udev/rules.d/60-krdma.rules' | grep .
 	make -C "$REPO" --no-print-directory uninstall DESTDIR="$root" PREFIX=/usr KDIR="$KDIR"
 	[ ! -e "$root/lib/modules/$REL/extra/krdma.ko" ]
 	[ ! -e "$root/usr/sbin/krdmactl" ]
-	! modprobe -d "$root" -S "$REL" --show-depends krdma 2>/dev/null
+	[ -z "$(find "$root" -path '*/udev/rules.d/60-krdma.rules')" ]
+	fails modprobe -d "$root" -S "$REL" --show-depends krdma 2>/dev/null
 }
 
 t_vm() {
@@ -207,7 +236,8 @@ t_purge() {
 	remove_packages
 	expect_dkms absent
 	[ ! -e "/usr/src/krdma-$VERSION" ]
-	! command -v krdmactl
+	fails command -v krdmactl
+	fails udev_rule_installed
 }
 
 echo "TAP version 13"

@@ -99,12 +99,14 @@ setup() {
 		fi
 	fi
 	KRDMA_LOADED=0
+	# the node opened to all, as an administrator may: the tests'
+	# unprivileged user (uid 65534) opens it too (there is no udev here)
 	if [ "$INSMOD" = 1 ] && [ "$KO_MODPROBE" = 1 ]; then
 		# a module installed as a package installs it: modprobe finds it
-		depmod -a && modprobe krdma && KRDMA_LOADED=1
+		depmod -a && modprobe krdma dev_mode=0666 && KRDMA_LOADED=1
 	elif [ "$INSMOD" = 1 ]; then
 		if [ -e "$KRDMA_KO" ]; then
-			insmod "$KRDMA_KO" && KRDMA_LOADED=1
+			insmod "$KRDMA_KO" dev_mode=0666 && KRDMA_LOADED=1
 		else
 			echo "vm: $KRDMA_KO does not exist"
 		fi
