@@ -118,7 +118,7 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return ret;
 	memcpy(path.dgid.raw, cmd->dest_gid, sizeof(path.dgid.raw));
 
-	ret = krdma_device_enter(dev_index, &kdev);
+	ret = krdma_device_enter(session, dev_index, &kdev);
 	if (ret)
 		return ret;
 	kah = kzalloc(sizeof(*kah), GFP_KERNEL);

@@ -331,7 +331,8 @@ static int krdma_bench_make_peer(struct krdma_bench_conn *bc)
 	int ret;
 
 	bc->peer_pending = false;
-	ret = krdma_device_enter(conn->obj.kdev->id, &kdev);
+	ret = krdma_device_enter(conn->obj.session, conn->obj.kdev->id,
+				 &kdev);
 	if (ret)
 		return ret;
 	if (conn->obj.kpd->dead) {

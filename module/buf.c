@@ -364,7 +364,7 @@ int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 	struct krdma_buf *buf;
 	int ret;
 
-	ret = krdma_device_enter(dev_index, &kdev);
+	ret = krdma_device_enter(session, dev_index, &kdev);
 	if (ret)
 		return ret;
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);

@@ -353,7 +353,7 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 static struct rdma_cm_id *krdma_cm_create_id(struct krdma_object *obj,
 					     u32 transport)
 {
-	return rdma_create_id(current->nsproxy->net_ns, krdma_cm_handler, obj,
+	return rdma_create_id(obj->session->net, krdma_cm_handler, obj,
 			      transport == KRDMA_TRANSPORT_UD ? RDMA_PS_UDP :
 								RDMA_PS_TCP,
 			      krdma_qp_type(transport));

@@ -394,6 +394,11 @@ static int krdma_conn_set_port(struct krdma_conn *conn, u32 port,
 	attr = rdma_get_gid_attr(ibdev, port, gid_index);
 	if (IS_ERR(attr))
 		return -EINVAL;
+	/* as an empty slot: the caller's namespace has no such GID */
+	if (!krdma_gid_visible(attr, conn->obj.session->net)) {
+		rdma_put_gid_attr(attr);
+		return -EINVAL;
+	}
 	conn->sgid = attr->gid;
 	rdma_put_gid_attr(attr);
 	conn->port_num = port;
@@ -455,7 +460,7 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_conn_create_check(cmd);
 	if (ret)
 		return ret;
-	ret = krdma_device_enter(cmd->dev_index, &kdev);
+	ret = krdma_device_enter(session, cmd->dev_index, &kdev);
 	if (ret)
 		return ret;
 	conn = krdma_conn_alloc(session, cmd->transport,

@@ -3,10 +3,13 @@
  * Per-device contexts: the ib_client that follows RDMA devices as they come
  * and go, and the kernel PD and CQ krdma keeps on each.
  */
+#include <linux/netdevice.h>
 #include <linux/rcupdate.h>
 #include <linux/rwsem.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 #include "conn.h"
@@ -54,7 +57,37 @@ struct krdma_device *krdma_device_find(u32 id)
 	return xa_load(&krdma_devices, id);
 }
 
-unsigned int krdma_devices_count(void)
+/*
+ * Whether a session of @net may see and use @kdev: every device in the
+ * RDMA core's shared mode, else only those of its namespace (rdma system
+ * set netns exclusive), as uverbs and rdma_cm decide.
+ */
+bool krdma_device_visible(const struct krdma_device *kdev,
+			  const struct net *net)
+{
+	return rdma_dev_access_netns(kdev->ibdev, net);
+}
+
+/*
+ * Whether a session of @net may send from the GID @attr: one on a netdev
+ * (RoCE, iWARP) must be on one of its namespace, so that no user sends
+ * from another namespace's addresses; an InfiniBand GID has no netdev.
+ */
+bool krdma_gid_visible(const struct ib_gid_attr *attr, const struct net *net)
+{
+	struct net_device *ndev;
+	bool visible;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	visible = IS_ERR(ndev) ? !rcu_access_pointer(attr->ndev) :
+				  net_eq(dev_net(ndev), net);
+	rcu_read_unlock();
+	return visible;
+}
+
+/* The devices a session of @net sees. */
+unsigned int krdma_devices_count(const struct net *net)
 {
 	struct krdma_device *kdev;
 	unsigned long index;
@@ -62,7 +95,7 @@ unsigned int krdma_devices_count(void)
 
 	krdma_devices_lock();
 	xa_for_each(&krdma_devices, index, kdev)
-		n++;
+		n += krdma_device_visible(kdev, net);
 	krdma_devices_unlock();
 	return n;
 }
@@ -149,17 +182,21 @@ void krdma_device_put(struct krdma_device *kdev)
 }
 
 /*
- * Find a device and hold off its removal while an object is built on it:
- * returns with a reference and the usage lock, undone by krdma_device_exit()
- * (the lock) and krdma_device_put() (the reference, unless an object took
- * it over).
+ * Find a device @session may use and hold off its removal while an object
+ * is built on it: returns with a reference and the usage lock, undone by
+ * krdma_device_exit() (the lock) and krdma_device_put() (the reference,
+ * unless an object took it over).  A device of another namespace is
+ * -ENODEV, as one that does not exist.
  */
-int krdma_device_enter(u32 id, struct krdma_device **kdevp)
+int krdma_device_enter(const struct krdma_session *session, u32 id,
+		       struct krdma_device **kdevp)
 {
 	struct krdma_device *kdev;
 
 	krdma_devices_lock();
 	kdev = krdma_device_find(id);
+	if (kdev && !krdma_device_visible(kdev, session->net))
+		kdev = NULL;
 	if (kdev) {
 		kref_get(&kdev->kref);
 		down_read(&kdev->usage);

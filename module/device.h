@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 
 struct krdma_session;
+struct net;
 
 /**
  * struct krdma_device - what krdma keeps for one RDMA device
@@ -92,9 +93,13 @@ void krdma_devices_lock(void);
 void krdma_devices_unlock(void);
 struct krdma_device *krdma_device_next(unsigned long *index);
 struct krdma_device *krdma_device_find(u32 id);
-unsigned int krdma_devices_count(void);
+bool krdma_device_visible(const struct krdma_device *kdev,
+			  const struct net *net);
+bool krdma_gid_visible(const struct ib_gid_attr *attr, const struct net *net);
+unsigned int krdma_devices_count(const struct net *net);
 unsigned int krdma_device_contexts(void);
-int krdma_device_enter(u32 id, struct krdma_device **kdevp);
+int krdma_device_enter(const struct krdma_session *session, u32 id,
+		       struct krdma_device **kdevp);
 int krdma_device_enter_ib(struct ib_device *ibdev,
 			  struct krdma_device **kdevp);
 void krdma_device_exit(struct krdma_device *kdev);

@@ -14,8 +14,11 @@
  *    under each object's hw_rwsem and marks it dead, so later calls on the
  *    handle answer -ENODEV until the session destroys it.
  */
+#include <linux/nsproxy.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
+#include <net/net_namespace.h>
 
 #include "device.h"
 #include "event.h"
@@ -38,6 +41,8 @@ struct krdma_session *krdma_session_create(void)
 	mutex_init(&session->pd_lock);
 	xa_init(&session->pds);
 	kref_init(&session->kref);
+	/* the opener's, as uverbs and umad check theirs at open() */
+	session->net = get_net(current->nsproxy->net_ns);
 	return session;
 }
 
@@ -49,6 +54,7 @@ static void krdma_session_free(struct kref *kref)
 
 	WARN_ON(!xa_empty(&session->pds));
 	krdma_events_flush(session);
+	put_net(session->net);
 	kfree(session);
 }
 

@@ -69,6 +69,8 @@ struct krdma_queued_event;
  *	handles the events keep reserved
  * @pd_lock: protects @pds: its inserts and the erase of the last put
  * @pds: device id -> the session's &struct krdma_pd there
+ * @net: the opener's network namespace, referenced: the devices and GIDs
+ *	the session may use are that namespace's, as a socket's are
  */
 struct krdma_session {
 	struct kref kref;
@@ -86,6 +88,7 @@ struct krdma_session {
 	struct mutex fetch_lock;
 	struct mutex pd_lock;		/* protects pds */
 	struct xarray pds;
+	struct net *net;
 };
 
 struct krdma_object;

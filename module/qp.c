@@ -5,6 +5,8 @@
  */
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/netdevice.h>
+#include <net/net_namespace.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -45,16 +47,35 @@ static void krdma_resolve_done(int status, struct sockaddr *src,
 }
 
 /*
+ * The namespace a neighbour of the GID @attr is resolved in: its netdev's,
+ * the caller's (krdma_gid_visible()), referenced; NULL if the netdev or
+ * its namespace is on its way out.
+ */
+static struct net *krdma_gid_net_get(const struct ib_gid_attr *attr)
+{
+	struct net_device *ndev;
+	struct net *net = NULL;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (!IS_ERR(ndev))
+		net = maybe_get_net(dev_net(ndev));
+	rcu_read_unlock();
+	return net;
+}
+
+/*
  * The verbs core resolves the destination MAC of a RoCE address vector only
  * for user QPs and AHs; kernel users hand it over resolved.  Do what
  * ib_resolve_eth_dmac() does: link-local GIDs carry the MAC, the others go
- * through neighbour resolution from the source GID's netdev.
+ * through neighbour resolution from the source GID's netdev, in its
+ * namespace.
  */
 static int krdma_resolve_dmac(struct ib_device *ibdev, struct rdma_ah_attr *ah)
 {
 	struct ib_global_route *grh = rdma_ah_retrieve_grh(ah);
 	struct in6_addr *dgid = (struct in6_addr *)grh->dgid.raw;
-	struct rdma_dev_addr dev_addr = { .net = &init_net };
+	struct rdma_dev_addr dev_addr = {};
 	const struct ib_gid_attr *sgid_attr;
 	struct sockaddr_storage src, dst;
 	struct krdma_resolve resolve;
@@ -70,6 +91,11 @@ static int krdma_resolve_dmac(struct ib_device *ibdev, struct rdma_ah_attr *ah)
 				      grh->sgid_index);
 	if (IS_ERR(sgid_attr))
 		return PTR_ERR(sgid_attr);
+	dev_addr.net = krdma_gid_net_get(sgid_attr);
+	if (!dev_addr.net) {
+		ret = -ENETDOWN;
+		goto out;
+	}
 	rdma_gid2ip((struct sockaddr *)&src, &sgid_attr->gid);
 	rdma_gid2ip((struct sockaddr *)&dst, &grh->dgid);
 	dev_addr.sgid_attr = sgid_attr;
@@ -85,6 +111,8 @@ static int krdma_resolve_dmac(struct ib_device *ibdev, struct rdma_ah_attr *ah)
 		memcpy(ah->roce.dmac, dev_addr.dst_dev_addr, ETH_ALEN);
 		grh->hop_limit = dev_addr.hoplimit;
 	}
+	put_net(dev_addr.net);
+out:
 	rdma_put_gid_attr(sgid_attr);
 	return ret;
 }

@@ -27,7 +27,7 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return -EINVAL;
 
 	cmd->abi_version = KRDMA_ABI_VERSION;
-	cmd->num_devices = krdma_devices_count();
+	cmd->num_devices = krdma_devices_count(session->net);
 	cmd->features = KRDMA_FEATURE_QUERY_DEVICES | KRDMA_FEATURE_BUFFERS |
 			KRDMA_FEATURE_MANUAL_CONN | KRDMA_FEATURE_RDMA_CM |
 			KRDMA_FEATURE_USER_BUFFERS | KRDMA_FEATURE_SRQ |
@@ -44,8 +44,12 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-/* The whole answer, built under krdma_devices_lock() before any copy-out. */
+/*
+ * The whole answer, built under krdma_devices_lock() before any copy-out:
+ * what a session of @net sees.
+ */
 struct krdma_snapshot {
+	const struct net *net;
 	struct krdma_device_info *devices;
 	struct krdma_port_info *ports;
 	struct krdma_gid_info *gids;
@@ -103,6 +107,11 @@ static int krdma_snap_gids(struct krdma_snapshot *snap,
 		attr = rdma_get_gid_attr(kdev->ibdev, port, index);
 		if (IS_ERR(attr))
 			continue;	/* an empty slot */
+		/* another namespace's address is not the caller's business */
+		if (!krdma_gid_visible(attr, snap->net)) {
+			rdma_put_gid_attr(attr);
+			continue;
+		}
 		ginfo = krdma_snapshot_slot((void **)&snap->gids,
 					    &snap->num_gids, &snap->max_gids,
 					    sizeof(*ginfo));
@@ -242,10 +251,14 @@ static int krdma_take_snapshot(struct krdma_snapshot *snap,
 	krdma_devices_lock();
 	if (cmd->flags & KRDMA_QUERY_DEVICES_ONE) {
 		kdev = krdma_device_find(cmd->dev_index);
-		ret = kdev ? krdma_snap_device(snap, kdev) : -ENODEV;
+		if (kdev && krdma_device_visible(kdev, snap->net))
+			ret = krdma_snap_device(snap, kdev);
+		else
+			ret = -ENODEV;
 	} else {
 		while ((kdev = krdma_device_next(&index))) {
-			ret = krdma_snap_device(snap, kdev);
+			if (krdma_device_visible(kdev, snap->net))
+				ret = krdma_snap_device(snap, kdev);
 			if (ret)
 				break;
 			index++;
@@ -320,7 +333,7 @@ int krdma_query_devices(struct krdma_session *session,
 			struct krdma_ucmd *ucmd)
 {
 	struct krdma_query_devices *cmd = ucmd->cmd;
-	struct krdma_snapshot snap = {};
+	struct krdma_snapshot snap = { .net = session->net };
 	bool fits;
 	int ret;
 

@@ -87,7 +87,7 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
-	ret = krdma_device_enter(cmd->dev_index, &kdev);
+	ret = krdma_device_enter(session, cmd->dev_index, &kdev);
 	if (ret)
 		return ret;
 	ret = krdma_srq_create_check(cmd, &kdev->ibdev->attrs);

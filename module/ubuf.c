@@ -109,12 +109,13 @@ static struct krdma_buf_mem *krdma_ubuf_mem(u64 uaddr, u64 length,
 }
 
 /* The most pages one fast registration maps on device @dev_index. */
-static int krdma_ubuf_max_pages(u32 dev_index, u32 *max_pages)
+static int krdma_ubuf_max_pages(struct krdma_session *session, u32 dev_index,
+				u32 *max_pages)
 {
 	struct krdma_device *kdev;
 	int ret;
 
-	ret = krdma_device_enter(dev_index, &kdev);
+	ret = krdma_device_enter(session, dev_index, &kdev);
 	if (ret)
 		return ret;
 	*max_pages = kdev->ibdev->attrs.max_fast_reg_page_list_len;
@@ -155,7 +156,7 @@ int krdma_buf_reg_user(struct krdma_session *session,
 
 	ret = krdma_ubuf_check(cmd);
 	if (!ret)
-		ret = krdma_ubuf_max_pages(cmd->dev_index, &max_pages);
+		ret = krdma_ubuf_max_pages(session, cmd->dev_index, &max_pages);
 	if (ret)
 		return ret;
 	mem = krdma_ubuf_mem(cmd->uaddr, cmd->length, write, max_pages);

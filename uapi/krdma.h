@@ -41,7 +41,8 @@
  *               @size above %KRDMA_MAX_CMD_SIZE
  *  %EOPNOTSUPP  unknown flag, or an operation the transport/device lacks
  *  %ENOENT      unknown handle
- *  %ENODEV      the RDMA device was removed (or never existed)
+ *  %ENODEV      the RDMA device was removed (or never existed, or is
+ *               not one of the opener's network namespace: below)
  *  %EPERM       missing privilege
  *  %EACCES      a port below 1024 without CAP_NET_BIND_SERVICE (CM_LISTEN,
  *               CM_CONNECT's source)
@@ -195,7 +196,8 @@ enum krdma_opcode {
  * @size: sizeof(struct krdma_info)
  * @flags: must be 0
  * @abi_version: out, %KRDMA_ABI_VERSION of the running module
- * @num_devices: out, RDMA devices the module currently serves
+ * @num_devices: out, RDMA devices the module serves that the session sees
+ *	(&struct krdma_query_devices)
  * @features: out, &enum krdma_feature bits this build and kernel implement
  * @ops: out, bit (1 << &enum krdma_opcode) for each opcode that can be posted
  * @transports: out, bit (1 << &enum krdma_transport) for each transport
@@ -426,6 +428,14 @@ enum krdma_query_devices_flags {
  * capacities first to size the arrays, and again if a device appeared
  * in between.  An entry size below the first version of its struct is
  * %EINVAL.
+ *
+ * What a session sees and uses is its opener's network namespace's, as
+ * for uverbs and rdma_cm: with the RDMA core's namespaces exclusive (rdma
+ * system set netns exclusive) only the devices of that namespace, which
+ * every command that names another one answers %ENODEV; in any mode only
+ * the GIDs on a netdev of that namespace (or on none: InfiniBand), so a
+ * connection made with another's GID index is %EINVAL.  The file keeps
+ * the namespace it was opened in, wherever it is used from.
  */
 struct krdma_query_devices {
 	__u32 size;
