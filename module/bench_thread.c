@@ -8,16 +8,62 @@
  * (totals, the peak window, the first failure, the reason to stop).  The
  * caller publishes progress while it waits for every thread, then adds
  * their figures to its own and returns.
+ *
+ * The threads busy-poll for the caller, so they are charged to it as
+ * vhost's workers are to their owner: its cgroups (cpu.max, cpuset) and
+ * its nice.  Every run's threads together are at most bench_max_threads.
  */
+#include <linux/cgroup.h>
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
 #include "bench.h"
 #include "krdma_compat.h"
+
+/* (0: one per possible CPU, so that runs never hold more CPUs than exist) */
+static unsigned int bench_max_threads;
+module_param(bench_max_threads, uint, 0644);
+MODULE_PARM_DESC(bench_max_threads,
+		 "kernel threads of all per-CPU bench runs at once, at most (default 0: one per CPU)");
+
+static atomic_t krdma_bench_threads_in_use = ATOMIC_INIT(0);
+
+/* Room for @n more threads under bench_max_threads, taken; or false. */
+static bool krdma_bench_threads_reserve(u32 n)
+{
+	unsigned int max = READ_ONCE(bench_max_threads) ?: num_possible_cpus();
+
+	if (atomic_add_return(n, &krdma_bench_threads_in_use) <= (int)max)
+		return true;
+	atomic_sub(n, &krdma_bench_threads_in_use);
+	return false;
+}
+
+static void krdma_bench_threads_release(u32 n)
+{
+	atomic_sub(n, &krdma_bench_threads_in_use);
+}
+
+/*
+ * Charge @task, a thread working for the caller, to it: its cgroups and
+ * nice, as vhost_attach_cgroups() does for a vhost worker.  Before
+ * kthread_bind(): a cpuset refuses a task that may not change CPUs.
+ */
+static int krdma_bench_thread_charge(struct task_struct *task)
+{
+	int ret;
+
+	ret = cgroup_attach_task_all(current, task);
+	if (ret)
+		return ret;
+	set_user_nice(task, task_nice(current));
+	return 0;
+}
 
 static int krdma_bench_thread_fn(void *data)
 {
@@ -64,6 +110,12 @@ static int krdma_bench_thread_init(struct krdma_bench_run *run,
 				 cpu);
 	if (IS_ERR(t->task)) {
 		ret = PTR_ERR(t->task);
+		goto err;
+	}
+	ret = krdma_bench_thread_charge(t->task);
+	if (ret) {
+		/* never woken: kthread_stop() ends it before it runs */
+		kthread_stop(t->task);
 		goto err;
 	}
 	kthread_bind(t->task, cpu);
@@ -136,8 +188,12 @@ int krdma_bench_spawn(struct krdma_bench_run *run)
 	cpus_read_lock();
 	cpumask_and(mask, cpu_online_mask, current->cpus_ptr);
 	n = min_t(u32, run->num_conns, cpumask_weight(mask));
-	if (n > 1)
+	if (n > 1 && !krdma_bench_threads_reserve(n - 1))
+		ret = -EAGAIN;
+	else if (n > 1)
 		ret = krdma_bench_make_threads(run, n, mask);
+	if (ret && ret != -EAGAIN)
+		krdma_bench_threads_release(n - 1);
 	for (i = 0; i < run->num_threads; i++)
 		wake_up_process(run->threads[i].task);
 	cpus_read_unlock();
@@ -193,6 +249,7 @@ void krdma_bench_merge(struct krdma_bench_run *run)
 		cmd->validate_errors += tc->validate_errors;
 		krdma_bench_free_chains(tr);
 	}
+	krdma_bench_threads_release(run->num_threads);
 	kvfree(run->threads);
 	run->threads = NULL;
 	run->num_threads = 0;

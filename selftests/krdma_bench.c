@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 
 #include "krdma_test.h"
 
@@ -706,6 +708,232 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_destroy_ends_run, 90)
 	EXPECT_EQ(0, bench_threads_left());
 	EXPECT_EQ((uint32_t)KRDMA_CONN_ERR, conn_state(self->fd, h[0]));
 	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
+}
+
+/* The pid of the first krdma_bench/N thread, or 0. */
+static pid_t bench_thread_pid(void)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	pid_t pid = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while (!pid && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, "krdma_bench/", 12))
+			pid = atoi(de->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return pid;
+}
+
+#define BENCH_MAX_THREADS "/sys/module/krdma/parameters/bench_max_threads"
+
+/*
+ * Every run's kernel threads together are at most bench_max_threads: a
+ * per-CPU run past it is EAGAIN, one without threads still runs, and the
+ * threads are free again once their run is over.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads_capped, 90)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 64, .max_recv_wr = 64 };
+	struct bench_call call = { .fd = self->fd };
+	struct kt_conn c, d;
+	struct krdma_bench b, b2;
+	char old[16] = "0";
+	uint32_t h[2], h2[2];
+	int seen = 0;
+	pthread_t t;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: a per-CPU run makes no thread");
+	ASSERT_OK(kt_read_file(BENCH_MAX_THREADS, old, sizeof(old)));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, &c));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, &d));
+	ASSERT_OK(kt_conn_connect(self->fd, &c, &d));
+	ASSERT_OK(kt_conn_connect(self->fd, &d, &c));
+	ASSERT_OK(kt_write_file(BENCH_MAX_THREADS, "1"));
+
+	/* a run holds the one thread allowed */
+	bench_init_per_cpu(self, &b, h, 0);
+	b.duration_ms = 3000;
+	call.b = &b;
+	EXPECT_EQ(0, pthread_create(&t, NULL, bench_call_fn, &call));
+	for (int i = 0; i < 20 && !seen; i++) {
+		usleep(100 * 1000);
+		seen = bench_threads();
+	}
+	EXPECT_EQ(1, seen);
+	/* another per-CPU run: no thread left for it */
+	bench_init_per_cpu(self, &b2, h2, 100);
+	h2[0] = c.handle;
+	h2[1] = d.handle;
+	EXPECT_ERRNO(EAGAIN, ioctl(self->fd, KRDMA_BENCH, &b2));
+	/* one in the caller's thread alone runs */
+	b2.flags = 0;
+	b2.num_conns = 1;
+	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b2));
+	EXPECT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, call.ret);
+	/* over: its thread is free again */
+	EXPECT_EQ(0, bench_threads_left());
+	b2.flags = KRDMA_BENCH_PER_CPU;
+	b2.num_conns = 2;
+	EXPECT_OK(ioctl(self->fd, KRDMA_BENCH, &b2));
+	EXPECT_OK(kt_write_file(BENCH_MAX_THREADS, old));
+}
+
+#define CG_NAME "krdma-bench-test"
+
+/* A cgroup v2 hierarchy with the cpu controller, mounted if need be. */
+static int cgroup2_root(char *root, size_t len)
+{
+	char line[512], dev[64], dir[256], type[64], ctl[256] = "";
+	FILE *f = fopen("/proc/mounts", "r");
+
+	*root = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %255s %63s", dev, dir, type) == 3 &&
+		    !strcmp(type, "cgroup2")) {
+			snprintf(root, len, "%s", dir);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!*root) {
+		snprintf(root, len, "/sys/fs/cgroup");
+		if (mount("none", root, "cgroup2", 0, NULL))
+			return -1;
+	}
+	snprintf(line, sizeof(line), "%s/cgroup.controllers", root);
+	if (kt_read_file(line, ctl, sizeof(ctl)) || !strstr(ctl, "cpu"))
+		return -1;
+	snprintf(line, sizeof(line), "%s/cgroup.subtree_control", root);
+	return kt_write_file(line, "+cpu");
+}
+
+/* Field @n (1: pid) of /proc/@pid/stat, or -1. */
+static long long proc_stat_field(pid_t pid, int n)
+{
+	char path[64], buf[1024], *p;
+	long long v = -1;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (kt_read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strrchr(buf, ')');	/* the comm may hold spaces */
+	if (!p)
+		return -1;
+	for (i = 2; i < n && p; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		v = strtoll(p + 1, NULL, 10);
+	return v;
+}
+
+/*
+ * In the test's cgroup at nice 5, a per-CPU run of 2 s: its kernel thread
+ * must be in that cgroup, at that nice, and use no more CPU than its
+ * quota (20 %) allows.  0, or the step that failed.
+ */
+static int charged_run(FIXTURE_DATA(bench) *self, const char *cg)
+{
+	struct bench_call call = { .fd = self->fd };
+	char path[640], want[64], got[1024];
+	long long ticks = -1;
+	ssize_t n;
+	int fd;
+	struct krdma_bench b;
+	uint32_t h[2];
+	pthread_t t;
+	pid_t pid = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	if (kt_write_file(path, "0") || setpriority(PRIO_PROCESS, 0, 5))
+		return 1;
+	bench_init_per_cpu(self, &b, h, 0);
+	b.duration_ms = 2000;
+	call.b = &b;
+	if (pthread_create(&t, NULL, bench_call_fn, &call))
+		return 2;
+	for (int i = 0; i < 20 && !pid; i++) {
+		usleep(100 * 1000);
+		pid = bench_thread_pid();
+	}
+	if (pid) {
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+		snprintf(want, sizeof(want), "0::/%s\n", CG_NAME);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? -1 : read(fd, got, sizeof(got) - 1);
+		if (fd >= 0)
+			close(fd);
+		got[n > 0 ? n : 0] = 0;
+		if (!strstr(got, want))
+			return 3;
+		if (proc_stat_field(pid, 19) != 5)	/* nice */
+			return 4;
+		usleep(1500 * 1000);
+		/* utime + stime, near the end of the run */
+		ticks = proc_stat_field(pid, 14) + proc_stat_field(pid, 15);
+	}
+	pthread_join(t, NULL);
+	if (!pid)
+		return 5;
+	if (call.ret || !b.ops_done)
+		return 6;
+	/* 20 % of ~1.7 s, with room for the ticks' coarseness */
+	if (ticks * 1000 / sysconf(_SC_CLK_TCK) > 600)
+		return 7;
+	return 0;
+}
+
+/*
+ * The kernel threads of a per-CPU run are the caller's CPU time: in its
+ * cgroup, at its nice, held to its cgroup's cpu.max, and the run still
+ * completes.
+ */
+KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads_charged_to_caller, 90)
+{
+	char root[256], cg[512], path[600];
+	int status, step;
+	pid_t pid;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: a per-CPU run makes no thread");
+	if (cgroup2_root(root, sizeof(root)))
+		SKIP(return, "no cgroup v2 with the cpu controller");
+	snprintf(cg, sizeof(cg), "%s/%s", root, CG_NAME);
+	ASSERT_TRUE(!mkdir(cg, 0755) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/cpu.max", cg);
+	ASSERT_OK(kt_write_file(path, "20000 100000"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(charged_run(self, cg));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	step = WEXITSTATUS(status);
+	EXPECT_EQ(0, step) {
+		TH_LOG("failed at step %d (3: cgroup, 4: nice, 7: CPU time)",
+		       step);
+	}
+	EXPECT_EQ(0, bench_threads_left());
+	for (int i = 0; i < 50 && rmdir(cg); i++)
+		usleep(100 * 1000);
 }
 
 static int post_one(int fd, uint32_t conn, struct krdma_wr *wr)

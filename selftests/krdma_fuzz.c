@@ -207,6 +207,8 @@ static bool fz_errno_documented(unsigned int nr, int err)
 		       nr == KRDMA_CMD_BENCH ||
 		       /* ... and a POST whose WRs' pages are faulted in */
 		       nr == KRDMA_CMD_POST;
+	case EAGAIN:	/* the per-CPU threads of every run at once */
+		return nr == KRDMA_CMD_BENCH;
 	case ETIMEDOUT: case ENETUNREACH: case EHOSTUNREACH:
 		/* neighbour resolution of a RoCE peer */
 		if (nr == KRDMA_CMD_CONN_MODIFY || nr == KRDMA_CMD_AH_CREATE ||

@@ -1408,7 +1408,10 @@ struct krdma_srq_create {
  *	connection): the caller's thread runs the first share, a kernel
  *	thread bound to each other of those CPUs one more, each polling its
  *	own connections' CQs; the figures, @timeout_ms and the failure
- *	reported are the run's
+ *	reported are the run's.  The kernel threads are the caller's CPU time:
+ *	in its cgroups, at its nice.  All runs' kernel threads together are
+ *	at most the module's bench_max_threads (default one per CPU): past
+ *	it, %EAGAIN
  *
  * UC and UD drop a message that finds no receive posted, and nothing is
  * resent.  A server on a UC or UD connection answers, instead of saying it
@@ -1559,8 +1562,8 @@ struct krdma_bench_progress {
  * &enum krdma_bench_flags asks of UD connections), %EHOSTUNREACH (UD, above),
  * %EOPNOTSUPP (an opcode
  * the transport lacks, or that cannot be measured in the mode asked),
- * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU), %EFAULT
- * (@samples_uptr).
+ * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU), %EAGAIN
+ * (the threads of %KRDMA_BENCH_PER_CPU, above), %EFAULT (@samples_uptr).
  */
 struct krdma_bench {
 	__u32 size;

@@ -1402,6 +1402,9 @@ static const char *errno_hint(int err)
 		return "a completion failed";
 	case -EBUSY:
 		return "the connection had work the run did not post";
+	case -EAGAIN:
+		return "other runs hold the kernel threads krdma allows "
+		       "(its bench_max_threads parameter): --one-cpu, or fewer -q";
 	default:
 		return strerror(-err);
 	}
