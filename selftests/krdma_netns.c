@@ -34,6 +34,8 @@ FIXTURE_SETUP(netns)
 		SKIP(return, "%s", why);
 	if (geteuid())
 		SKIP(return, "needs root, for a network namespace of its own");
+	if (access("/proc/self/ns/net", F_OK))
+		SKIP(return, "no network namespaces (CONFIG_NET_NS)");
 	self->fd = krdma_open();
 	ASSERT_LE(0, self->fd);
 	if (kt_dev_pick(self->fd, NULL, &self->dev))
@@ -114,44 +116,6 @@ static int conn_on_gid(int fd, const struct kt_dev *dev)
 	return kt_destroy(fd, c.handle);
 }
 
-static int shared_steps(FIXTURE_DATA(netns) *self)
-{
-	struct krdma_info info;
-	struct kt_buf buf;
-	int fd;
-
-	fd = krdma_open();
-	if (fd < 0)
-		return 1;
-	/* the devices, as in init_net */
-	if (krdma_info_get(fd, &info) || info.num_devices != self->ndev)
-		return 2;
-	/* but none of init_net's addresses */
-	if (gids_listed(fd, self->dev.dev_index) != 0)
-		return 3;
-	if (conn_on_gid(fd, &self->dev) != -1 || errno != EINVAL)
-		return 4;
-	/* what needs no address works */
-	if (kt_buf_alloc(fd, self->dev.dev_index, 0, 4096, &buf))
-		return 5;
-	/* init_net's file sees and uses init_net's */
-	if (gids_listed(self->fd, self->dev.dev_index) <= 0)
-		return 6;
-	if (conn_on_gid(self->fd, &self->dev))
-		return 7;
-	close(fd);
-	return 0;
-}
-
-/* Shared mode: the devices, without another namespace's GIDs. */
-KRDMA_TEST_F(netns, shared_mode_hides_other_gids)
-{
-	EXPECT_EQ(0, in_new_netns(self, shared_steps));
-	/* init_net's view is whole */
-	EXPECT_LT(0, gids_listed(self->fd, self->dev.dev_index));
-	EXPECT_OK(conn_on_gid(self->fd, &self->dev));
-}
-
 static int exclusive_steps(FIXTURE_DATA(netns) *self)
 {
 	uint32_t index = self->dev.dev_index;
@@ -197,7 +161,12 @@ static int exclusive_steps(FIXTURE_DATA(netns) *self)
 	return 0;
 }
 
-/* Exclusive mode: another namespace's devices are not there at all. */
+/*
+ * Exclusive mode: another namespace's devices are not there at all.  The
+ * first test: switching modes while a namespace dies (a test's before it)
+ * races the RDMA core's removal of that namespace's compat devices (on
+ * 6.1, a use-after-free KASAN reports: docs/known-problems.rst).
+ */
 KRDMA_TEST_F_TIMEOUT(netns, exclusive_mode_hides_other_devices, 120)
 {
 	struct krdma_info info;
@@ -209,6 +178,44 @@ KRDMA_TEST_F_TIMEOUT(netns, exclusive_mode_hides_other_devices, 120)
 	EXPECT_EQ(0, in_new_netns(self, exclusive_steps));
 	ASSERT_OK(krdma_info_get(self->fd, &info));
 	EXPECT_EQ(self->ndev, info.num_devices);
+	EXPECT_OK(conn_on_gid(self->fd, &self->dev));
+}
+
+static int shared_steps(FIXTURE_DATA(netns) *self)
+{
+	struct krdma_info info;
+	struct kt_buf buf;
+	int fd;
+
+	fd = krdma_open();
+	if (fd < 0)
+		return 1;
+	/* the devices, as in init_net */
+	if (krdma_info_get(fd, &info) || info.num_devices != self->ndev)
+		return 2;
+	/* but none of init_net's addresses */
+	if (gids_listed(fd, self->dev.dev_index) != 0)
+		return 3;
+	if (conn_on_gid(fd, &self->dev) != -1 || errno != EINVAL)
+		return 4;
+	/* what needs no address works */
+	if (kt_buf_alloc(fd, self->dev.dev_index, 0, 4096, &buf))
+		return 5;
+	/* init_net's file sees and uses init_net's */
+	if (gids_listed(self->fd, self->dev.dev_index) <= 0)
+		return 6;
+	if (conn_on_gid(self->fd, &self->dev))
+		return 7;
+	close(fd);
+	return 0;
+}
+
+/* Shared mode: the devices, without another namespace's GIDs. */
+KRDMA_TEST_F(netns, shared_mode_hides_other_gids)
+{
+	EXPECT_EQ(0, in_new_netns(self, shared_steps));
+	/* init_net's view is whole */
+	EXPECT_LT(0, gids_listed(self->fd, self->dev.dev_index));
 	EXPECT_OK(conn_on_gid(self->fd, &self->dev));
 }
 
