@@ -123,11 +123,12 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return ret;
 	kah = kzalloc(sizeof(*kah), GFP_KERNEL);
 	if (!kah) {
-		krdma_device_exit(kdev);
-		krdma_device_put(kdev);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto err_exit;
 	}
-	krdma_object_init(&kah->obj, session, &krdma_ah_ops);
+	ret = krdma_object_init(&kah->obj, session, &krdma_ah_ops);
+	if (ret)
+		goto err_free;
 	kah->obj.kdev = kdev;
 	ret = krdma_ah_create_hw(kah, &path);
 	if (!ret)
@@ -140,6 +141,13 @@ int krdma_ah_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	}
 	krdma_device_exit(kdev);
 	return krdma_object_respond(&kah->obj, ucmd, sizeof(*cmd));
+
+err_free:
+	kfree(kah);
+err_exit:
+	krdma_device_exit(kdev);
+	krdma_device_put(kdev);
+	return ret;
 }
 
 /*

@@ -249,12 +249,14 @@ struct krdma_bench_run {
  * @run: its share: its connections, its own WR chains and figures
  * @cmd: the request as @run sees it, where @run keeps its figures
  * @task: the thread, bound to one CPU
+ * @cpu: that CPU, if still online when the thread starts
  * @done: completed when its loop has ended
  */
 struct krdma_bench_thread {
 	struct krdma_bench_run run;
 	struct krdma_bench cmd;
 	struct task_struct *task;
+	unsigned int cpu;
 	struct completion done;
 };
 

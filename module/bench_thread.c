@@ -13,6 +13,7 @@
  * vhost's workers are to their owner: its cgroups (cpu.max, cpuset) and
  * its nice.  Every run's threads together are at most bench_max_threads.
  */
+#include <linux/capability.h>
 #include <linux/cgroup.h>
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
@@ -50,9 +51,38 @@ static void krdma_bench_threads_release(u32 n)
 }
 
 /*
+ * Is @task, a kernel thread charged to the caller, held to the caller's
+ * CPU limit (cpu.max)?  Yes where the caller's cpu cgroup is the root,
+ * which has none.  Elsewhere the thread must share that cgroup, which
+ * kernels attaching a kernel thread to the v1 hierarchies only (5.10
+ * among them) do not do in v2; and even then, since task-based throttling
+ * (6.18), cpu.max throttles a task only on its way back to user space,
+ * which a kernel thread never takes.
+ */
+static bool krdma_bench_thread_limited(struct task_struct *task)
+{
+#ifdef CONFIG_CGROUP_SCHED
+	struct cgroup_subsys_state *mine;
+	bool limited;
+
+	rcu_read_lock();
+	mine = task_css(current, cpu_cgrp_id);
+	limited = !mine->parent ||
+		  (task_css(task, cpu_cgrp_id) == mine &&
+		   KRDMA_CPU_MAX_HOLDS_KTHREADS);
+	rcu_read_unlock();
+	return limited;
+#else
+	return true;
+#endif
+}
+
+/*
  * Charge @task, a thread working for the caller, to it: its cgroups and
  * nice, as vhost_attach_cgroups() does for a vhost worker.  Before
- * kthread_bind(): a cpuset refuses a task that may not change CPUs.
+ * kthread_bind(): a cpuset refuses a task that may not change CPUs.  A
+ * thread that would still escape the caller's CPU limit is for a caller
+ * with CAP_SYS_ADMIN only, free of such limits anyway.
  */
 static int krdma_bench_thread_charge(struct task_struct *task)
 {
@@ -61,6 +91,8 @@ static int krdma_bench_thread_charge(struct task_struct *task)
 	ret = cgroup_attach_task_all(current, task);
 	if (ret)
 		return ret;
+	if (!krdma_bench_thread_limited(task) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
 	set_user_nice(task, task_nice(current));
 	return 0;
 }
@@ -80,7 +112,10 @@ static int krdma_bench_thread_fn(void *data)
 	kthread_complete_and_exit(&t->done, 0);
 }
 
-/* Thread @t's share, connections [@first, @end) of @run's. */
+/*
+ * Thread @t's share, connections [@first, @end) of @run's, for @cpu: made
+ * and charged, not yet bound nor woken.
+ */
 static int krdma_bench_thread_init(struct krdma_bench_run *run,
 				   struct krdma_bench_thread *t, u32 first,
 				   u32 end, unsigned int cpu)
@@ -118,7 +153,7 @@ static int krdma_bench_thread_init(struct krdma_bench_run *run,
 		kthread_stop(t->task);
 		goto err;
 	}
-	kthread_bind(t->task, cpu);
+	t->cpu = cpu;
 	return 0;
 err:
 	krdma_bench_free_chains(&t->run);
@@ -140,7 +175,7 @@ static void krdma_bench_unspawn(struct krdma_bench_run *run)
 	run->num_threads = 0;
 }
 
-/* Make and bind @n - 1 threads, on the CPUs of @mask after the caller's. */
+/* Make @n - 1 threads, for the CPUs of @mask after the caller's. */
 static int krdma_bench_make_threads(struct krdma_bench_run *run, u32 n,
 				    const struct cpumask *mask)
 {
@@ -169,34 +204,61 @@ static int krdma_bench_make_threads(struct krdma_bench_run *run, u32 n,
 }
 
 /*
+ * Bind each thread to its CPU, or, if that went offline since, to another
+ * the caller may use, and wake it.  Holding the hotplug lock, no CPU goes
+ * away before its thread is bound and woken.
+ */
+static void krdma_bench_start_threads(struct krdma_bench_run *run)
+{
+	unsigned int cpu;
+	u32 i;
+
+	cpus_read_lock();
+	for (i = 0; i < run->num_threads; i++) {
+		struct krdma_bench_thread *t = &run->threads[i];
+
+		cpu = t->cpu;
+		if (!cpu_online(cpu))
+			cpu = cpumask_any_and(cpu_online_mask,
+					      current->cpus_ptr);
+		kthread_bind(t->task, cpu);
+		wake_up_process(t->task);
+	}
+	cpus_read_unlock();
+}
+
+/*
  * Share the connections out among as many threads as the caller may use
- * CPUs (its affinity, as online now), at most one per connection: the
+ * CPUs (its affinity, online now), at most one per connection: the
  * caller's, which keeps the first share, and one kernel thread bound to
  * each other of those CPUs; start them.  The CPUs are those the caller
  * could run on itself, so a process confined to some CPUs does not spin on
- * others.  Holding the hotplug lock, no CPU goes away before its thread
- * is bound and woken.
+ * others.  The threads are made outside the hotplug lock: charging them
+ * takes the cgroup mutex, which is taken before it.
  */
 int krdma_bench_spawn(struct krdma_bench_run *run)
 {
 	cpumask_var_t mask;
-	u32 n, i;
 	int ret = 0;
+	u32 n;
 
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
 		return -ENOMEM;
-	cpus_read_lock();
 	cpumask_and(mask, cpu_online_mask, current->cpus_ptr);
 	n = min_t(u32, run->num_conns, cpumask_weight(mask));
-	if (n > 1 && !krdma_bench_threads_reserve(n - 1))
-		ret = -EAGAIN;
-	else if (n > 1)
+	if (n > 1) {
+		if (!krdma_bench_threads_reserve(n - 1)) {
+			ret = -EAGAIN;
+			goto out;
+		}
 		ret = krdma_bench_make_threads(run, n, mask);
-	if (ret && ret != -EAGAIN)
-		krdma_bench_threads_release(n - 1);
-	for (i = 0; i < run->num_threads; i++)
-		wake_up_process(run->threads[i].task);
-	cpus_read_unlock();
+		if (ret) {
+			krdma_bench_threads_release(n - 1);
+			goto out;
+		}
+	}
+	krdma_bench_start_threads(run);
+out:
 	free_cpumask_var(mask);
 	return ret;
 }

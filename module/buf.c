@@ -16,6 +16,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "account.h"
 #include "buf.h"
 #include "device.h"
 #include "ioctl.h"
@@ -36,27 +37,6 @@ size_t krdma_chunk_size(const struct krdma_buf_mem *mem)
 static unsigned long krdma_mem_pages(const struct krdma_buf_mem *mem)
 {
 	return (unsigned long)mem->num_chunks << mem->chunk_order;
-}
-
-/*
- * Charge pinned pages like ib_umem_get(): against RLIMIT_MEMLOCK unless the
- * caller has CAP_IPC_LOCK.
- */
-int krdma_charge_pinned(struct mm_struct *mm, unsigned long npages)
-{
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	s64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
-
-	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(npages, &mm->pinned_vm);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void krdma_uncharge_pinned(struct mm_struct *mm, unsigned long npages)
-{
-	atomic64_sub(npages, &mm->pinned_vm);
 }
 
 static void krdma_buf_mem_release(struct kref *kref)
@@ -369,11 +349,12 @@ int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 		return ret;
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf) {
-		krdma_device_exit(kdev);
-		krdma_device_put(kdev);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto err_exit;
 	}
-	krdma_object_init(&buf->obj, session, &krdma_buf_ops);
+	ret = krdma_object_init(&buf->obj, session, &krdma_buf_ops);
+	if (ret)
+		goto err_free;
 	buf->obj.kdev = kdev;
 	buf->length = length;
 	buf->access = access;
@@ -402,6 +383,13 @@ err:
 	krdma_buf_destroy_hw(&buf->obj);
 	krdma_device_exit(kdev);
 	krdma_object_put(&buf->obj);
+	return ret;
+
+err_free:
+	kfree(buf);
+err_exit:
+	krdma_device_exit(kdev);
+	krdma_device_put(kdev);
 	return ret;
 }
 

@@ -97,8 +97,6 @@ int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 		     u64 length, u32 access, krdma_buf_mem_ctor make_mem,
 		     void *arg, struct krdma_buf_keys *keys);
 
-int krdma_charge_pinned(struct mm_struct *mm, unsigned long npages);
-void krdma_uncharge_pinned(struct mm_struct *mm, unsigned long npages);
 int krdma_access_to_ib(u32 access);
 int krdma_check_access(u32 access);
 int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,

@@ -379,7 +379,11 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return -ENOMEM;
-	krdma_object_init(&l->obj, session, &krdma_listener_ops);
+	ret = krdma_object_init(&l->obj, session, &krdma_listener_ops);
+	if (ret) {
+		kfree(l);
+		return ret;
+	}
 	l->transport = cmd->transport;
 	ret = krdma_object_reserve(&l->obj);
 	if (ret)
@@ -631,8 +635,8 @@ int krdma_cm_connect(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return ret;
 	conn = krdma_conn_alloc(session, cmd->transport,
 				cmd->flags & KRDMA_CONN_NOTIFY);
-	if (!conn)
-		return -ENOMEM;
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
 	ret = krdma_object_reserve(&conn->obj);
 	if (ret)
 		goto err_put;

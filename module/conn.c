@@ -29,6 +29,14 @@ void krdma_conn_destroy_hw(struct krdma_object *obj)
 		/* Ends a connect or accept still waiting on the id. */
 		WRITE_ONCE(conn->cm.status, -ECONNABORTED);
 		complete_all(&conn->cm.done);
+		/*
+		 * The QP before the id, as rdma_cm expects: under the id's
+		 * qp_mutex, so a handler still running (a disconnect moving
+		 * it to error) finds none.
+		 */
+		if (conn->qp)
+			rdma_destroy_qp(conn->cm.id);
+		conn->qp = NULL;
 		rdma_destroy_id(conn->cm.id);
 		conn->cm.id = NULL;
 	}
@@ -321,6 +329,10 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		return PTR_ERR(qp);
 	if (conn->cm.id && conn->transport == KRDMA_TRANSPORT_UD)
 		ret = krdma_conn_cm_qkey(conn, qp);
+	if (!ret)
+		ret = krdma_charge_queues(&conn->charge,
+					  krdma_qp_queue_bytes(&init.cap) +
+					  krdma_cq_queue_bytes(conn->cq->cqe));
 	if (ret) {
 		krdma_conn_destroy_qp(conn, qp);
 		return ret;
@@ -345,26 +357,32 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	return 0;
 }
 
-/* A connection object, not yet on any device. */
+/* A connection object, not yet on any device; or an ERR_PTR(). */
 struct krdma_conn *krdma_conn_alloc(struct krdma_session *session,
 				    u32 transport, bool notify)
 {
 	struct krdma_conn *conn;
+	int ret = -ENOMEM;
 
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	if (!conn)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	conn->error_event = krdma_event_prealloc();
-	if (!conn->error_event) {
-		kfree(conn);
-		return NULL;
-	}
-	krdma_object_init(&conn->obj, session, &krdma_conn_ops);
+	if (!conn->error_event)
+		goto err_free;
+	ret = krdma_object_init(&conn->obj, session, &krdma_conn_ops);
+	if (ret)
+		goto err_free;
 	init_completion(&conn->cm.done);
 	conn->transport = transport;
 	conn->notify = notify;
 	conn->psn = get_random_u32() & KRDMA_QPN_MASK;
 	return conn;
+
+err_free:
+	kfree(conn->error_event);
+	kfree(conn);
+	return ERR_PTR(ret);
 }
 
 /*
@@ -438,8 +456,8 @@ struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
 	int ret;
 
 	conn = krdma_conn_alloc(session, krdma_cm_transport(id->qp_type), false);
-	if (!conn)
-		return ERR_PTR(-ENOMEM);
+	if (IS_ERR(conn))
+		return conn;
 	conn->cm.id = id;
 	ret = krdma_conn_attach_cm(conn);
 	if (ret) {
@@ -465,10 +483,10 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		return ret;
 	conn = krdma_conn_alloc(session, cmd->transport,
 				cmd->flags & KRDMA_CONN_NOTIFY);
-	if (!conn) {
+	if (IS_ERR(conn)) {
 		krdma_device_exit(kdev);
 		krdma_device_put(kdev);
-		return -ENOMEM;
+		return PTR_ERR(conn);
 	}
 	conn->obj.kdev = kdev;
 
@@ -798,6 +816,7 @@ void krdma_conn_release_hw(struct krdma_conn *conn)
 	if (conn->cq)
 		ib_destroy_cq(conn->cq);
 	conn->cq = NULL;
+	krdma_uncharge_queues(&conn->charge);
 	if (conn->srq) {
 		krdma_srq_unbind(conn->srq);
 		krdma_object_put(&conn->srq->obj);

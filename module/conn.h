@@ -10,6 +10,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
+#include "account.h"
 #include "object.h"
 
 struct krdma_device;
@@ -113,6 +114,7 @@ struct krdma_conn_cm {
  * @obj: the handle; @obj.hw_rwsem protects @qp and @cq
  * @cq: send and receive completions
  * @qp: the QP
+ * @charge: @qp's and @cq's memory, charged to their creator
  * @srq: the SRQ the QP receives from (referenced and bound), or NULL
  * @ud_ah: UD over rdma_cm: the address handle of the peer the CM resolved
  *	(set once by the CM handler, before the connect returns), or that a
@@ -140,6 +142,7 @@ struct krdma_conn {
 	struct krdma_object obj;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
+	struct krdma_queue_charge charge;
 	struct krdma_srq *srq;
 	struct ib_ah *ud_ah;
 	unsigned long state;

@@ -7,8 +7,9 @@
  * compiles a test of each (probes/, scripts/kernel-probe.sh) and writes
  * krdma_config.h, whose HAVE_* say what compiled.  For each interface that
  * did not, this header supplies the same name and meaning, so the rest of
- * the module reads as mainline code.  The lowest kernel this covers is
- * 5.10 (README).
+ * the module reads as mainline code; where kernels behave differently in a
+ * way a probe can see, a KRDMA_* constant here says how.  The lowest
+ * kernel this covers is 5.10 (README).
  */
 #ifndef KRDMA_COMPAT_H
 #define KRDMA_COMPAT_H
@@ -115,6 +116,17 @@ static inline void krdma_cm_apply_min_rnr_timer(struct rdma_cm_id *id,
 	attr.min_rnr_timer = timer;
 	ib_modify_qp(id->qp, &attr, IB_QP_MIN_RNR_TIMER);
 }
+#endif
+
+/*
+ * Does a cgroup's cpu.max throttle a kernel thread in it?  Not since
+ * task-based throttling (6.18), which throttles a task on its way back to
+ * user space, a way a kernel thread never takes.
+ */
+#ifdef HAVE_TASK_THROTTLE_WORK
+#define KRDMA_CPU_MAX_HOLDS_KTHREADS false
+#else
+#define KRDMA_CPU_MAX_HOLDS_KTHREADS true
 #endif
 
 #endif /* KRDMA_COMPAT_H */

@@ -14,12 +14,15 @@
  *    under each object's hw_rwsem and marks it dead, so later calls on the
  *    handle answer -ENODEV until the session destroys it.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/nsproxy.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <net/net_namespace.h>
 
+#include "account.h"
 #include "device.h"
 #include "event.h"
 #include "ioctl.h"
@@ -32,6 +35,13 @@ struct krdma_session *krdma_session_create(void)
 	session = kzalloc(sizeof(*session), GFP_KERNEL);
 	if (!session)
 		return NULL;
+	session->user = krdma_user_get(current_uid());
+	if (!session->user) {
+		kfree(session);
+		return NULL;
+	}
+	session->no_object_limit = ns_capable_noaudit(&init_user_ns,
+						      CAP_SYS_ADMIN);
 	xa_init_flags(&session->objects, XA_FLAGS_ALLOC1);
 	init_rwsem(&session->ah_post_rwsem);
 	init_waitqueue_head(&session->wait);
@@ -55,6 +65,7 @@ static void krdma_session_free(struct kref *kref)
 	WARN_ON(!xa_empty(&session->pds));
 	krdma_events_flush(session);
 	put_net(session->net);
+	krdma_user_put(session->user);
 	kfree(session);
 }
 
@@ -75,6 +86,7 @@ static void krdma_object_release(struct kref *kref)
 		krdma_pd_put(kpd);
 	if (kdev)
 		krdma_device_put(kdev);
+	krdma_user_uncharge_object(session);
 	krdma_session_put(session);
 }
 
@@ -83,9 +95,17 @@ void krdma_object_put(struct krdma_object *obj)
 	kref_put(&obj->kref, krdma_object_release);
 }
 
-void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
-		       const struct krdma_object_ops *ops)
+/*
+ * Charged to the session's user (account.c) until its last reference
+ * goes: 0, or -EDQUOT past the user's limit, with nothing done.
+ */
+int krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
+		      const struct krdma_object_ops *ops)
 {
+	int ret = krdma_user_charge_object(session);
+
+	if (ret)
+		return ret;
 	kref_init(&obj->kref);
 	init_rwsem(&obj->hw_rwsem);
 	INIT_LIST_HEAD(&obj->dev_entry);
@@ -96,6 +116,7 @@ void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
 	kref_get(&session->kref);
 	obj->session = session;
 	obj->ops = ops;
+	return 0;
 }
 
 /*

@@ -71,6 +71,9 @@ struct krdma_queued_event;
  * @pds: device id -> the session's &struct krdma_pd there
  * @net: the opener's network namespace, referenced: the devices and GIDs
  *	the session may use are that namespace's, as a socket's are
+ * @user: the opener's user (real uid), referenced: its objects are
+ *	counted there (account.c)
+ * @no_object_limit: opened with CAP_SYS_ADMIN: no max_objects_per_user
  */
 struct krdma_session {
 	struct kref kref;
@@ -89,6 +92,8 @@ struct krdma_session {
 	struct mutex pd_lock;		/* protects pds */
 	struct xarray pds;
 	struct net *net;
+	struct krdma_user *user;
+	bool no_object_limit;
 };
 
 struct krdma_object;
@@ -150,8 +155,9 @@ struct krdma_object {
 
 struct krdma_session *krdma_session_create(void);
 void krdma_session_destroy(struct krdma_session *session);
-void krdma_object_init(struct krdma_object *obj, struct krdma_session *session,
-		       const struct krdma_object_ops *ops);
+int __must_check krdma_object_init(struct krdma_object *obj,
+				   struct krdma_session *session,
+				   const struct krdma_object_ops *ops);
 int krdma_object_reserve(struct krdma_object *obj);
 
 struct krdma_ucmd;

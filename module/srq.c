@@ -24,8 +24,11 @@ static void krdma_srq_destroy_hw(struct krdma_object *obj)
 	struct krdma_srq *srq = container_of(obj, struct krdma_srq, obj);
 
 	krdma_object_assert_hw_write(obj);
-	if (srq->srq && !WARN_ON(srq->users))
+	/* (a user left would be a bug: its SRQ, and the charge, would stay) */
+	if (srq->srq && !WARN_ON(srq->users)) {
 		ib_destroy_srq(srq->srq);
+		krdma_uncharge_queues(&srq->charge);
+	}
 	srq->srq = NULL;
 }
 
@@ -98,7 +101,9 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = -ENOMEM;
 		goto err_exit;
 	}
-	krdma_object_init(&srq->obj, session, &krdma_srq_ops);
+	ret = krdma_object_init(&srq->obj, session, &krdma_srq_ops);
+	if (ret)
+		goto err_free;
 	spin_lock_init(&srq->lock);
 	srq->obj.kdev = kdev;
 	init.event_handler = krdma_srq_event;
@@ -122,6 +127,11 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	/* what the device granted, capped to what a krdma WR can carry */
 	srq->max_wr = init.attr.max_wr;
 	srq->max_sge = min_t(u32, init.attr.max_sge, KRDMA_MAX_SGE);
+	ret = krdma_charge_queues(&srq->charge,
+				  krdma_srq_queue_bytes(init.attr.max_wr,
+							init.attr.max_sge));
+	if (ret)
+		goto err_put;
 	cmd->max_wr = srq->max_wr;
 	cmd->max_sge = srq->max_sge;
 	ret = krdma_object_publish(&srq->obj, &cmd->handle);
@@ -136,6 +146,8 @@ err_put:
 	krdma_object_put(&srq->obj);
 	return ret;
 
+err_free:
+	kfree(srq);
 err_exit:
 	krdma_device_exit(kdev);
 	krdma_device_put(kdev);

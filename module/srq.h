@@ -8,12 +8,14 @@
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 
+#include "account.h"
 #include "object.h"
 
 /**
  * struct krdma_srq - a shared receive queue object
  * @obj: the handle; @obj.hw_rwsem protects @srq
  * @srq: the verbs SRQ
+ * @charge: @srq's memory, charged to its creator
  * @max_wr: receive WRs the device granted
  * @max_sge: SGEs per receive WR
  * @lock: protects @users and @closing
@@ -23,6 +25,7 @@
 struct krdma_srq {
 	struct krdma_object obj;
 	struct ib_srq *srq;
+	struct krdma_queue_charge charge;
 	u32 max_wr;
 	u32 max_sge;
 	spinlock_t lock;		/* protects users, closing */

@@ -11,6 +11,7 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
+#include "account.h"
 #include "buf.h"
 #include "device.h"
 #include "ioctl.h"

@@ -1346,21 +1346,6 @@ static unsigned long fz_env(const char *name, unsigned long def)
 	return v && *v ? strtoul(v, NULL, 0) : def;
 }
 
-static long fz_vm_pinned_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * @pages of memory with FZ_RESERVE of PROT_NONE address space on either
  * side.  Above: output arrays with absurd entry sizes and counts written
@@ -1614,7 +1599,7 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 		TH_LOG("device contexts left behind after every session closed");
 	}
 	EXPECT_EQ(self->info.num_devices, info.num_devices);
-	pinned = fz_vm_pinned_kb();
+	pinned = kt_vm_pin_kb();
 	EXPECT_TRUE(pinned <= 0) {
 		TH_LOG("VmPin %ld kB after every session closed", pinned);
 	}

@@ -308,8 +308,7 @@ static int nobody_send_with_inv(const struct kt_dev *dev, uint32_t rkey)
 	struct krdma_wc wc;
 	int fd;
 
-	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-	    setresuid(65534, 65534, 65534))
+	if (kt_become_user(65534))
 		return 101;
 	fd = krdma_open();
 	if (fd < 0)

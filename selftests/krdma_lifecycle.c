@@ -232,8 +232,7 @@ static int nobody_open_errno(void)
 	if (pid < 0)
 		return -1;
 	if (!pid) {
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
+		if (kt_become_user(65534))
 			_exit(255);
 		fd = open(KRDMA_DEVICE_PATH, O_RDWR);
 		_exit(fd < 0 ? errno : 0);

@@ -3,8 +3,8 @@
  * krdma objects: every validation failure of BUF_ALLOC, BUF_RW, DESTROY,
  * CONN_CREATE/MODIFY/QUERY, AH_CREATE, POST and POLL (one test each, the
  * iommufd way), handles racing to be destroyed, mmap(2) of buffers,
- * RLIMIT_MEMLOCK, sessions that die with work outstanding, and a device
- * removed while a session holds objects on it.
+ * RLIMIT_MEMLOCK and the per-user object limit, sessions that die with work
+ * outstanding, and a device removed while a session holds objects on it.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -269,20 +269,32 @@ KRDMA_TEST_F(obj, buf_alloc_enodev)
  * RLIMIT_MEMLOCK without CAP_IPC_LOCK: buffers are charged page by page,
  * DESTROY uncharges, and a mapping keeps the charge until munmap.
  */
-static int memlock_child(uint32_t dev_index)
+/*
+ * A session of a caller without CAP_IPC_LOCK, at a 64 KiB RLIMIT_MEMLOCK:
+ * its fd, or minus the step that failed (10-12).
+ */
+static int memlock_open(void)
 {
 	struct rlimit rl = { 64 * 1024, 64 * 1024 };
+	int fd;
+
+	if (kt_drop_cap(14 /* CAP_IPC_LOCK */))
+		return -10;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return -11;
+	fd = krdma_open();
+	return fd < 0 ? -12 : fd;
+}
+
+static int memlock_child(uint32_t dev_index)
+{
 	struct kt_buf a, b, c;
 	void *map;
 	int fd;
 
-	if (kt_drop_cap(14 /* CAP_IPC_LOCK */))
-		return 10;
-	if (setrlimit(RLIMIT_MEMLOCK, &rl))
-		return 11;
-	fd = krdma_open();
+	fd = memlock_open();
 	if (fd < 0)
-		return 12;
+		return -fd;
 	if (!kt_buf_alloc(fd, dev_index, 0, 1 << 20, &a) || errno != ENOMEM)
 		return 13;
 	if (kt_buf_alloc(fd, dev_index, 0, 32 * 1024, &a))
@@ -318,20 +330,205 @@ static int memlock_child(uint32_t dev_index)
 	return 0;
 }
 
-KRDMA_TEST_F(obj, buf_alloc_memlock)
+/* The status of child @pid: 0 if it exited 0, else its step (or -1). */
+static int child_step(pid_t pid)
 {
 	int status;
-	pid_t pid;
 
-	pid = fork();
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+KRDMA_TEST_F(obj, buf_alloc_memlock)
+{
+	pid_t pid = fork();
+	int step;
+
 	ASSERT_LE(0, pid);
 	if (!pid)
 		_exit(memlock_child(self->dev.dev_index));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) {
-		TH_LOG("memlock child failed at step %d", WEXITSTATUS(status));
+	step = child_step(pid);
+	EXPECT_EQ(0, step) TH_LOG("child failed at step %d", step);
+}
+
+/*
+ * Queue memory is charged as buffers are: a connection's (its QP's send
+ * and receive queues and its CQ) and an SRQ's, estimated from the depths
+ * the device granted, against RLIMIT_MEMLOCK without CAP_IPC_LOCK.  A
+ * create past it is ENOMEM and leaves nothing charged; DESTROY and close
+ * uncharge.
+ */
+static int queues_memlock_child(const struct kt_dev *dev)
+{
+	struct krdma_qp_caps deep = { .max_send_wr = 4096, .max_recv_wr = 4096 };
+	struct krdma_qp_caps small = { .max_send_wr = 16, .max_recv_wr = 16 };
+	struct krdma_srq_create sc = {
+		.size = sizeof(sc), .dev_index = dev->dev_index,
+		.max_wr = 4096, .max_sge = 1,
+	};
+	struct kt_conn c;
+	long base, held;
+	int fd;
+
+	fd = memlock_open();
+	if (fd < 0)
+		return -fd;
+	base = kt_vm_pin_kb();
+	if (base < 0)
+		return 13;
+	/* 4096 + 4096 work requests and their CQ: far more than 64 KiB */
+	if (!kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &deep, &c) ||
+	    errno != ENOMEM)
+		return 14;
+	if (kt_vm_pin_kb() != base)
+		return 15;
+	/* 4096 receives */
+	if (!ioctl(fd, KRDMA_SRQ_CREATE, &sc) || errno != ENOMEM)
+		return 16;
+	if (kt_vm_pin_kb() != base)
+		return 17;
+	/* small queues fit, and are charged until destroyed */
+	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &small, &c))
+		return 18;
+	held = kt_vm_pin_kb();
+	if (held <= base)
+		return 19;
+	sc.max_wr = 16;
+	if (ioctl(fd, KRDMA_SRQ_CREATE, &sc))
+		return 20;
+	if (kt_vm_pin_kb() <= held)
+		return 21;
+	if (kt_destroy(fd, sc.handle) || kt_vm_pin_kb() != held)
+		return 22;
+	if (kt_destroy(fd, c.handle) || kt_vm_pin_kb() != base)
+		return 23;
+	/* and until their session is closed */
+	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &small, &c))
+		return 24;
+	close(fd);
+	if (kt_vm_pin_kb() != base)
+		return 25;
+	return 0;
+}
+
+KRDMA_TEST_F(obj, queues_memlock)
+{
+	pid_t pid = fork();
+	int step;
+
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(queues_memlock_child(&self->dev));
+	step = child_step(pid);
+	EXPECT_EQ(0, step) TH_LOG("child failed at step %d", step);
+}
+
+#define MAX_OBJECTS_PER_USER "/sys/module/krdma/parameters/max_objects_per_user"
+#define OBJECTS_LIMIT 4
+
+/*
+ * As @uid, up to the limit of objects (buffers) over two sessions; past
+ * it, every create is EDQUOT; DESTROY and close give objects back.  Once
+ * at the limit, says so on @ready and holds it until @hold is closed.
+ * 0, or the step that failed.
+ */
+static int objects_child(uid_t uid, const struct kt_dev *dev, int ready,
+			 int hold)
+{
+	struct krdma_srq_create sc = {
+		.size = sizeof(sc), .dev_index = dev->dev_index,
+	};
+	struct kt_buf b[OBJECTS_LIMIT], x;
+	struct kt_conn c;
+	int fd[2], i;
+	char byte;
+
+	if (kt_become_user(uid))
+		return 10;
+	fd[0] = krdma_open();
+	fd[1] = krdma_open();
+	if (fd[0] < 0 || fd[1] < 0)
+		return 11;
+	for (i = 0; i < OBJECTS_LIMIT; i++)
+		if (kt_buf_alloc(fd[i % 2], dev->dev_index, 0, 4096, &b[i]))
+			return 12;
+	/* the user's, in either session, of any type */
+	if (!kt_buf_alloc(fd[0], dev->dev_index, 0, 4096, &x) ||
+	    errno != EDQUOT)
+		return 13;
+	if (!kt_buf_alloc(fd[1], dev->dev_index, 0, 4096, &x) ||
+	    errno != EDQUOT)
+		return 14;
+	if (!ioctl(fd[0], KRDMA_SRQ_CREATE, &sc) || errno != EDQUOT)
+		return 15;
+	if (!kt_conn_create(fd[1], dev, KRDMA_TRANSPORT_RC, 0, NULL, &c) ||
+	    errno != EDQUOT)
+		return 16;
+	/* one destroyed, one more may be made */
+	if (kt_destroy(fd[0], b[0].handle))
+		return 17;
+	if (kt_buf_alloc(fd[1], dev->dev_index, 0, 4096, &b[0]))
+		return 18;
+	if (ready >= 0) {
+		if (write(ready, "r", 1) != 1)
+			return 19;
+		if (read(hold, &byte, 1) != 0)
+			return 20;
 	}
+	/* fd[0] held one: closed, it gives it back */
+	close(fd[0]);
+	if (kt_buf_alloc(fd[1], dev->dev_index, 0, 4096, &x))
+		return 21;
+	if (!kt_buf_alloc(fd[1], dev->dev_index, 0, 4096, &x) ||
+	    errno != EDQUOT)
+		return 22;
+	close(fd[1]);
+	return 0;
+}
+
+/*
+ * max_objects_per_user: each user's objects, over all its sessions, are
+ * limited (EDQUOT past it), another user's count apart, and a session
+ * opened with CAP_SYS_ADMIN is not limited.
+ */
+KRDMA_TEST_F_TIMEOUT(obj, objects_per_user_limit, 60)
+{
+	char old[16] = "", byte;
+	struct kt_buf b[2 * OBJECTS_LIMIT];
+	int ready[2], hold[2], i;
+	pid_t a, other;
+
+	if (geteuid())
+		SKIP(return, "needs root, to act as two other users");
+	ASSERT_OK(kt_read_file(MAX_OBJECTS_PER_USER, old, sizeof(old)));
+	ASSERT_OK(pipe(ready));
+	ASSERT_OK(pipe(hold));
+	ASSERT_OK(kt_write_file(MAX_OBJECTS_PER_USER, "4"));
+	a = fork();
+	if (!a) {
+		close(ready[0]);
+		close(hold[1]);
+		_exit(objects_child(65534, &self->dev, ready[1], hold[0]));
+	}
+	close(ready[1]);
+	close(hold[0]);
+	/* one user at its limit: not another's */
+	EXPECT_EQ(1, read(ready[0], &byte, 1));
+	other = fork();
+	if (!other)
+		_exit(objects_child(65533, &self->dev, -1, -1));
+	EXPECT_EQ(0, child_step(other));
+	/* nor a CAP_SYS_ADMIN opener's */
+	for (i = 0; i < 2 * OBJECTS_LIMIT; i++)
+		EXPECT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096,
+				       &b[i]));
+	close(hold[1]);
+	EXPECT_EQ(0, child_step(a));
+	close(ready[0]);
+	EXPECT_OK(kt_write_file(MAX_OBJECTS_PER_USER, old));
+	for (i = 0; i < 2 * OBJECTS_LIMIT; i++)
+		EXPECT_OK(kt_destroy(self->fd, b[i].handle));
 }
 
 /* ------------------------------------------------------------------------

@@ -483,6 +483,17 @@ enum kt_rxe_defect {
 	KT_RXE_ATOMIC_RESEND,
 };
 
+/* Is the running kernel older than @major.@minor?  (No if unknown.) */
+static inline bool kt_kernel_before(unsigned int major, unsigned int minor)
+{
+	unsigned int ma, mi;
+	struct utsname u;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &ma, &mi) != 2)
+		return false;
+	return ma < major || (ma == major && mi < minor);
+}
+
 /* The reason to skip if the running kernel's rxe has @d, else NULL. */
 static inline const char *kt_rxe_defect(enum kt_rxe_defect d)
 {
@@ -496,11 +507,9 @@ static inline const char *kt_rxe_defect(enum kt_rxe_defect d)
 	unsigned int major, minor;
 
 	/* the tests run on rxe; a kernel without it has none of its defects */
-	if (access("/sys/module/rdma_rxe", F_OK))
+	if (access("/sys/module/rdma_rxe", F_OK) || !kt_kernel_before(6, 1))
 		return NULL;
 	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2)
-		return NULL;
-	if (major > 6 || (major == 6 && minor >= 1))
 		return NULL;
 	snprintf(reason, sizeof(reason), "rxe of Linux %u.%u %s", major, minor,
 		 what[d]);
@@ -1090,6 +1099,29 @@ static inline int kt_dmesg_bad_since(uint64_t mark)
 	uint64_t last;
 
 	return kt_dmesg_scan(mark, &last);
+}
+
+/* Become @uid (and gid @uid, no supplementary groups): no capability left. */
+static inline int kt_become_user(uid_t uid)
+{
+	return setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	       setresuid(uid, uid, uid) ? -1 : 0;
+}
+
+/* This process' pinned memory (VmPin of /proc/self/status) in kB, or -1. */
+static inline long kt_vm_pin_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
 }
 
 /* Drop @cap from this process' effective, permitted and inheritable sets. */

@@ -980,8 +980,7 @@ static int unprivileged_child(uint32_t ndev)
 	struct krdma_snap s;
 	int fd;
 
-	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-	    setresuid(65534, 65534, 65534))
+	if (kt_become_user(65534))
 		return 10;
 	if (geteuid() != 65534)
 		return 11;

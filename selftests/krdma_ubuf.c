@@ -51,16 +51,8 @@ static int ub_reg(int fd, uint32_t dev_index, uint32_t access, const void *p,
 /* This process' pinned_vm (VmPin in /proc/self/status), in pages; -1. */
 static long vm_pin_pages(void)
 {
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
+	long kb = kt_vm_pin_kb();
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
 	return kb < 0 ? -1 : kb / (psz / 1024);
 }
 
@@ -1238,8 +1230,7 @@ static int memlock_child(uint32_t dev_index)
 		return 10;
 	if (setrlimit(RLIMIT_MEMLOCK, &rl))
 		return 11;
-	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-	    setresuid(65534, 65534, 65534))
+	if (kt_become_user(65534))
 		return 12;
 	fd = krdma_open();
 	if (fd < 0) {

@@ -48,9 +48,15 @@
  *               CM_CONNECT's source)
  *  %EMSGSIZE    output array too small (count written back), or a message
  *               larger than the transport allows
- *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded for pinned memory;
- *               POST: the send or receive queue is full (poll, then post
- *               again from &struct krdma_post.num_wrs)
+ *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded by what is
+ *               charged to it (without CAP_IPC_LOCK): buffers' pages, and
+ *               the queues of connections and SRQs, estimated from their
+ *               depths; POST: the send or receive queue is full (poll,
+ *               then post again from &struct krdma_post.num_wrs)
+ *  %EDQUOT      a create past the module's max_objects_per_user: the
+ *               objects alive in all sessions opened by the same user as
+ *               this one (the opener's real uid; none for a session opened
+ *               with CAP_SYS_ADMIN)
  *  %ENOBUFS, %ENFILE  the RDMA core or the network stack under it ran out
  *               of buffers (route or neighbour entries) or of files: as
  *               %ENOMEM, passed on unchanged so that it says which
@@ -1079,8 +1085,9 @@ struct krdma_event {
  * or an event is queued behind it (a later loss queues another).  A
  * GET_EVENTS that fails with %EFAULT fetched nothing: the events stay as
  * they were, a marker among them included.
- * (A CONNECT_REQUEST that finds the queue full is rejected instead, and
- * CONN_ERROR is queued regardless.)
+ * (A CONNECT_REQUEST that finds the queue full, or the listener's user at
+ * max_objects_per_user (%EDQUOT above), is rejected instead, with no
+ * event; CONN_ERROR is queued regardless.)
  *
  * A handle that an unfetched event names is not given to a new object,
  * even once its own object is destroyed (by DESTROY, REJECT, or a CM_CONNECT
@@ -1411,7 +1418,10 @@ struct krdma_srq_create {
  *	reported are the run's.  The kernel threads are the caller's CPU time:
  *	in its cgroups, at its nice.  All runs' kernel threads together are
  *	at most the module's bench_max_threads (default one per CPU): past
- *	it, %EAGAIN
+ *	it, %EAGAIN.  Where a kernel thread would escape the caller's
+ *	cpu.max (5.10 puts it in no cgroup v2 cgroup; from 6.18 cpu.max
+ *	throttles no kernel thread), a caller outside the root cpu cgroup
+ *	needs CAP_SYS_ADMIN: else %EPERM
  *
  * UC and UD drop a message that finds no receive posted, and nothing is
  * resent.  A server on a UC or UD connection answers, instead of saying it
@@ -1563,7 +1573,8 @@ struct krdma_bench_progress {
  * %EOPNOTSUPP (an opcode
  * the transport lacks, or that cannot be measured in the mode asked),
  * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU), %EAGAIN
- * (the threads of %KRDMA_BENCH_PER_CPU, above), %EFAULT (@samples_uptr).
+ * and %EPERM (the threads of %KRDMA_BENCH_PER_CPU, above), %EFAULT
+ * (@samples_uptr).
  */
 struct krdma_bench {
 	__u32 size;

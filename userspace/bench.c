@@ -1405,6 +1405,9 @@ static const char *errno_hint(int err)
 	case -EAGAIN:
 		return "other runs hold the kernel threads krdma allows "
 		       "(its bench_max_threads parameter): --one-cpu, or fewer -q";
+	case -EPERM:
+		return "on this kernel krdma's threads would escape your "
+		       "cgroup's CPU limit, which needs CAP_SYS_ADMIN: --one-cpu";
 	default:
 		return strerror(-err);
 	}

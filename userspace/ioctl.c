@@ -84,8 +84,16 @@ int krdma_ioctl(int fd, unsigned long req, void *arg)
 	return ret;
 }
 
-/* What an errno means for any krdma command, beyond strerror(). */
-static const char *krdma_errno_hint(int err)
+/* Does @req make what is charged to RLIMIT_MEMLOCK (buffers, queues)? */
+static bool krdma_req_charges_memlock(unsigned long req)
+{
+	return req == KRDMA_BUF_ALLOC || req == KRDMA_BUF_REG_USER ||
+	       req == KRDMA_CONN_CREATE || req == KRDMA_SRQ_CREATE ||
+	       req == KRDMA_CM_CONNECT || req == KRDMA_CM_ACCEPT;
+}
+
+/* What an errno means for krdma command @req, beyond strerror(). */
+static const char *krdma_errno_hint(unsigned long req, int err)
 {
 	switch (err) {
 	case -ENOTTY:
@@ -94,6 +102,13 @@ static const char *krdma_errno_hint(int err)
 	case -E2BIG:
 		return " (krdma.ko is older than " PROG_NAME
 		       " and lacks a field it set)";
+	case -EDQUOT:
+		return " (your objects, over all your sessions, are at krdma's "
+		       "max_objects_per_user)";
+	case -ENOMEM:
+		return krdma_req_charges_memlock(req) ?
+		       " (or past RLIMIT_MEMLOCK, which buffers and queues are "
+		       "charged to: ulimit -l)" : "";
 	default:
 		return "";
 	}
@@ -103,7 +118,7 @@ static const char *krdma_errno_hint(int err)
 void krdma_report(unsigned long req, int err)
 {
 	err_msg("%s: %s%s", krdma_req_name(req), strerror(-err),
-		krdma_errno_hint(err));
+		krdma_errno_hint(req, err));
 }
 
 /* "krdmactl: KRDMA_X: FIELD: strerror (hint)", when the field is known. */
@@ -116,5 +131,5 @@ void krdma_report_field(unsigned long req, int err, const char *field_fmt, ...)
 	vsnprintf(field, sizeof(field), field_fmt, ap);
 	va_end(ap);
 	err_msg("%s: %s: %s%s", krdma_req_name(req), field, strerror(-err),
-		krdma_errno_hint(err));
+		krdma_errno_hint(req, err));
 }
