@@ -480,8 +480,11 @@ KRDMA_TEST_F_TIMEOUT(bench, signal_stops_run, 90)
 	EXPECT_OK(kt_destroy(self->fd, self->lb.handle));
 }
 
-/* How many kernel threads named krdma_bench/N there are now. */
-static int bench_threads(void)
+/*
+ * How many kernel threads named krdma_bench/N there are now; the pid of
+ * one of them in *@pid, if @pid and there is one.
+ */
+static int bench_threads_scan(pid_t *pid)
 {
 	char path[300], comm[32];
 	struct dirent *de;
@@ -500,12 +503,17 @@ static int bench_threads(void)
 		if (!f)
 			continue;
 		if (fgets(comm, sizeof(comm), f) &&
-		    !strncmp(comm, "krdma_bench/", 12))
-			n++;
+		    !strncmp(comm, "krdma_bench/", 12) && !n++ && pid)
+			*pid = atoi(de->d_name);
 		fclose(f);
 	}
 	closedir(d);
 	return n;
+}
+
+static int bench_threads(void)
+{
+	return bench_threads_scan(NULL);
 }
 
 /*
@@ -710,31 +718,12 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_destroy_ends_run, 90)
 	EXPECT_OK(kt_destroy(self->fd, self->a.handle));
 }
 
-/* The pid of the first krdma_bench/N thread, or 0. */
+/* The pid of a kernel thread named krdma_bench/N, or 0. */
 static pid_t bench_thread_pid(void)
 {
-	char path[300], comm[32];
-	struct dirent *de;
 	pid_t pid = 0;
-	DIR *d = opendir("/proc");
 
-	if (!d)
-		return 0;
-	while (!pid && (de = readdir(d))) {
-		FILE *f;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) &&
-		    !strncmp(comm, "krdma_bench/", 12))
-			pid = atoi(de->d_name);
-		fclose(f);
-	}
-	closedir(d);
+	bench_threads_scan(&pid);
 	return pid;
 }
 
