@@ -8,7 +8,8 @@
 # command of /krdma/cmd.sh and powers off, printing the exit status for
 # run.sh after the marker it was given.  /krdma/config, written by run.sh,
 # sets MARK, REPO, RUNDIR, DMESG_FILE, MODULES, OPTIONAL_MODULES, INSMOD,
-# KO_MODPROBE and the exported KRDMA_*, RXE0_ADDR*, PEER_ADDR*.
+# KO_MODPROBE, WATCHDOG_S (when to report a command that has not ended)
+# and the exported KRDMA_*, RXE0_ADDR*, PEER_ADDR*.
 # shellcheck disable=SC1091 # written by run.sh, in the guest
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
 mount -t proc proc /proc
@@ -34,6 +35,23 @@ finish() {
 	sync
 	poweroff -f
 	sleep 10
+}
+# Before run.sh's watchdog ends the guest, say what the command is stuck
+# in: the kernel stack of every thread running or waiting uninterruptibly
+# (threads too: a test's stuck call may be in a thread of its own), and
+# every CPU's backtrace on the console.
+guest_watchdog() {
+	sleep "$1"
+	echo "vm: watchdog: up $1 s, the command has not ended; threads running or blocked:"
+	for t in /proc/[0-9]*/task/[0-9]*; do
+		s=$(sed -n 's/^State:[[:space:]]*\([RD]\).*/\1/p' "$t/status" 2>/dev/null)
+		[ -n "$s" ] || continue
+		echo "vm: watchdog: thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)) $s"
+		sed 's/^/vm: watchdog:   /' "$t/stack" 2>/dev/null | head -n 16
+	done
+	echo 1 > /proc/sys/kernel/sysrq
+	echo 8 > /proc/sys/kernel/printk
+	echo l > /proc/sysrq-trigger
 }
 # rxe1 on krdma1: by default the kernel delivers traffic between two local
 # addresses through lo, where rxe drops it.  Policy routing sends traffic
@@ -120,6 +138,7 @@ if ! setup; then
 	finish
 fi
 export PATH="/krdma/bin:$REPO/build/bin:$REPO/build/selftests:$PATH"
+[ "${WATCHDOG_S:-0}" -gt 0 ] && guest_watchdog "$WATCHDOG_S" &
 cd "$REPO" || finish
 if [ "$KRDMA_VM" = 2 ]; then
 	sh /krdma/cmd.sh &
