@@ -15,7 +15,11 @@
 
 #define RXE "rxe0"
 #define RP_CASE_TIMEOUT 150	/* the harness' limit for one case */
-#define RP_IDLE "10"		/* krdmactl -T */
+/*
+ * krdmactl -T: a CM packet lost on a loaded machine (an RTU) comes back
+ * only with the passive side's REP retry, seconds later: room for two
+ */
+#define RP_IDLE "30"
 #define RP_GRACE 3		/* seconds the survivor of a failure gets */
 
 /* ------------------------------------------------------------------------
