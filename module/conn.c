@@ -83,6 +83,35 @@ static void krdma_conn_comp(struct ib_cq *cq, void *cq_context)
 	wake_up_all(&session->wait);
 }
 
+/* What a QP error of krdma_conn_error() was, for the kernel log. */
+static const char *krdma_conn_error_msg(int status)
+{
+	switch (status) {
+	case -EIO:
+		return "QP fatal error";
+	case -EPROTO:
+		return "invalid request from the peer (QP request error)";
+	case -EACCES:
+		return "access error on the peer's request (QP access error)";
+	default:
+		return status > 0 ? ib_wc_status_msg(status) : "error";
+	}
+}
+
+/*
+ * Said once per connection, rate-limited across all of them (one user's
+ * errors must not flood the log): which process's connection, and why.
+ */
+static void krdma_conn_log_error(struct krdma_conn *conn, int status)
+{
+	struct krdma_session *session = conn->obj.session;
+
+	ibdev_warn_ratelimited(conn->qp->device,
+			       "krdma: connection %u of %s[%d] in error: %s\n",
+			       conn->obj.handle, session->comm, session->pid,
+			       krdma_conn_error_msg(status));
+}
+
 /*
  * The connection's QP entered the error state: a failed completion (its
  * status, positive) or the device's asynchronous QP error (a negative
@@ -103,6 +132,7 @@ void krdma_conn_error(struct krdma_conn *conn, int status)
 		return;
 	if (test_and_set_bit(KRDMA_CONN_QP_ERROR, &conn->state))
 		return;
+	krdma_conn_log_error(conn, status);
 	qe = xchg(&conn->error_event, NULL);
 	if (qe)
 		krdma_event_post(conn->obj.session, qe, &kev);

@@ -285,6 +285,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 		goto err_cq;
 
 	ib_set_client_data(ibdev, &krdma_client, kdev);
+	ibdev_info(ibdev, "krdma: added as device %u\n", kdev->id);
 	return 0;
 
 err_cq:
@@ -293,6 +294,9 @@ err_pd:
 	ib_dealloc_pd(kdev->pd);
 err_free:
 	krdma_device_put(kdev);
+	/* no errno reaches a user: the device is just not listed */
+	ibdev_warn(ibdev, "krdma: not added (%d): its users will not see it\n",
+		   ret);
 	return ret;
 }
 
@@ -304,9 +308,11 @@ err_free:
  * an object of this pass that is being destroyed is still found here, and
  * krdma_object_kill_hw() waits for it: the passes keep their order.
  */
-static void krdma_device_kill_pass(struct krdma_device *kdev, int pass)
+static unsigned int krdma_device_kill_pass(struct krdma_device *kdev,
+					   int pass)
 {
 	struct krdma_object *obj, *next;
+	unsigned int killed = 0;
 	LIST_HEAD(doomed);
 
 	lockdep_assert_held_write(&kdev->usage);
@@ -324,18 +330,22 @@ static void krdma_device_kill_pass(struct krdma_device *kdev, int pass)
 			obj->ops->device_removal(obj);
 		krdma_object_kill_hw(obj);
 		krdma_object_put(obj);
+		killed++;
 		mutex_lock(&kdev->lock);
 	}
 	mutex_unlock(&kdev->lock);
+	return killed;
 }
 
 /*
  * Destroy the verbs state of every object on the device, users first, then
- * the sessions' PDs they lived in.  Holding the usage lock for write keeps
- * new objects out (krdma_device_enter_ib() gives up on it).
+ * the sessions' PDs they lived in; how many objects there were.  Holding
+ * the usage lock for write keeps new objects out (krdma_device_enter_ib()
+ * gives up on it).
  */
-static void krdma_device_kill_objects(struct krdma_device *kdev)
+static unsigned int krdma_device_kill_objects(struct krdma_device *kdev)
 {
+	unsigned int killed = 0;
 	struct krdma_pd *kpd;
 	int pass;
 
@@ -344,24 +354,28 @@ static void krdma_device_kill_objects(struct krdma_device *kdev)
 	kdev->dead = true;
 	mutex_unlock(&kdev->lock);
 	for (pass = 0; pass < KRDMA_OBJECT_PASSES; pass++)
-		krdma_device_kill_pass(kdev, pass);
+		killed += krdma_device_kill_pass(kdev, pass);
 	mutex_lock(&kdev->lock);
 	list_for_each_entry(kpd, &kdev->pds, dev_entry)
 		krdma_pd_kill(kpd);
 	mutex_unlock(&kdev->lock);
 	up_write(&kdev->usage);
+	return killed;
 }
 
 static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct krdma_device *kdev = client_data;
+	unsigned int killed;
 
 	/* Once erased no new user can find the device. */
 	down_write(&krdma_devices_rwsem);
 	xa_erase(&krdma_devices, kdev->id);
 	up_write(&krdma_devices_rwsem);
 
-	krdma_device_kill_objects(kdev);
+	killed = krdma_device_kill_objects(kdev);
+	ibdev_info(ibdev, "krdma: device %u removed, %u objects of its users destroyed\n",
+		   kdev->id, killed);
 	ib_free_cq(kdev->cq);
 	ib_dealloc_pd(kdev->pd);
 	kdev->ibdev = NULL;

@@ -42,6 +42,8 @@ struct krdma_session *krdma_session_create(void)
 	}
 	session->no_object_limit = ns_capable_noaudit(&init_user_ns,
 						      CAP_SYS_ADMIN);
+	session->pid = task_tgid_nr(current);
+	get_task_comm(session->comm, current);
 	xa_init_flags(&session->objects, XA_FLAGS_ALLOC1);
 	init_rwsem(&session->ah_post_rwsem);
 	init_waitqueue_head(&session->wait);

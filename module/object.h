@@ -36,6 +36,7 @@
 #include <linux/lockdep.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
@@ -74,6 +75,9 @@ struct krdma_queued_event;
  * @user: the opener's user (real uid), referenced: its objects are
  *	counted there (account.c)
  * @no_object_limit: opened with CAP_SYS_ADMIN: no max_objects_per_user
+ * @pid: the opener's process (thread group) id, as the initial namespace
+ *	numbers it: with @comm, what the kernel log names the session by
+ * @comm: the opener's name
  */
 struct krdma_session {
 	struct kref kref;
@@ -94,6 +98,8 @@ struct krdma_session {
 	struct net *net;
 	struct krdma_user *user;
 	bool no_object_limit;
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
 };
 
 struct krdma_object;

@@ -509,12 +509,16 @@ KRDMA_TEST_F(hotplug, add_delete)
 	struct krdma_query_devices q;
 	struct krdma_info info;
 	uint32_t idx, i;
+	int kmsg = kt_kmsg_open();
 
+	ASSERT_LE(0, kmsg);
 	ASSERT_EQ(0, add_test_dev(self));
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &s));
 	d = krdma_snap_find(&s, TEST_DEV);
 	ASSERT_NE(NULL, d);
 	idx = d->dev_index;
+	/* the kernel log says it, with the index users see */
+	EXPECT_TRUE(kt_kmsg_find(kmsg, TEST_DEV ": krdma: added as device %u", idx));
 	for (i = 0; i < s.ndev; i++)
 		if (&s.devs[i] != d)
 			EXPECT_NE(idx, s.devs[i].dev_index);
@@ -534,6 +538,8 @@ KRDMA_TEST_F(hotplug, add_delete)
 
 	ASSERT_EQ(0, del_test_dev());
 	ASSERT_FALSE(ib_dev_exists(TEST_DEV));
+	EXPECT_TRUE(kt_kmsg_find(kmsg, TEST_DEV ": krdma: device %u removed, 0 objects", idx));
+	close(kmsg);
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &s));
 	EXPECT_EQ(NULL, krdma_snap_find(&s, TEST_DEV));
 	EXPECT_EQ(NULL, krdma_snap_find_index(&s, idx));

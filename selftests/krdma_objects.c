@@ -2616,19 +2616,25 @@ KRDMA_TEST_F(post, atomic_sge)
 
 /*
  * A failed completion moves the QP to the error state: the session hears of
- * it once, as a CONN_ERROR event naming the connection, with the status.
+ * it once, as a CONN_ERROR event naming the connection, with the status;
+ * the kernel log says it once too, naming the process.  (The log is rate
+ * limited, 10 messages in 5 s: the test starts past any earlier burst.)
  */
-KRDMA_TEST_F(post, conn_error_event)
+KRDMA_TEST_F_TIMEOUT(post, conn_error_event, 60)
 {
 	struct krdma_event ev[8];
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 	int n, i, for_a = 0;
+	int kmsg;
 
 	if (variant->transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "UC drops a write to a bad rkey, UD has no RDMA");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_EQ(0, kc_events(self->fd, ev, ARRAY_SIZE(ev), 0));
+	usleep(5200 * 1000);
+	kmsg = kt_kmsg_open();
+	ASSERT_LE(0, kmsg);
 	kt_wr_init(&wr, 1, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->buf.handle, 0, 8);
 	wr.remote_addr = self->buf.addr;
@@ -2656,6 +2662,12 @@ KRDMA_TEST_F(post, conn_error_event)
 		EXPECT_GT(0, ev[i].status);
 	}
 	EXPECT_EQ(1, for_a);
+	EXPECT_TRUE(kt_kmsg_find(kmsg, "krdma: connection %u of krdma_objects[%d] in error: remote access error",
+				 self->a.handle, getpid()));
+	/* once: the flushed WR said nothing */
+	EXPECT_FALSE(kt_kmsg_find(kmsg, "krdma: connection %u of ",
+				  self->a.handle));
+	close(kmsg);
 }
 
 /* The peer's 8 bytes are naturally aligned (IBA 9.4.5), checked at post. */

@@ -995,6 +995,53 @@ static inline uint64_t kt_now_ms(void)
 }
 
 /*
+ * The kernel log from now on: a /dev/kmsg reader at its end, for
+ * kt_kmsg_find(); -1 if there is none.
+ */
+static inline int kt_kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * Is there a record with @fmt's text in the log since kt_kmsg_open() (or
+ * since the last record this found)?  Waits up to 2 s for it.
+ */
+static inline bool kt_kmsg_find(int fd, const char *fmt, ...)
+{
+	uint64_t end = kt_now_ms() + 2000;
+	char want[256], rec[8192];
+	va_list ap;
+	ssize_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	while (fd >= 0) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n > 0) {
+			rec[n] = 0;
+			if (strstr(rec, want))
+				return true;
+			continue;
+		}
+		/* EPIPE: records overwritten before read; read on */
+		if (n < 0 && errno == EPIPE)
+			continue;
+		if (kt_now_ms() >= end)
+			break;
+		usleep(20 * 1000);
+	}
+	return false;
+}
+
+/*
  * CONN_QUERY of a connection whose QP is going to ERR: an error completion
  * can be polled before the QP's state says so (rxe posts the completion,
  * then moves the QP), so this asks again for up to 2 s while the state is
