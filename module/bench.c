@@ -33,6 +33,7 @@
 #include "device.h"
 #include "ioctl.h"
 #include "object.h"
+#include "trace.h"
 #include "wr.h"
 
 static bool krdma_bench_is_send(u32 opcode)
@@ -1407,6 +1408,7 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (!run)
 		return -ENOMEM;
 	krdma_bench_clear_outputs(cmd);
+	trace_krdma_bench_start(cmd);
 	spin_lock_init(&shared.lock);
 	run->cmd = cmd;
 	run->session = session;
@@ -1485,6 +1487,7 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (krdma_ucmd_respond(ucmd, sizeof(*cmd)) && !ret)
 		ret = -EFAULT;
 out:
+	trace_krdma_bench_end(cmd, ret);
 	krdma_bench_free(run);
 	kfree(run);
 	return ret;

@@ -24,6 +24,7 @@
 #include "ioctl.h"
 #include "krdma_compat.h"
 #include "object.h"
+#include "trace.h"
 
 #define KRDMA_CM_DEFAULT_TIMEOUT_MS 5000
 #define KRDMA_CM_DEFAULT_BACKLOG 128
@@ -335,6 +336,7 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct krdma_object *obj = id->context;
 	struct krdma_event kev;
 
+	trace_krdma_cm_event(obj->handle, ev->event, ev->status);
 	if (obj->ops == &krdma_listener_ops) {
 		struct krdma_listener *l =
 			container_of(obj, struct krdma_listener, obj);

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "device.h"
 #include "object.h"
+#include "trace.h"
 
 static struct ib_client krdma_client;
 
@@ -286,6 +287,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 
 	ib_set_client_data(ibdev, &krdma_client, kdev);
 	ibdev_info(ibdev, "krdma: added as device %u\n", kdev->id);
+	trace_krdma_device_add(ibdev, kdev->id);
 	return 0;
 
 err_cq:
@@ -374,6 +376,7 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	up_write(&krdma_devices_rwsem);
 
 	killed = krdma_device_kill_objects(kdev);
+	trace_krdma_device_remove(ibdev, kdev->id, killed);
 	ibdev_info(ibdev, "krdma: device %u removed, %u objects of its users destroyed\n",
 		   kdev->id, killed);
 	ib_free_cq(kdev->cq);

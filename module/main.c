@@ -24,6 +24,9 @@
 #include "object.h"
 #include "srq.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 /* Any command's struct; the kernel copy of the caller's argument. */
 union krdma_cmd_buffer {
 	struct krdma_info info;
@@ -157,11 +160,31 @@ int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
 	return 0;
 }
 
+/* The command's struct, of the size the caller says, in; and run it. */
+static int krdma_ioctl_run(struct krdma_session *session,
+			   const struct krdma_ioctl_op *op,
+			   struct krdma_ucmd *ucmd)
+{
+	union krdma_cmd_buffer buf;
+	int ret;
+
+	if (ucmd->user_size < op->min_size)
+		return -EINVAL;
+	if (ucmd->user_size > KRDMA_MAX_CMD_SIZE)
+		return -E2BIG;
+	ret = copy_struct_from_user(&buf, op->size, ucmd->ubuffer,
+				    ucmd->user_size);
+	if (ret)
+		return ret;
+	ucmd->cmd = &buf;
+	return op->execute(session, ucmd);
+}
+
 static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 			     unsigned long arg)
 {
+	struct krdma_session *session = filp->private_data;
 	const struct krdma_ioctl_op *op;
-	union krdma_cmd_buffer buf;
 	struct krdma_ucmd ucmd = {};
 	unsigned int nr = _IOC_NR(cmd);
 	int ret;
@@ -177,16 +200,10 @@ static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 	ret = get_user(ucmd.user_size, (u32 __user *)ucmd.ubuffer);
 	if (ret)
 		return ret;
-	if (ucmd.user_size < op->min_size)
-		return -EINVAL;
-	if (ucmd.user_size > KRDMA_MAX_CMD_SIZE)
-		return -E2BIG;
-	ret = copy_struct_from_user(&buf, op->size, ucmd.ubuffer,
-				    ucmd.user_size);
-	if (ret)
-		return ret;
-	ucmd.cmd = &buf;
-	return op->execute(filp->private_data, &ucmd);
+	trace_krdma_ioctl_enter(session, nr, ucmd.user_size);
+	ret = krdma_ioctl_run(session, op, &ucmd);
+	trace_krdma_ioctl_exit(session, nr, ret);
+	return ret;
 }
 
 static int krdma_fops_open(struct inode *inode, struct file *filp)

@@ -18,6 +18,7 @@
 #include "krdma_compat.h"
 #include "object.h"
 #include "srq.h"
+#include "trace.h"
 #include "wr.h"
 
 #define KRDMA_POST_ONE_SGES 2
@@ -514,6 +515,28 @@ static void krdma_post_target_put(struct krdma_post_ctx *ctx)
 	krdma_object_put(obj);
 }
 
+/* The chain posted, for krdma:krdma_post: its WRs and their bytes. */
+static void krdma_post_trace(const struct krdma_post_ctx *ctx, int ret)
+{
+	const struct ib_send_wr *s = ctx->srq || ctx->is_recv ? NULL :
+				     &ctx->send[0].send;
+	const struct ib_recv_wr *r = s ? NULL : ctx->recv;
+	u32 handle = ctx->conn ? ctx->conn->obj.handle : ctx->srq->obj.handle;
+	u32 qpn = ctx->conn ? ctx->conn->qp->qp_num : 0;
+	int opcode = s ? s->opcode : -1;
+	u64 bytes = 0;
+	u32 n = 0;
+	int i;
+
+	for (; s; s = s->next, n++)
+		for (i = 0; i < s->num_sge; i++)
+			bytes += s->sg_list[i].length;
+	for (; r; r = r->next, n++)
+		for (i = 0; i < r->num_sge; i++)
+			bytes += r->sg_list[i].length;
+	trace_krdma_post(handle, qpn, opcode, n, bytes, ret);
+}
+
 static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
 {
 	const struct ib_send_wr *bad_send = NULL;
@@ -532,6 +555,8 @@ static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
 				      &bad_send);
 		*bad_index = krdma_post_index(ctx, bad_send);
 	}
+	if (trace_krdma_post_enabled())
+		krdma_post_trace(ctx, ret);
 	return ret;
 }
 

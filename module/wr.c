@@ -7,6 +7,7 @@
 #include <linux/lockdep.h>
 
 #include "conn.h"
+#include "trace.h"
 #include "wr.h"
 
 const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX] = {
@@ -37,6 +38,7 @@ int krdma_conn_reap(struct krdma_conn *conn, struct ib_wc *wc, int n)
 	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	got = ib_poll_cq(conn->cq, n, wc);
 	for (i = 0; i < got; i++) {
+		trace_krdma_completion(conn->obj.handle, &wc[i]);
 		if (wc[i].status == IB_WC_SUCCESS) {
 			received |= !!(wc[i].opcode & IB_WC_RECV);
 			continue;

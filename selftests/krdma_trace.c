@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The krdma:* tracepoints fire, with the fields of what happened: an
+ * ioctl's command and result, a POST's connection, opcode, WR count and
+ * bytes, a completion's wr_id and status (a failure too), rdma_cm events
+ * and a bench run (krdmactl serve and send), devices added and removed.
+ * Each test records into a tracefs instance of its own.
+ */
+#include <sys/mount.h>
+
+#include "krdma_test.h"
+
+#define INSTANCE "krdma_selftest"
+#define TEST_DEV "rxe_tr"
+#define DUMMY_DEV "krdmatr0"
+#define PORT 18741
+
+FIXTURE(trace)
+{
+	int fd;
+	char dir[256];		/* the instance's directory */
+	char *text;		/* what it recorded */
+	struct kt_dev dev;
+};
+
+/* tracefs, mounted if need be; NULL if the kernel has none. */
+static const char *tracefs_root(void)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing",
+					     "/sys/kernel/debug/tracing" };
+	char path[128];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(roots); i++) {
+		snprintf(path, sizeof(path), "%s/instances", roots[i]);
+		if (!access(path, F_OK))
+			return roots[i];
+	}
+	if (!mount("tracefs", roots[0], "tracefs", 0, NULL))
+		return roots[0];
+	return NULL;
+}
+
+FIXTURE_SETUP(trace)
+{
+	const char *why = krdma_unavailable();
+	const char *root;
+	char path[300];
+
+	self->fd = -1;
+	self->dir[0] = 0;
+	self->text = NULL;
+	if (why)
+		SKIP(return, "%s", why);
+	root = tracefs_root();
+	if (!root)
+		SKIP(return, "no tracefs (a kernel without CONFIG_TRACING)");
+	snprintf(self->dir, sizeof(self->dir), "%s/instances/" INSTANCE, root);
+	rmdir(self->dir);
+	ASSERT_OK(mkdir(self->dir, 0700));
+	snprintf(path, sizeof(path), "%s/events/krdma/enable", self->dir);
+	if (access(path, F_OK))
+		SKIP(return, "no krdma:* events (a kernel without CONFIG_EVENT_TRACING)");
+	snprintf(path, sizeof(path), "%s/buffer_size_kb", self->dir);
+	ASSERT_OK(kt_write_file(path, "4096"));
+	snprintf(path, sizeof(path), "%s/events/krdma/enable", self->dir);
+	ASSERT_OK(kt_write_file(path, "1"));
+	self->fd = krdma_open();
+	ASSERT_LE(0, self->fd);
+	ASSERT_OK(kt_dev_pick(self->fd, NULL, &self->dev));
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	free(self->text);
+	if (self->dir[0])
+		rmdir(self->dir);
+}
+
+/* Stop recording, and take what the instance recorded. */
+static void trace_take(FIXTURE_DATA(trace) *self)
+{
+	char path[300], buf[65536];
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/tracing_on", self->dir);
+	kt_write_file(path, "0");
+	snprintf(path, sizeof(path), "%s/trace", self->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(self->text);
+	self->text = strdup("");
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
+		if (len + n + 1 > cap) {
+			cap = 2 * (len + n + 1);
+			self->text = realloc(self->text, cap);
+		}
+		memcpy(self->text + len, buf, n);
+		len += n;
+		self->text[len] = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A recorded line with every one of the NULL-terminated words. */
+static const char *trace_line(const char *text, ...)
+{
+	const char *line = text;
+
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char one[1024];
+		const char *w;
+		bool all = true;
+		va_list ap;
+
+		snprintf(one, sizeof(one), "%.*s", (int)len, line);
+		va_start(ap, text);
+		while ((w = va_arg(ap, const char *)))
+			all &= !!strstr(one, w);
+		va_end(ap);
+		if (all)
+			return line;
+		line = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+#define EXPECT_TRACED(self, ...)					\
+	EXPECT_NE(NULL, trace_line((self)->text, __VA_ARGS__, NULL)) {	\
+		TH_LOG("no line with: %s", #__VA_ARGS__);		\
+		TH_LOG("recorded:\n%.3000s", (self)->text);		\
+	}
+
+/*
+ * An ioctl's entry and result, a POST and its completion, and a failure:
+ * an ioctl refused, and (where rxe reports it) a WRITE to a bad rkey.
+ */
+KRDMA_TEST_F(trace, post_and_completion)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
+	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK);
+	char a_handle[32], wr_id[32], bad_id[32];
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+	struct kt_conn a, b;
+	struct kt_buf buf;
+
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, &a));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, &b));
+	ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
+	ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       4096, &buf));
+
+	kt_wr_init(&wr, 0x5eed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, buf.handle, 0, 128);
+	wr.remote_addr = buf.addr + 1024;
+	wr.rkey = buf.rkey;
+	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
+	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, 0xdead));
+	if (!no_nak) {
+		kt_wr_init(&wr, 0xbad, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+		kt_wr_sge(&wr, buf.handle, 0, 8);
+		wr.remote_addr = buf.addr;
+		wr.rkey = buf.rkey ^ 0xff;
+		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+		ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
+		ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
+	}
+	trace_take(self);
+
+	snprintf(a_handle, sizeof(a_handle), "handle=%u ", a.handle);
+	snprintf(wr_id, sizeof(wr_id), "wr_id=%#x ", 0x5eed);
+	snprintf(bad_id, sizeof(bad_id), "wr_id=%#x ", 0xbad);
+	EXPECT_TRACED(self, "krdma_ioctl_enter:", "cmd=POST size=");
+	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=POST ret=0");
+	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=CONN_CREATE ret=0");
+	EXPECT_TRACED(self, "krdma_post:", a_handle, "opcode=RDMA_WRITE wrs=1 bytes=128 ret=0");
+	EXPECT_TRACED(self, "krdma_completion:", a_handle, wr_id,
+		      "status=SUCCESS opcode=RDMA_WRITE");
+	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=DESTROY ret=-2");
+	if (no_nak)
+		TH_LOG("no failed completion to trace: %s", no_nak);
+	else
+		EXPECT_TRACED(self, "krdma_completion:", a_handle, bad_id,
+			      "status=REM_ACCESS_ERR");
+}
+
+/* rdma_cm events on both sides, and a bench run's start and end. */
+KRDMA_TEST_F_TIMEOUT(trace, cm_and_bench, 120)
+{
+	const char *why = kt_krdmactl_unavailable("rxe0");
+	struct kt_proc server = {}, client = {};
+	char cmd[256];
+
+	if (why)
+		SKIP(return, "%s", why);
+	snprintf(cmd, sizeof(cmd), "krdmactl bench --once -p %d", PORT);
+	ASSERT_OK(kt_spawn(&server, "krdma_trace", "server", false, cmd));
+	usleep(500 * 1000);
+	snprintf(cmd, sizeof(cmd),
+		 "krdmactl bench write %s:%d -s 4096 -n 200 -q 1",
+		 kt_rxe0_addr(false), PORT);
+	for (int i = 0; i < 20; i++) {
+		ASSERT_OK(kt_spawn(&client, "krdma_trace", "client", false,
+				   cmd));
+		kt_reap(&client);
+		/* until the server listens */
+		if (!client.status || !strstr(kt_out(&client), "refused"))
+			break;
+		usleep(250 * 1000);
+	}
+	EXPECT_EQ(0, client.status) {
+		TH_LOG("%s", kt_out(&client));
+	}
+	kt_reap(&server);
+	trace_take(self);
+	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=CM_LISTEN ret=0");
+	EXPECT_TRACED(self, "krdma_cm_event:", "event=CONNECT_REQUEST status=0");
+	EXPECT_TRACED(self, "krdma_cm_event:", "event=ESTABLISHED status=0");
+	EXPECT_TRACED(self, "krdma_cm_event:", "event=DISCONNECTED");
+	EXPECT_TRACED(self, "krdma_bench_start:", "conns=1", "size=4096 iters=200");
+	EXPECT_TRACED(self, "krdma_bench_end:", "ops=200 bytes=819200", "ret=0");
+	kt_proc_end(&server);
+	kt_proc_end(&client);
+}
+
+/* A device added and removed, by the index users know it by. */
+KRDMA_TEST_F(trace, device_add_remove)
+{
+	bool made_dummy = false;
+	struct krdma_snap s;
+	char index[32];
+
+	if (!krdma_have_cmd("rdma"))
+		SKIP(return, "no rdma tool (iproute2)");
+	krdma_run("rdma link delete " TEST_DEV " 2>/dev/null");
+	if (krdma_run("ip link add " DUMMY_DEV " type dummy"))
+		SKIP(return, "no dummy netdev for a test rxe device");
+	made_dummy = true;
+	ASSERT_EQ(0, krdma_run("ip link set " DUMMY_DEV " up"));
+	ASSERT_EQ(0, krdma_run("rdma link add " TEST_DEV " type rxe netdev "
+			       DUMMY_DEV));
+	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &s));
+	ASSERT_NE(NULL, krdma_snap_find(&s, TEST_DEV));
+	snprintf(index, sizeof(index), "index=%u",
+		 krdma_snap_find(&s, TEST_DEV)->dev_index);
+	krdma_snap_free(&s);
+	EXPECT_EQ(0, krdma_run("rdma link delete " TEST_DEV));
+	if (made_dummy)
+		krdma_run("ip link delete " DUMMY_DEV);
+	trace_take(self);
+	EXPECT_TRACED(self, "krdma_device_add:", "device=" TEST_DEV " ", index);
+	EXPECT_TRACED(self, "krdma_device_remove:", "device=" TEST_DEV " ",
+		      index, "objects=0");
+}
+
+TEST_HARNESS_MAIN
