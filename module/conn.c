@@ -102,24 +102,27 @@ static const char *krdma_conn_error_msg(int status)
  * Said once per connection, rate-limited across all of them (one user's
  * errors must not flood the log): which process's connection, and why.
  */
-static void krdma_conn_log_error(struct krdma_conn *conn, int status)
+static void krdma_conn_log_error(struct krdma_conn *conn,
+				 struct ib_device *ibdev, int status)
 {
 	struct krdma_session *session = conn->obj.session;
 
-	ibdev_warn_ratelimited(conn->qp->device,
+	ibdev_warn_ratelimited(ibdev,
 			       "krdma: connection %u of %s[%d] in error: %s\n",
 			       conn->obj.handle, session->comm, session->pid,
 			       krdma_conn_error_msg(status));
 }
 
 /*
- * The connection's QP entered the error state: a failed completion (its
- * status, positive) or the device's asynchronous QP error (a negative
- * errno); a completion that succeeded or was flushed says nothing new.
- * The session hears of it once, by the event allocated with the
- * connection: the QP's event handler may run in interrupt context.
+ * The connection's QP, on @ibdev, entered the error state: a failed
+ * completion (its status, positive) or the device's asynchronous QP error
+ * (a negative errno); a completion that succeeded or was flushed says
+ * nothing new.  The session hears of it once, by the event allocated with
+ * the connection: the QP's event handler may run in interrupt context, and
+ * before conn->qp is set (the QP is published last).
  */
-void krdma_conn_error(struct krdma_conn *conn, int status)
+void krdma_conn_error(struct krdma_conn *conn, struct ib_device *ibdev,
+		      int status)
 {
 	struct krdma_event kev = {
 		.type = KRDMA_EVENT_CONN_ERROR,
@@ -132,7 +135,7 @@ void krdma_conn_error(struct krdma_conn *conn, int status)
 		return;
 	if (test_and_set_bit(KRDMA_CONN_QP_ERROR, &conn->state))
 		return;
-	krdma_conn_log_error(conn, status);
+	krdma_conn_log_error(conn, ibdev, status);
 	qe = xchg(&conn->error_event, NULL);
 	if (qe)
 		krdma_event_post(conn->obj.session, qe, &kev);
@@ -144,13 +147,13 @@ static void krdma_conn_qp_event(struct ib_event *event, void *context)
 
 	switch (event->event) {
 	case IB_EVENT_QP_FATAL:
-		krdma_conn_error(conn, -EIO);
+		krdma_conn_error(conn, event->device, -EIO);
 		break;
 	case IB_EVENT_QP_REQ_ERR:
-		krdma_conn_error(conn, -EPROTO);
+		krdma_conn_error(conn, event->device, -EPROTO);
 		break;
 	case IB_EVENT_QP_ACCESS_ERR:
-		krdma_conn_error(conn, -EACCES);
+		krdma_conn_error(conn, event->device, -EACCES);
 		break;
 	default:
 		break;

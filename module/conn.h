@@ -196,7 +196,8 @@ void krdma_conn_destroy_hw(struct krdma_object *obj);
 enum ib_qp_type krdma_qp_type(u32 transport);
 
 /* The QP went to the error state: the session is told, once. */
-void krdma_conn_error(struct krdma_conn *conn, int status);
+void krdma_conn_error(struct krdma_conn *conn, struct ib_device *ibdev,
+		      int status);
 
 /* cm.c */
 u32 krdma_cm_transport(enum ib_qp_type type);

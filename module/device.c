@@ -254,8 +254,10 @@ static int krdma_add_one(struct ib_device *ibdev)
 	int ret;
 
 	kdev = kzalloc(sizeof(*kdev), GFP_KERNEL);
-	if (!kdev)
-		return -ENOMEM;
+	if (!kdev) {
+		ret = -ENOMEM;
+		goto err_log;
+	}
 	atomic_inc(&krdma_contexts);
 	kref_init(&kdev->kref);
 	kdev->ibdev = ibdev;
@@ -296,6 +298,7 @@ err_pd:
 	ib_dealloc_pd(kdev->pd);
 err_free:
 	krdma_device_put(kdev);
+err_log:
 	/* no errno reaches a user: the device is just not listed */
 	ibdev_warn(ibdev, "krdma: not added (%d): its users will not see it\n",
 		   ret);

@@ -165,7 +165,7 @@ TRACE_EVENT(krdma_post,
 		__entry->bytes = bytes;
 		__entry->ret = ret;
 	),
-	TP_printk("handle=%u qpn=%#x opcode=%s wrs=%u bytes=%llu ret=%d",
+	TP_printk("handle=%u qpn=%u opcode=%s wrs=%u bytes=%llu ret=%d",
 		  __entry->handle, __entry->qpn,
 		  __entry->opcode < 0 ? "RECV" :
 		  show_ib_wr_opcode(__entry->opcode),
@@ -191,7 +191,7 @@ TRACE_EVENT(krdma_completion,
 		__entry->opcode = wc->opcode;
 		__entry->byte_len = wc->byte_len;
 	),
-	TP_printk("handle=%u qpn=%#x wr_id=%#llx status=%s opcode=%s len=%u",
+	TP_printk("handle=%u qpn=%u wr_id=%#llx status=%s opcode=%s len=%u",
 		  __entry->handle, __entry->qpn, __entry->wr_id,
 		  show_ib_wc_status(__entry->status),
 		  show_ib_wc_opcode(__entry->opcode), __entry->byte_len)

@@ -45,7 +45,8 @@ int krdma_conn_reap(struct krdma_conn *conn, struct ib_wc *wc, int n)
 		}
 		if (wc[i].status != IB_WC_WR_FLUSH_ERR) {
 			WRITE_ONCE(conn->last_wc_status, wc[i].status);
-			krdma_conn_error(conn, wc[i].status);
+			krdma_conn_error(conn, conn->cq->device,
+					 wc[i].status);
 		}
 	}
 	if (received || test_bit(KRDMA_CONN_COMM_EST, &conn->state))

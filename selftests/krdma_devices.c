@@ -518,7 +518,7 @@ KRDMA_TEST_F(hotplug, add_delete)
 	ASSERT_NE(NULL, d);
 	idx = d->dev_index;
 	/* the kernel log says it, with the index users see */
-	EXPECT_TRUE(kt_kmsg_find(kmsg, TEST_DEV ": krdma: added as device %u", idx));
+	EXPECT_TRUE(kt_kmsg_find(kmsg, TEST_DEV ": krdma: added as device %u\n", idx));
 	for (i = 0; i < s.ndev; i++)
 		if (&s.devs[i] != d)
 			EXPECT_NE(idx, s.devs[i].dev_index);

@@ -21,6 +21,7 @@ FIXTURE(trace)
 	char dir[256];		/* the instance's directory */
 	char *text;		/* what it recorded */
 	struct kt_dev dev;
+	bool made_dummy;	/* DUMMY_DEV, for TEST_DEV */
 };
 
 /* tracefs, mounted if need be; NULL if the kernel has none. */
@@ -50,6 +51,7 @@ FIXTURE_SETUP(trace)
 	self->fd = -1;
 	self->dir[0] = 0;
 	self->text = NULL;
+	self->made_dummy = false;
 	if (why)
 		SKIP(return, "%s", why);
 	root = tracefs_root();
@@ -62,7 +64,7 @@ FIXTURE_SETUP(trace)
 	if (access(path, F_OK))
 		SKIP(return, "no krdma:* events (a kernel without CONFIG_EVENT_TRACING)");
 	snprintf(path, sizeof(path), "%s/buffer_size_kb", self->dir);
-	ASSERT_OK(kt_write_file(path, "4096"));
+	ASSERT_OK(kt_write_file(path, "1024"));
 	snprintf(path, sizeof(path), "%s/events/krdma/enable", self->dir);
 	ASSERT_OK(kt_write_file(path, "1"));
 	self->fd = krdma_open();
@@ -72,6 +74,10 @@ FIXTURE_SETUP(trace)
 
 FIXTURE_TEARDOWN(trace)
 {
+	if (self->made_dummy) {
+		krdma_run("rdma link delete " TEST_DEV " 2>/dev/null");
+		krdma_run("ip link delete " DUMMY_DEV);
+	}
 	if (self->fd >= 0)
 		close(self->fd);
 	free(self->text);
@@ -93,10 +99,15 @@ static void trace_take(FIXTURE_DATA(trace) *self)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	free(self->text);
 	self->text = strdup("");
-	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
+	while (self->text && fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
 		if (len + n + 1 > cap) {
+			char *more;
+
 			cap = 2 * (len + n + 1);
-			self->text = realloc(self->text, cap);
+			more = realloc(self->text, cap);
+			if (!more)
+				break;
+			self->text = more;
 		}
 		memcpy(self->text + len, buf, n);
 		len += n;
@@ -106,7 +117,11 @@ static void trace_take(FIXTURE_DATA(trace) *self)
 		close(fd);
 }
 
-/* A recorded line with every one of the NULL-terminated words. */
+/*
+ * A recorded line with every one of the NULL-terminated words; a line is
+ * taken with a space after it, so "index=3 " is a whole field wherever it
+ * stands.
+ */
 static const char *trace_line(const char *text, ...)
 {
 	const char *line = text;
@@ -119,7 +134,7 @@ static const char *trace_line(const char *text, ...)
 		bool all = true;
 		va_list ap;
 
-		snprintf(one, sizeof(one), "%.*s", (int)len, line);
+		snprintf(one, sizeof(one), "%.*s ", (int)len, line);
 		va_start(ap, text);
 		while ((w = va_arg(ap, const char *)))
 			all &= !!strstr(one, w);
@@ -238,27 +253,26 @@ KRDMA_TEST_F_TIMEOUT(trace, cm_and_bench, 120)
 /* A device added and removed, by the index users know it by. */
 KRDMA_TEST_F(trace, device_add_remove)
 {
-	bool made_dummy = false;
 	struct krdma_snap s;
 	char index[32];
 
 	if (!krdma_have_cmd("rdma"))
 		SKIP(return, "no rdma tool (iproute2)");
+	/* what a run that failed half-way left */
 	krdma_run("rdma link delete " TEST_DEV " 2>/dev/null");
+	krdma_run("ip link delete " DUMMY_DEV " 2>/dev/null");
 	if (krdma_run("ip link add " DUMMY_DEV " type dummy"))
 		SKIP(return, "no dummy netdev for a test rxe device");
-	made_dummy = true;
+	self->made_dummy = true;
 	ASSERT_EQ(0, krdma_run("ip link set " DUMMY_DEV " up"));
 	ASSERT_EQ(0, krdma_run("rdma link add " TEST_DEV " type rxe netdev "
 			       DUMMY_DEV));
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &s));
 	ASSERT_NE(NULL, krdma_snap_find(&s, TEST_DEV));
-	snprintf(index, sizeof(index), "index=%u",
+	snprintf(index, sizeof(index), "index=%u ",
 		 krdma_snap_find(&s, TEST_DEV)->dev_index);
 	krdma_snap_free(&s);
 	EXPECT_EQ(0, krdma_run("rdma link delete " TEST_DEV));
-	if (made_dummy)
-		krdma_run("ip link delete " DUMMY_DEV);
 	trace_take(self);
 	EXPECT_TRACED(self, "krdma_device_add:", "device=" TEST_DEV " ", index);
 	EXPECT_TRACED(self, "krdma_device_remove:", "device=" TEST_DEV " ",
