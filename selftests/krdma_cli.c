@@ -341,7 +341,7 @@ KRDMA_TEST_F_TIMEOUT(cli, ud_send_and_rc, CLI_CASE_TIMEOUT)
 }
 
 /* what a transport lacks: exit 2 before connecting, saying so */
-KRDMA_TEST_F(cli, refused_transports)
+KRDMA_TEST_F_TIMEOUT(cli, refused_transports, CLI_CASE_TIMEOUT)
 {
 	static const struct cli_usage bad[] = {
 		{ "read -t uc h", "no RDMA READ over -t uc: RC only" },
@@ -379,7 +379,7 @@ KRDMA_TEST_F(cli, connect_refused)
 }
 
 /* bad options: exit 2 naming the option */
-KRDMA_TEST_F(cli, bad_options)
+KRDMA_TEST_F_TIMEOUT(cli, bad_options, CLI_CASE_TIMEOUT)
 {
 	static const struct cli_usage bad[] = {
 		{ "serve --size 3", "--size" },
