@@ -24,6 +24,7 @@
 #include <linux/refcount.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
@@ -130,6 +131,29 @@ int krdma_user_charge_object(struct krdma_session *session)
 void krdma_user_uncharge_object(struct krdma_session *session)
 {
 	atomic_dec(&session->user->objects);
+}
+
+kuid_t krdma_user_uid(const struct krdma_user *user)
+{
+	return user->uid;
+}
+
+/* debugfs "users": the limit, and what each user holds of it. */
+void krdma_users_show(struct seq_file *m)
+{
+	struct krdma_user *user;
+	unsigned long flags;
+	int bkt;
+
+	seq_printf(m, "max_objects_per_user %u\n",
+		   READ_ONCE(max_objects_per_user));
+	spin_lock_irqsave(&krdma_users_lock, flags);
+	hash_for_each(krdma_users, bkt, user, node)
+		seq_printf(m, "uid %u sessions %u objects %d\n",
+			   from_kuid_munged(&init_user_ns, user->uid),
+			   refcount_read(&user->ref),
+			   atomic_read(&user->objects));
+	spin_unlock_irqrestore(&krdma_users_lock, flags);
 }
 
 /*

@@ -11,6 +11,7 @@
 struct ib_qp_cap;
 struct krdma_session;
 struct mm_struct;
+struct seq_file;
 
 /* the per-user object count; a session holds a reference */
 struct krdma_user;
@@ -19,6 +20,8 @@ struct krdma_user *krdma_user_get(kuid_t uid);
 void krdma_user_put(struct krdma_user *user);
 int krdma_user_charge_object(struct krdma_session *session);
 void krdma_user_uncharge_object(struct krdma_session *session);
+kuid_t krdma_user_uid(const struct krdma_user *user);
+void krdma_users_show(struct seq_file *m);
 
 int krdma_charge_pinned(struct mm_struct *mm, unsigned long npages);
 void krdma_uncharge_pinned(struct mm_struct *mm, unsigned long npages);

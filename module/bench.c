@@ -585,6 +585,7 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 	ret = ib_post_recv(bc->conn->qp, run->rwrs, &bad);
 	if (ret)
 		return ret;
+	krdma_conn_count_posted(bc->conn, n);
 	bc->recv_posted += n;
 	return 0;
 }
@@ -664,6 +665,7 @@ static int krdma_bench_post_sends(struct krdma_bench_run *run,
 	ret = krdma_bench_post(bc->conn->qp, &run->wrs[0].send);
 	if (ret)
 		return ret;
+	krdma_conn_count_posted(bc->conn, n);
 	bc->posted += n;
 	if (run->wrs[n - 1].send.send_flags & IB_SEND_SIGNALED)
 		bc->signaled = bc->posted;

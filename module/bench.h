@@ -16,6 +16,8 @@
 #include "object.h"
 #include "wr.h"
 
+struct seq_file;
+
 #define KRDMA_BENCH_POLL_BATCH 32
 #define KRDMA_BENCH_DEFAULT_DEPTH 128
 #define KRDMA_BENCH_DEFAULT_TIMEOUT_MS 5000
@@ -269,5 +271,6 @@ void krdma_bench_free_chains(struct krdma_bench_run *run);
 int krdma_bench_spawn(struct krdma_bench_run *run);
 void krdma_bench_join(struct krdma_bench_run *run);
 void krdma_bench_merge(struct krdma_bench_run *run);
+void krdma_bench_threads_show(struct seq_file *m);
 
 #endif /* _KRDMA_BENCH_H */

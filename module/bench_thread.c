@@ -20,6 +20,7 @@
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/moduleparam.h>
+#include <linux/seq_file.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -48,6 +49,14 @@ static bool krdma_bench_threads_reserve(u32 n)
 static void krdma_bench_threads_release(u32 n)
 {
 	atomic_sub(n, &krdma_bench_threads_in_use);
+}
+
+/* debugfs "users": the per-CPU threads every user's runs hold now. */
+void krdma_bench_threads_show(struct seq_file *m)
+{
+	seq_printf(m, "bench_threads %d max %u\n",
+		   atomic_read(&krdma_bench_threads_in_use),
+		   READ_ONCE(bench_max_threads) ?: num_possible_cpus());
 }
 
 /*

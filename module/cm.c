@@ -104,6 +104,15 @@ static void krdma_sockaddr_to_user(const struct sockaddr *sa,
 	}
 }
 
+/* An rdma_cm connection's peer, for listings; the hw lock keeps the id. */
+void krdma_cm_peer(struct krdma_conn *conn, struct krdma_sockaddr *peer)
+{
+	krdma_object_assert_hw(&conn->obj);
+	if (conn->cm.id)
+		krdma_sockaddr_to_user((struct sockaddr *)
+				       &conn->cm.id->route.addr.dst_addr, peer);
+}
+
 /*
  * The device an rdma_cm object is on is being removed: krdma destroys the
  * id before rdma_cm would report it (its ib_client goes first), so the
@@ -230,6 +239,17 @@ static int krdma_cm_outcome(struct krdma_conn *conn,
 	}
 }
 
+/* This side disconnects: the first step of either side's disconnect. */
+static int krdma_cm_disconnect_id(struct krdma_conn *conn)
+{
+	int ret = rdma_disconnect(conn->cm.id);
+
+	if (!ret)
+		krdma_conn_step(conn, conn->cm.id->device,
+				KRDMA_CONN_DISCONNECTED);
+	return ret;
+}
+
 static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 				const struct rdma_cm_event *ev)
 {
@@ -237,15 +257,19 @@ static void krdma_conn_cm_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	int outcome;
 
 	/* no COMM_EST to tell the CM of from here on */
-	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
 		set_bit(KRDMA_CONN_ESTABLISHED, &conn->state);
+		krdma_conn_step(conn, id->device, KRDMA_CONN_ESTABLISHED);
+	}
 	/*
 	 * rdma_cm leaves answering a peer's disconnect to its consumer: reply
 	 * (and move the QP to error, flushing what is posted) as kernel ULPs do.
 	 */
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED &&
-	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
+	    !test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state)) {
+		krdma_conn_step(conn, id->device, KRDMA_CONN_DISCONNECTED);
 		rdma_disconnect(id);
+	}
 	outcome = krdma_cm_outcome(conn, ev);
 	/* queued before the waiter wakes: its step's events are all there */
 	krdma_cm_fill_event(&kev, conn->obj.handle, id, ev);
@@ -774,7 +798,8 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 				   cmd->private_data_len, true, &conn);
 	if (ret)
 		return ret;
-	conn->notify = cmd->flags & KRDMA_CONN_NOTIFY;
+	/* a listing reads it meanwhile (krdma_conn_describe()) */
+	WRITE_ONCE(conn->notify, cmd->flags & KRDMA_CONN_NOTIFY);
 	ret = krdma_conn_use_srq(conn, cmd->flags, cmd->srq_handle);
 	if (!ret)
 		ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
@@ -890,7 +915,7 @@ int krdma_cm_disconnect(struct krdma_session *session,
 	else if (test_and_set_bit(KRDMA_CONN_DISCONNECTED, &conn->state))
 		ret = 0;	/* already disconnected, by either side */
 	else
-		ret = rdma_disconnect(conn->cm.id);
+		ret = krdma_cm_disconnect_id(conn);
 	krdma_conn_unlock_put(conn);
 	return ret;
 }

@@ -16,6 +16,7 @@
 #include "ioctl.h"
 #include "object.h"
 #include "srq.h"
+#include "trace.h"
 
 #define KRDMA_DEFAULT_QUEUE_DEPTH 128
 #define KRDMA_DEFAULT_QKEY 0x11111111
@@ -99,6 +100,27 @@ static const char *krdma_conn_error_msg(int status)
 }
 
 /*
+ * A connection's step (KRDMA_CONN_CONNECTED, _ESTABLISHED, _DISCONNECTED,
+ * _QP_ERROR), on @ibdev: traced, and logged under dynamic debug.
+ */
+void krdma_conn_step(struct krdma_conn *conn, struct ib_device *ibdev,
+		     int step)
+{
+	static const char *const names[] = {
+		[KRDMA_CONN_CONNECTED] = "connected",
+		[KRDMA_CONN_ESTABLISHED] = "established",
+		[KRDMA_CONN_DISCONNECTED] = "disconnected",
+		[KRDMA_CONN_QP_ERROR] = "in error",
+	};
+	struct krdma_session *session = conn->obj.session;
+
+	trace_krdma_conn_state(conn, step);
+	ibdev_dbg(ibdev, "krdma: connection %u of %s[%d] qpn %u %s\n",
+		  conn->obj.handle, session->comm, session->pid, conn->qp_num,
+		  names[step]);
+}
+
+/*
  * Said once per connection, rate-limited across all of them (one user's
  * errors must not flood the log): which process's connection, and why.
  */
@@ -135,6 +157,7 @@ void krdma_conn_error(struct krdma_conn *conn, struct ib_device *ibdev,
 		return;
 	if (test_and_set_bit(KRDMA_CONN_QP_ERROR, &conn->state))
 		return;
+	krdma_conn_step(conn, ibdev, KRDMA_CONN_QP_ERROR);
 	krdma_conn_log_error(conn, ibdev, status);
 	qe = xchg(&conn->error_event, NULL);
 	if (qe)
@@ -702,6 +725,7 @@ int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		conn->dest_qp_num = path.dest_qp_num;
 	conn->path_mtu = path.path_mtu;
 	conn->qkey = path.qkey;
+	krdma_conn_step(conn, conn->obj.kdev->ibdev, KRDMA_CONN_CONNECTED);
 out_unlock:
 	krdma_object_unlock_hw(obj);
 out_put:
@@ -718,6 +742,17 @@ static u32 krdma_conn_query_mtu(const struct krdma_conn *conn,
 	if (attr->qp_state < IB_QPS_RTR)
 		return 0;
 	return ib_mtu_enum_to_int(attr->path_mtu);
+}
+
+/* The peer's QP number: the QP's once connected, else what we learned. */
+static u32 krdma_conn_dest_qpn(struct krdma_conn *conn,
+			       const struct ib_qp_attr *attr)
+{
+	/* what the QP says: rdma_cm connected it, not CONN_MODIFY */
+	if (attr->qp_state >= IB_QPS_RTR &&
+	    conn->transport != KRDMA_TRANSPORT_UD)
+		return attr->dest_qp_num;
+	return READ_ONCE(conn->dest_qp_num);
 }
 
 int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
@@ -741,10 +776,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		cmd->state = attr.qp_state;
 		cmd->transport = conn->transport;
 		cmd->qp_num = conn->qp_num;
-		/* what the QP says: rdma_cm connected it, not CONN_MODIFY */
-		cmd->dest_qp_num = attr.qp_state >= IB_QPS_RTR &&
-				   conn->transport != KRDMA_TRANSPORT_UD ?
-				   attr.dest_qp_num : READ_ONCE(conn->dest_qp_num);
+		cmd->dest_qp_num = krdma_conn_dest_qpn(conn, &attr);
 		cmd->path_mtu = krdma_conn_query_mtu(conn, &attr);
 		cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
 	}
@@ -861,4 +893,75 @@ void krdma_conn_unlock_put(struct krdma_conn *conn)
 {
 	krdma_object_unlock_hw(&conn->obj);
 	krdma_object_put(&conn->obj);
+}
+
+bool krdma_object_is_conn(const struct krdma_object *obj)
+{
+	return obj->ops == &krdma_conn_ops;
+}
+
+static u32 krdma_conn_info_flags(const struct krdma_conn *conn)
+{
+	static const struct {
+		unsigned int bit;
+		u32 flag;
+	} map[] = {
+		{ KRDMA_CONN_ESTABLISHED, KRDMA_CONN_INFO_ESTABLISHED },
+		{ KRDMA_CONN_DISCONNECTED, KRDMA_CONN_INFO_DISCONNECTED },
+		{ KRDMA_CONN_QP_ERROR, KRDMA_CONN_INFO_ERROR },
+		{ KRDMA_CONN_BENCH, KRDMA_CONN_INFO_BENCH },
+	};
+	u32 flags = 0;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (test_bit(map[i].bit, &conn->state))
+			flags |= map[i].flag;
+	if (conn->cm.id)
+		flags |= KRDMA_CONN_INFO_CM;
+	if (READ_ONCE(conn->notify))
+		flags |= KRDMA_CONN_INFO_NOTIFY;
+	return flags;
+}
+
+/*
+ * What a listing shows of a connection (sessions.c), @obj referenced by
+ * the caller.  Only the QP's state is asked of the device: the rest is
+ * what krdma keeps.
+ */
+void krdma_conn_describe(struct krdma_object *obj,
+			 struct krdma_conn_info *info)
+{
+	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr = {};
+	struct ib_qp *qp;
+
+	info->session_id = obj->session->id;
+	info->handle = obj->handle;
+	if (krdma_object_lock_hw(obj)) {
+		info->flags = KRDMA_CONN_INFO_GONE;
+		return;
+	}
+	info->flags = krdma_conn_info_flags(conn);
+	info->dev_index = obj->kdev ? obj->kdev->id : 0;
+	info->port_num = conn->port_num;
+	info->transport = conn->transport;
+	info->dest_qp_num = READ_ONCE(conn->dest_qp_num);
+	info->last_wc_status = READ_ONCE(conn->last_wc_status);
+	info->wrs_posted = atomic64_read(&conn->wrs_posted);
+	info->wcs_reaped = atomic64_read(&conn->wcs_reaped);
+	/* an rdma_cm request not yet accepted has no QP: RESET, QPN 0 */
+	qp = smp_load_acquire(&conn->qp);
+	if (qp) {
+		info->qp_num = conn->qp_num;
+		/* a device that cannot answer: its state is not known */
+		if (ib_query_qp(qp, &attr, IB_QP_STATE | IB_QP_DEST_QPN, &init))
+			info->flags |= KRDMA_CONN_INFO_STATE_UNKNOWN;
+		else
+			info->dest_qp_num = krdma_conn_dest_qpn(conn, &attr);
+		info->state = attr.qp_state;
+	}
+	krdma_cm_peer(conn, &info->peer);
+	krdma_object_unlock_hw(obj);
 }

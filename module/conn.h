@@ -6,6 +6,7 @@
 #ifndef KRDMA_CONN_H
 #define KRDMA_CONN_H
 
+#include <linux/atomic.h>
 #include <linux/completion.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -70,6 +71,7 @@ int krdma_qp_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah,
 		    const struct krdma_qp_path *path);
 int krdma_qp_default_sgid(struct ib_device *ibdev, u32 port, u32 *index,
 			  union ib_gid *gid);
+const char *krdma_qp_state_name(enum ib_qp_state state);
 
 /* Bits of &struct krdma_conn.state */
 enum {
@@ -135,6 +137,8 @@ struct krdma_conn_cm {
  * @qkey: UD Q_Key
  * @caps: what the device granted
  * @last_wc_status: the last failed completion's status, flushes aside
+ * @wrs_posted: WRs handed to the QP, send and receive, by POST or a bench
+ * @wcs_reaped: completions taken off the CQ, by POLL or a bench
  * @error_event: the CONN_ERROR event, allocated ahead; NULL once queued
  * @cm: what rdma_cm adds (a manual connection's @cm.id is NULL)
  */
@@ -160,6 +164,8 @@ struct krdma_conn {
 	u32 qkey;
 	struct krdma_qp_caps caps;
 	u32 last_wc_status;
+	atomic64_t wrs_posted;
+	atomic64_t wcs_reaped;
 	struct krdma_queued_event *error_event;
 	struct krdma_conn_cm cm;
 };
@@ -198,9 +204,23 @@ enum ib_qp_type krdma_qp_type(u32 transport);
 /* The QP went to the error state: the session is told, once. */
 void krdma_conn_error(struct krdma_conn *conn, struct ib_device *ibdev,
 		      int status);
+void krdma_conn_step(struct krdma_conn *conn, struct ib_device *ibdev,
+		     int step);
+
+/* @n WRs went to the QP: what a listing counts (wcs_reaped: wr.c). */
+static inline void krdma_conn_count_posted(struct krdma_conn *conn, u32 n)
+{
+	atomic64_add(n, &conn->wrs_posted);
+}
+
+/* Listings (sessions.c) */
+bool krdma_object_is_conn(const struct krdma_object *obj);
+void krdma_conn_describe(struct krdma_object *obj,
+			 struct krdma_conn_info *info);
 
 /* cm.c */
 u32 krdma_cm_transport(enum ib_qp_type type);
+void krdma_cm_peer(struct krdma_conn *conn, struct krdma_sockaddr *peer);
 void krdma_cm_device_removal(struct krdma_object *obj, struct rdma_cm_id **idp);
 void krdma_cm_comm_est(struct krdma_conn *conn);
 

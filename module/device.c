@@ -6,6 +6,7 @@
 #include <linux/netdevice.h>
 #include <linux/rcupdate.h>
 #include <linux/rwsem.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <net/net_namespace.h>
@@ -104,6 +105,56 @@ unsigned int krdma_devices_count(const struct net *net)
 unsigned int krdma_device_contexts(void)
 {
 	return atomic_read(&krdma_contexts);
+}
+
+/*
+ * A PD's registration QP state, by name.  Its reg_lock keeps the QP (a
+ * failed registration destroys it, the next one makes another), but
+ * comes before the device lock we hold: only tried, and a registration
+ * in progress, which may hold it for seconds, shows as "busy".
+ */
+static const char *krdma_pd_reg_state(struct krdma_pd *kpd)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr = {};
+	const char *state = "none";
+
+	lockdep_assert_held(&kpd->kdev->lock);	/* keeps kpd on the list */
+	if (!mutex_trylock(&kpd->reg_lock))
+		return "busy";
+	if (kpd->reg_qp)
+		state = ib_query_qp(kpd->reg_qp, &attr, IB_QP_STATE, &init) ?
+			"unknown" : krdma_qp_state_name(attr.qp_state);
+	mutex_unlock(&kpd->reg_lock);
+	return state;
+}
+
+/*
+ * debugfs "devices": each device, the objects on it, and the PD of each
+ * session there with the state of its registration QP.
+ */
+void krdma_devices_show(struct seq_file *m)
+{
+	struct krdma_device *kdev;
+	struct krdma_object *obj;
+	struct krdma_pd *kpd;
+	unsigned long index;
+	unsigned int n;
+
+	krdma_devices_lock();
+	xa_for_each(&krdma_devices, index, kdev) {
+		mutex_lock(&kdev->lock);
+		n = 0;
+		list_for_each_entry(obj, &kdev->objects, dev_entry)
+			n++;
+		seq_printf(m, "device %u name %s objects %u\n", kdev->id,
+			   dev_name(&kdev->ibdev->dev), n);
+		list_for_each_entry(kpd, &kdev->pds, dev_entry)
+			seq_printf(m, "    pd session %u reg_qp %s\n",
+				   kpd->session->id, krdma_pd_reg_state(kpd));
+		mutex_unlock(&kdev->lock);
+	}
+	krdma_devices_unlock();
 }
 
 /*

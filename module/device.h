@@ -15,6 +15,7 @@
 
 struct krdma_session;
 struct net;
+struct seq_file;
 
 /**
  * struct krdma_device - what krdma keeps for one RDMA device
@@ -98,6 +99,7 @@ bool krdma_device_visible(const struct krdma_device *kdev,
 bool krdma_gid_visible(const struct ib_gid_attr *attr, const struct net *net);
 unsigned int krdma_devices_count(const struct net *net);
 unsigned int krdma_device_contexts(void);
+void krdma_devices_show(struct seq_file *m);
 int krdma_device_enter(const struct krdma_session *session, u32 id,
 		       struct krdma_device **kdevp);
 int krdma_device_enter_ib(struct ib_device *ibdev,

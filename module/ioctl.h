@@ -30,5 +30,7 @@ int krdma_cm_reject(struct krdma_session *session, struct krdma_ucmd *ucmd);
 int krdma_cm_disconnect(struct krdma_session *session,
 			struct krdma_ucmd *ucmd);
 int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd);
+int krdma_query_sessions(struct krdma_session *session,
+			 struct krdma_ucmd *ucmd);
 
 #endif /* KRDMA_IOCTL_H */

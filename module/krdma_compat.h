@@ -25,18 +25,6 @@
 
 #include "krdma_config.h"
 
-#ifndef HAVE_KREALLOC_ARRAY
-static inline void * __must_check krealloc_array(void *p, size_t new_n,
-						 size_t new_size, gfp_t flags)
-{
-	size_t bytes;
-
-	if (unlikely(check_mul_overflow(new_n, new_size, &bytes)))
-		return NULL;
-	return krealloc(p, bytes, flags);
-}
-#endif
-
 #ifndef HAVE_MEMSET_STARTAT
 #define memset_startat(obj, v, member)					\
 ({									\

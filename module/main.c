@@ -22,6 +22,7 @@
 #include "ioctl.h"
 #include "krdma_version.h"
 #include "object.h"
+#include "sessions.h"
 #include "srq.h"
 
 #define CREATE_TRACE_POINTS
@@ -48,24 +49,39 @@ union krdma_cmd_buffer {
 	struct krdma_cm_disconnect cm_disconnect;
 	struct krdma_srq_create srq_create;
 	struct krdma_bench bench;
+	struct krdma_query_sessions query_sessions;
 };
 
+/*
+ * @handle_off: where the struct's handle is, plus one (0: it has none):
+ * what the exit tracepoint names, the handle made or used
+ */
 struct krdma_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
 	unsigned int ioctl_num;
+	unsigned int handle_off;
 	int (*execute)(struct krdma_session *session, struct krdma_ucmd *ucmd);
 };
 
-#define KRDMA_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
+#define KRDMA_IOCTL_OP_AT(_ioctl, _fn, _struct, _last, _handle_off)	\
 	{								\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union krdma_cmd_buffer) < \
 					  sizeof(_struct)),		\
 		.min_size = offsetofend(_struct, _last),		\
 		.ioctl_num = _ioctl,					\
+		.handle_off = _handle_off,				\
 		.execute = _fn,						\
 	}
+
+#define KRDMA_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
+	KRDMA_IOCTL_OP_AT(_ioctl, _fn, _struct, _last, 0)
+
+/* A command whose struct names an object by its handle */
+#define KRDMA_IOCTL_OP_H(_ioctl, _fn, _struct, _last)			\
+	KRDMA_IOCTL_OP_AT(_ioctl, _fn, _struct, _last,			\
+			  offsetof(_struct, handle) + 1)
 
 /* Commands this build implements; the others answer -ENOTTY. */
 static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
@@ -76,59 +92,62 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 		KRDMA_IOCTL_OP(KRDMA_QUERY_DEVICES, krdma_query_devices,
 			       struct krdma_query_devices, gids_uptr),
 	[KRDMA_CMD_DESTROY - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_DESTROY, krdma_destroy,
-			       struct krdma_destroy, __reserved),
+		KRDMA_IOCTL_OP_H(KRDMA_DESTROY, krdma_destroy,
+				 struct krdma_destroy, __reserved),
 	[KRDMA_CMD_BUF_ALLOC - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_BUF_ALLOC, krdma_buf_alloc,
-			       struct krdma_buf_alloc, mmap_offset),
+		KRDMA_IOCTL_OP_H(KRDMA_BUF_ALLOC, krdma_buf_alloc,
+				 struct krdma_buf_alloc, mmap_offset),
 	[KRDMA_CMD_BUF_REG_USER - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_BUF_REG_USER, krdma_buf_reg_user,
-			       struct krdma_buf_reg_user, addr),
+		KRDMA_IOCTL_OP_H(KRDMA_BUF_REG_USER, krdma_buf_reg_user,
+				 struct krdma_buf_reg_user, addr),
 	[KRDMA_CMD_BUF_RW - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_BUF_RW, krdma_buf_rw,
-			       struct krdma_buf_rw, data_uptr),
+		KRDMA_IOCTL_OP_H(KRDMA_BUF_RW, krdma_buf_rw,
+				 struct krdma_buf_rw, data_uptr),
 	[KRDMA_CMD_CONN_CREATE - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CONN_CREATE, krdma_conn_create,
-			       struct krdma_conn_create, gid),
+		KRDMA_IOCTL_OP_H(KRDMA_CONN_CREATE, krdma_conn_create,
+				 struct krdma_conn_create, gid),
 	[KRDMA_CMD_CONN_MODIFY - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CONN_MODIFY, krdma_conn_modify,
-			       struct krdma_conn_modify, __reserved),
+		KRDMA_IOCTL_OP_H(KRDMA_CONN_MODIFY, krdma_conn_modify,
+				 struct krdma_conn_modify, __reserved),
 	[KRDMA_CMD_CONN_QUERY - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CONN_QUERY, krdma_conn_query,
-			       struct krdma_conn_query, __reserved),
+		KRDMA_IOCTL_OP_H(KRDMA_CONN_QUERY, krdma_conn_query,
+				 struct krdma_conn_query, __reserved),
 	[KRDMA_CMD_POST - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_POST, krdma_post, struct krdma_post,
-			       wrs_uptr),
+		KRDMA_IOCTL_OP_H(KRDMA_POST, krdma_post, struct krdma_post,
+				 wrs_uptr),
 	[KRDMA_CMD_POLL - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_POLL, krdma_poll, struct krdma_poll,
-			       wcs_uptr),
+		KRDMA_IOCTL_OP_H(KRDMA_POLL, krdma_poll, struct krdma_poll,
+				 wcs_uptr),
 	[KRDMA_CMD_AH_CREATE - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_AH_CREATE, krdma_ah_create,
-			       struct krdma_ah_create, __reserved),
+		KRDMA_IOCTL_OP_H(KRDMA_AH_CREATE, krdma_ah_create,
+				 struct krdma_ah_create, __reserved),
 	[KRDMA_CMD_GET_EVENTS - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_GET_EVENTS, krdma_get_events,
 			       struct krdma_get_events, events_uptr),
 	[KRDMA_CMD_CM_LISTEN - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CM_LISTEN, krdma_cm_listen,
-			       struct krdma_cm_listen, port),
+		KRDMA_IOCTL_OP_H(KRDMA_CM_LISTEN, krdma_cm_listen,
+				 struct krdma_cm_listen, port),
 	[KRDMA_CMD_CM_CONNECT - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CM_CONNECT, krdma_cm_connect,
-			       struct krdma_cm_connect, reject_reason),
+		KRDMA_IOCTL_OP_H(KRDMA_CM_CONNECT, krdma_cm_connect,
+				 struct krdma_cm_connect, reject_reason),
 	[KRDMA_CMD_CM_ACCEPT - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CM_ACCEPT, krdma_cm_accept,
-			       struct krdma_cm_accept, private_data),
+		KRDMA_IOCTL_OP_H(KRDMA_CM_ACCEPT, krdma_cm_accept,
+				 struct krdma_cm_accept, private_data),
 	[KRDMA_CMD_CM_REJECT - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CM_REJECT, krdma_cm_reject,
-			       struct krdma_cm_accept, private_data),
+		KRDMA_IOCTL_OP_H(KRDMA_CM_REJECT, krdma_cm_reject,
+				 struct krdma_cm_accept, private_data),
 	[KRDMA_CMD_CM_DISCONNECT - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_CM_DISCONNECT, krdma_cm_disconnect,
-			       struct krdma_cm_disconnect, __reserved),
+		KRDMA_IOCTL_OP_H(KRDMA_CM_DISCONNECT, krdma_cm_disconnect,
+				 struct krdma_cm_disconnect, __reserved),
 	[KRDMA_CMD_SRQ_CREATE - KRDMA_CMD_BASE] =
-		KRDMA_IOCTL_OP(KRDMA_SRQ_CREATE, krdma_srq_create,
-			       struct krdma_srq_create, handle),
+		KRDMA_IOCTL_OP_H(KRDMA_SRQ_CREATE, krdma_srq_create,
+				 struct krdma_srq_create, handle),
 	[KRDMA_CMD_BENCH - KRDMA_CMD_BASE] =
 		KRDMA_IOCTL_OP(KRDMA_BENCH, krdma_bench, struct krdma_bench,
 			       failed_conn),
+	[KRDMA_CMD_QUERY_SESSIONS - KRDMA_CMD_BASE] =
+		KRDMA_IOCTL_OP(KRDMA_QUERY_SESSIONS, krdma_query_sessions,
+			       struct krdma_query_sessions, conns_uptr),
 };
 
 /* Copy the kernel's answer back, no more than the caller's struct holds. */
@@ -163,7 +182,7 @@ int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
 /* The command's struct, of the size the caller says, in; and run it. */
 static int krdma_ioctl_run(struct krdma_session *session,
 			   const struct krdma_ioctl_op *op,
-			   struct krdma_ucmd *ucmd)
+			   struct krdma_ucmd *ucmd, u32 *handle)
 {
 	union krdma_cmd_buffer buf;
 	int ret;
@@ -177,7 +196,10 @@ static int krdma_ioctl_run(struct krdma_session *session,
 	if (ret)
 		return ret;
 	ucmd->cmd = &buf;
-	return op->execute(session, ucmd);
+	ret = op->execute(session, ucmd);
+	if (op->handle_off)
+		*handle = *(u32 *)((char *)&buf + op->handle_off - 1);
+	return ret;
 }
 
 static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
@@ -187,6 +209,7 @@ static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 	const struct krdma_ioctl_op *op;
 	struct krdma_ucmd ucmd = {};
 	unsigned int nr = _IOC_NR(cmd);
+	u32 handle = 0;
 	int ret;
 
 	if (nr < KRDMA_CMD_BASE ||
@@ -200,9 +223,9 @@ static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 	ret = get_user(ucmd.user_size, (u32 __user *)ucmd.ubuffer);
 	if (ret)
 		return ret;
-	trace_krdma_ioctl_enter(session, nr, ucmd.user_size);
-	ret = krdma_ioctl_run(session, op, &ucmd);
-	trace_krdma_ioctl_exit(session, nr, ret);
+	trace_krdma_ioctl_enter(session->id, nr, ucmd.user_size);
+	ret = krdma_ioctl_run(session, op, &ucmd, &handle);
+	trace_krdma_ioctl_exit(session->id, nr, handle, ret);
 	return ret;
 }
 
@@ -308,6 +331,7 @@ static int __init krdma_init(void)
 	ret = misc_register(&krdma_misc);
 	if (ret)
 		goto err_devices;
+	krdma_debugfs_init();
 	return 0;
 
 err_devices:
@@ -317,6 +341,7 @@ err_devices:
 
 static void __exit krdma_exit(void)
 {
+	krdma_debugfs_exit();
 	misc_deregister(&krdma_misc);
 	krdma_devices_exit();
 }

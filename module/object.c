@@ -27,6 +27,7 @@
 #include "event.h"
 #include "ioctl.h"
 #include "object.h"
+#include "sessions.h"
 
 struct krdma_session *krdma_session_create(void)
 {
@@ -36,13 +37,12 @@ struct krdma_session *krdma_session_create(void)
 	if (!session)
 		return NULL;
 	session->user = krdma_user_get(current_uid());
-	if (!session->user) {
-		kfree(session);
-		return NULL;
-	}
+	if (!session->user)
+		goto err_free;
 	session->no_object_limit = ns_capable_noaudit(&init_user_ns,
 						      CAP_SYS_ADMIN);
 	session->pid = task_tgid_nr(current);
+	session->tgid = get_task_pid(current, PIDTYPE_TGID);
 	get_task_comm(session->comm, current);
 	xa_init_flags(&session->objects, XA_FLAGS_ALLOC1);
 	init_rwsem(&session->ah_post_rwsem);
@@ -55,7 +55,17 @@ struct krdma_session *krdma_session_create(void)
 	kref_init(&session->kref);
 	/* the opener's, as uverbs and umad check theirs at open() */
 	session->net = get_net(current->nsproxy->net_ns);
+	if (krdma_sessions_add(session))
+		goto err_put;
 	return session;
+
+err_put:
+	put_net(session->net);
+	put_pid(session->tgid);
+	krdma_user_put(session->user);
+err_free:
+	kfree(session);
+	return NULL;
 }
 
 /* The file is closed and the last object gone: nothing refers to it. */
@@ -67,11 +77,12 @@ static void krdma_session_free(struct kref *kref)
 	WARN_ON(!xa_empty(&session->pds));
 	krdma_events_flush(session);
 	put_net(session->net);
+	put_pid(session->tgid);
 	krdma_user_put(session->user);
 	kfree(session);
 }
 
-static void krdma_session_put(struct krdma_session *session)
+void krdma_session_put(struct krdma_session *session)
 {
 	kref_put(&session->kref, krdma_session_free);
 }
@@ -239,6 +250,26 @@ struct krdma_object *krdma_object_get(struct krdma_session *session,
 	obj = xa_load(&session->objects, handle);
 	if (obj && (obj->ops != ops || !kref_get_unless_zero(&obj->kref)))
 		obj = NULL;
+	xa_unlock(&session->objects);
+	return obj;
+}
+
+/*
+ * For a listing, from another session too: the next published object at or
+ * after *@handle, referenced (krdma_object_put()), or NULL at the end.
+ */
+struct krdma_object *krdma_session_next_object(struct krdma_session *session,
+					       unsigned long *handle)
+{
+	struct krdma_object *obj;
+
+	xa_lock(&session->objects);
+	for (;;) {
+		obj = xa_find(&session->objects, handle, ULONG_MAX, XA_PRESENT);
+		if (!obj || kref_get_unless_zero(&obj->kref))
+			break;
+		(*handle)++;	/* going: not listed */
+	}
 	xa_unlock(&session->objects);
 	return obj;
 }
@@ -414,6 +445,7 @@ void krdma_session_destroy(struct krdma_session *session)
 	unsigned long handle;
 	int pass;
 
+	krdma_sessions_del(session);
 	for (pass = 0; pass < KRDMA_OBJECT_PASSES; pass++) {
 		xa_for_each(&session->objects, handle, obj) {
 			if (obj->ops->destroy_pass != pass)

@@ -78,6 +78,9 @@ struct krdma_queued_event;
  * @pid: the opener's process (thread group) id, as the initial namespace
  *	numbers it: with @comm, what the kernel log names the session by
  * @comm: the opener's name
+ * @id: the session's id in krdma_sessions (sessions.c), for listings
+ * @tgid: the opener's process, referenced: a listing shows the session to
+ *	a PID namespace that sees it, numbered as it numbers it
  */
 struct krdma_session {
 	struct kref kref;
@@ -100,6 +103,8 @@ struct krdma_session {
 	bool no_object_limit;
 	pid_t pid;
 	char comm[TASK_COMM_LEN];
+	u32 id;
+	struct pid *tgid;
 };
 
 struct krdma_object;
@@ -161,6 +166,7 @@ struct krdma_object {
 
 struct krdma_session *krdma_session_create(void);
 void krdma_session_destroy(struct krdma_session *session);
+void krdma_session_put(struct krdma_session *session);
 int __must_check krdma_object_init(struct krdma_object *obj,
 				   struct krdma_session *session,
 				   const struct krdma_object_ops *ops);
@@ -182,6 +188,8 @@ int krdma_object_lock_hw_nested(struct krdma_object *obj);
 void krdma_object_unlock_hw(struct krdma_object *obj);
 int krdma_object_hw_alive(const struct krdma_object *obj);
 void krdma_object_kill_hw(struct krdma_object *obj);
+struct krdma_object *krdma_session_next_object(struct krdma_session *session,
+					       unsigned long *handle);
 
 /* What destroy_hw() holds: the hw lock for write, once the handle is out. */
 static inline void krdma_object_assert_hw_write(struct krdma_object *obj)
@@ -220,7 +228,9 @@ static inline bool krdma_entry_size_ok(u32 entry_size, size_t min_size)
 	return entry_size >= min_size && entry_size <= KRDMA_MAX_ENTRY_SIZE;
 }
 
+int krdma_check_array(u32 num, u32 entry_size, size_t min_size);
 int krdma_copy_entries(u64 uptr, u32 usize, const void *src, size_t ksize,
 		       u32 n);
+void *krdma_array_slot(void **array, u32 *num, u32 *max, size_t entry_size);
 
 #endif /* KRDMA_OBJECT_H */

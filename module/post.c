@@ -34,6 +34,7 @@
  * @sges_per_wr: entries of @sges each WR has: the queue's max_sge
  * @refs: buffers and address handles the chain uses, referenced
  * @num_refs: entries of @refs
+ * @num_wrs: WRs in the chain
  * @is_recv: the chain is receives
  * @one: room for a chain of one WR of up to %KRDMA_POST_ONE_SGES SGEs, the
  *	 common case, which then needs no allocation
@@ -48,6 +49,7 @@ struct krdma_post_ctx {
 	unsigned int sges_per_wr;
 	struct krdma_object **refs;
 	unsigned int num_refs;
+	u32 num_wrs;
 	bool is_recv;
 	struct {
 		union {
@@ -555,6 +557,10 @@ static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
 				      &bad_send);
 		*bad_index = krdma_post_index(ctx, bad_send);
 	}
+	/* an SRQ's receives are no connection's until one consumes them */
+	if (ctx->conn)
+		krdma_conn_count_posted(ctx->conn, ret ? *bad_index :
+						       ctx->num_wrs);
 	if (trace_krdma_post_enabled())
 		krdma_post_trace(ctx, ret);
 	return ret;
@@ -674,6 +680,7 @@ again:
 		ret = -EINVAL;
 		goto out;
 	}
+	ctx.num_wrs = cmd->num_wrs;
 	/*
 	 * The WRs are read under the target's hw lock, which DESTROY and
 	 * removal wait for: with page faults off, so that a page that takes

@@ -227,3 +227,18 @@ int krdma_qp_default_sgid(struct ib_device *ibdev, u32 port, u32 *index,
 	rdma_put_gid_attr(best);
 	return 0;
 }
+
+/* For listings: "RTS", as `rdma resource show qp` names the states. */
+const char *krdma_qp_state_name(enum ib_qp_state state)
+{
+	static const char *const names[] = {
+		[IB_QPS_RESET] = "RESET", [IB_QPS_INIT] = "INIT",
+		[IB_QPS_RTR] = "RTR", [IB_QPS_RTS] = "RTS",
+		[IB_QPS_SQD] = "SQD", [IB_QPS_SQE] = "SQE",
+		[IB_QPS_ERR] = "ERR",
+	};
+
+	if ((unsigned int)state >= ARRAY_SIZE(names))
+		return "unknown";
+	return names[state];
+}

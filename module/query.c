@@ -32,7 +32,8 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 			KRDMA_FEATURE_MANUAL_CONN | KRDMA_FEATURE_RDMA_CM |
 			KRDMA_FEATURE_USER_BUFFERS | KRDMA_FEATURE_SRQ |
 			KRDMA_FEATURE_BENCH | KRDMA_FEATURE_POST_POLL |
-			KRDMA_FEATURE_ACCEPT_ASYNC;
+			KRDMA_FEATURE_ACCEPT_ASYNC |
+			KRDMA_FEATURE_QUERY_SESSIONS;
 	cmd->ops = krdma_supported_ops();
 	cmd->transports = BIT(KRDMA_TRANSPORT_RC) | BIT(KRDMA_TRANSPORT_UC) |
 			  BIT(KRDMA_TRANSPORT_UD);
@@ -61,9 +62,13 @@ struct krdma_snapshot {
 	u32 max_gids;
 };
 
-/* A zeroed entry at the end of a growing array, or NULL without memory. */
-static void *krdma_snapshot_slot(void **array, u32 *num, u32 *max,
-				 size_t entry_size)
+/*
+ * A zeroed entry at the end of a growing array, or NULL without memory;
+ * free the array with kvfree().  Its size follows what the caller lists
+ * (every session on the host, for one): vmalloc'ed past what kmalloc
+ * gives, and charged to the caller's memory cgroup.
+ */
+void *krdma_array_slot(void **array, u32 *num, u32 *max, size_t entry_size)
 {
 	void *slot;
 
@@ -71,9 +76,15 @@ static void *krdma_snapshot_slot(void **array, u32 *num, u32 *max,
 		u32 new_max = *max ? *max * 2 : 8;
 		void *bigger;
 
-		bigger = krealloc_array(*array, new_max, entry_size, GFP_KERNEL);
+		if (new_max < *max)
+			return NULL;
+		bigger = kvmalloc_array(new_max, entry_size,
+					GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		if (!bigger)
 			return NULL;
+		if (*array)
+			memcpy(bigger, *array, (size_t)*num * entry_size);
+		kvfree(*array);
 		*array = bigger;
 		*max = new_max;
 	}
@@ -112,9 +123,9 @@ static int krdma_snap_gids(struct krdma_snapshot *snap,
 			rdma_put_gid_attr(attr);
 			continue;
 		}
-		ginfo = krdma_snapshot_slot((void **)&snap->gids,
-					    &snap->num_gids, &snap->max_gids,
-					    sizeof(*ginfo));
+		ginfo = krdma_array_slot((void **)&snap->gids,
+					 &snap->num_gids, &snap->max_gids,
+					 sizeof(*ginfo));
 		if (!ginfo) {
 			rdma_put_gid_attr(attr);
 			return -ENOMEM;
@@ -141,8 +152,8 @@ static int krdma_snap_port(struct krdma_snapshot *snap,
 	ret = ib_query_port(kdev->ibdev, port, &attr);
 	if (ret)
 		return ret;
-	pinfo = krdma_snapshot_slot((void **)&snap->ports, &snap->num_ports,
-				    &snap->max_ports, sizeof(*pinfo));
+	pinfo = krdma_array_slot((void **)&snap->ports, &snap->num_ports,
+				 &snap->max_ports, sizeof(*pinfo));
 	if (!pinfo)
 		return -ENOMEM;
 	pinfo->dev_index = kdev->id;
@@ -226,9 +237,9 @@ static int krdma_snap_device(struct krdma_snapshot *snap,
 	u32 port;
 	int ret;
 
-	dinfo = krdma_snapshot_slot((void **)&snap->devices,
-				    &snap->num_devices, &snap->max_devices,
-				    sizeof(*dinfo));
+	dinfo = krdma_array_slot((void **)&snap->devices,
+				 &snap->num_devices, &snap->max_devices,
+				 sizeof(*dinfo));
 	if (!dinfo)
 		return -ENOMEM;
 	krdma_fill_device(dinfo, kdev);
@@ -270,13 +281,13 @@ static int krdma_take_snapshot(struct krdma_snapshot *snap,
 
 static void krdma_free_snapshot(struct krdma_snapshot *snap)
 {
-	kfree(snap->devices);
-	kfree(snap->ports);
-	kfree(snap->gids);
+	kvfree(snap->devices);
+	kvfree(snap->ports);
+	kvfree(snap->gids);
 }
 
 /* An output array the caller describes: empty, or entries of a known size. */
-static int krdma_check_array(u32 num, u32 entry_size, size_t min_size)
+int krdma_check_array(u32 num, u32 entry_size, size_t min_size)
 {
 	size_t bytes;
 

@@ -17,104 +17,146 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
+#include "conn.h"
 #include "krdma.h"
 
-#define show_krdma_cmd(nr)						\
-	__print_symbolic(nr,						\
-		{ KRDMA_CMD_GET_INFO, "GET_INFO" },			\
-		{ KRDMA_CMD_QUERY_DEVICES, "QUERY_DEVICES" },		\
-		{ KRDMA_CMD_DESTROY, "DESTROY" },			\
-		{ KRDMA_CMD_BUF_ALLOC, "BUF_ALLOC" },			\
-		{ KRDMA_CMD_BUF_REG_USER, "BUF_REG_USER" },		\
-		{ KRDMA_CMD_BUF_RW, "BUF_RW" },				\
-		{ KRDMA_CMD_CONN_CREATE, "CONN_CREATE" },		\
-		{ KRDMA_CMD_CONN_MODIFY, "CONN_MODIFY" },		\
-		{ KRDMA_CMD_CONN_QUERY, "CONN_QUERY" },			\
-		{ KRDMA_CMD_CM_LISTEN, "CM_LISTEN" },			\
-		{ KRDMA_CMD_CM_CONNECT, "CM_CONNECT" },			\
-		{ KRDMA_CMD_CM_ACCEPT, "CM_ACCEPT" },			\
-		{ KRDMA_CMD_CM_REJECT, "CM_REJECT" },			\
-		{ KRDMA_CMD_CM_DISCONNECT, "CM_DISCONNECT" },		\
-		{ KRDMA_CMD_GET_EVENTS, "GET_EVENTS" },			\
-		{ KRDMA_CMD_POST, "POST" },				\
-		{ KRDMA_CMD_POLL, "POLL" },				\
-		{ KRDMA_CMD_AH_CREATE, "AH_CREATE" },			\
-		{ KRDMA_CMD_SRQ_CREATE, "SRQ_CREATE" },			\
-		{ KRDMA_CMD_BENCH, "BENCH" })
+/*
+ * Each table names its values once: expanded here into TRACE_DEFINE_ENUM()s,
+ * so that perf and trace-cmd can read the names of the values in the
+ * events' formats, and in the events into __print_symbolic() pairs.
+ */
+#undef EM
+#undef EMe
+#define EM(a, b) TRACE_DEFINE_ENUM(a);
+#define EMe(a, b) TRACE_DEFINE_ENUM(a);
 
-#define show_ib_wr_opcode(op)						\
-	__print_symbolic(op,						\
-		{ IB_WR_RDMA_WRITE, "RDMA_WRITE" },			\
-		{ IB_WR_RDMA_WRITE_WITH_IMM, "RDMA_WRITE_WITH_IMM" },	\
-		{ IB_WR_SEND, "SEND" },					\
-		{ IB_WR_SEND_WITH_IMM, "SEND_WITH_IMM" },		\
-		{ IB_WR_RDMA_READ, "RDMA_READ" },			\
-		{ IB_WR_ATOMIC_CMP_AND_SWP, "ATOMIC_CMP_AND_SWP" },	\
-		{ IB_WR_ATOMIC_FETCH_AND_ADD, "ATOMIC_FETCH_AND_ADD" },	\
-		{ IB_WR_SEND_WITH_INV, "SEND_WITH_INV" },		\
-		{ IB_WR_LOCAL_INV, "LOCAL_INV" })
+#define KRDMA_CMD_LIST							\
+	EM(KRDMA_CMD_GET_INFO, "GET_INFO")				\
+	EM(KRDMA_CMD_QUERY_DEVICES, "QUERY_DEVICES")			\
+	EM(KRDMA_CMD_DESTROY, "DESTROY")				\
+	EM(KRDMA_CMD_BUF_ALLOC, "BUF_ALLOC")				\
+	EM(KRDMA_CMD_BUF_REG_USER, "BUF_REG_USER")			\
+	EM(KRDMA_CMD_BUF_RW, "BUF_RW")					\
+	EM(KRDMA_CMD_CONN_CREATE, "CONN_CREATE")			\
+	EM(KRDMA_CMD_CONN_MODIFY, "CONN_MODIFY")			\
+	EM(KRDMA_CMD_CONN_QUERY, "CONN_QUERY")				\
+	EM(KRDMA_CMD_CM_LISTEN, "CM_LISTEN")				\
+	EM(KRDMA_CMD_CM_CONNECT, "CM_CONNECT")				\
+	EM(KRDMA_CMD_CM_ACCEPT, "CM_ACCEPT")				\
+	EM(KRDMA_CMD_CM_REJECT, "CM_REJECT")				\
+	EM(KRDMA_CMD_CM_DISCONNECT, "CM_DISCONNECT")			\
+	EM(KRDMA_CMD_GET_EVENTS, "GET_EVENTS")				\
+	EM(KRDMA_CMD_POST, "POST")					\
+	EM(KRDMA_CMD_POLL, "POLL")					\
+	EM(KRDMA_CMD_AH_CREATE, "AH_CREATE")				\
+	EM(KRDMA_CMD_SRQ_CREATE, "SRQ_CREATE")				\
+	EM(KRDMA_CMD_BENCH, "BENCH")					\
+	EMe(KRDMA_CMD_QUERY_SESSIONS, "QUERY_SESSIONS")
 
-#define show_ib_wc_opcode(op)						\
-	__print_symbolic(op,						\
-		{ IB_WC_SEND, "SEND" },					\
-		{ IB_WC_RDMA_WRITE, "RDMA_WRITE" },			\
-		{ IB_WC_RDMA_READ, "RDMA_READ" },			\
-		{ IB_WC_COMP_SWAP, "COMP_SWAP" },			\
-		{ IB_WC_FETCH_ADD, "FETCH_ADD" },			\
-		{ IB_WC_LOCAL_INV, "LOCAL_INV" },			\
-		{ IB_WC_REG_MR, "REG_MR" },				\
-		{ IB_WC_RECV, "RECV" },					\
-		{ IB_WC_RECV_RDMA_WITH_IMM, "RECV_RDMA_WITH_IMM" })
+KRDMA_CMD_LIST
 
-#define show_ib_wc_status(status)					\
-	__print_symbolic(status,					\
-		{ IB_WC_SUCCESS, "SUCCESS" },				\
-		{ IB_WC_LOC_LEN_ERR, "LOC_LEN_ERR" },			\
-		{ IB_WC_LOC_QP_OP_ERR, "LOC_QP_OP_ERR" },		\
-		{ IB_WC_LOC_EEC_OP_ERR, "LOC_EEC_OP_ERR" },		\
-		{ IB_WC_LOC_PROT_ERR, "LOC_PROT_ERR" },			\
-		{ IB_WC_WR_FLUSH_ERR, "WR_FLUSH_ERR" },			\
-		{ IB_WC_MW_BIND_ERR, "MW_BIND_ERR" },			\
-		{ IB_WC_BAD_RESP_ERR, "BAD_RESP_ERR" },			\
-		{ IB_WC_LOC_ACCESS_ERR, "LOC_ACCESS_ERR" },		\
-		{ IB_WC_REM_INV_REQ_ERR, "REM_INV_REQ_ERR" },		\
-		{ IB_WC_REM_ACCESS_ERR, "REM_ACCESS_ERR" },		\
-		{ IB_WC_REM_OP_ERR, "REM_OP_ERR" },			\
-		{ IB_WC_RETRY_EXC_ERR, "RETRY_EXC_ERR" },		\
-		{ IB_WC_RNR_RETRY_EXC_ERR, "RNR_RETRY_EXC_ERR" },	\
-		{ IB_WC_LOC_RDD_VIOL_ERR, "LOC_RDD_VIOL_ERR" },		\
-		{ IB_WC_REM_INV_RD_REQ_ERR, "REM_INV_RD_REQ_ERR" },	\
-		{ IB_WC_REM_ABORT_ERR, "REM_ABORT_ERR" },		\
-		{ IB_WC_INV_EECN_ERR, "INV_EECN_ERR" },			\
-		{ IB_WC_INV_EEC_STATE_ERR, "INV_EEC_STATE_ERR" },	\
-		{ IB_WC_FATAL_ERR, "FATAL_ERR" },			\
-		{ IB_WC_RESP_TIMEOUT_ERR, "RESP_TIMEOUT_ERR" },		\
-		{ IB_WC_GENERAL_ERR, "GENERAL_ERR" })
+#define show_krdma_cmd(nr) __print_symbolic(nr, KRDMA_CMD_LIST)
 
-#define show_rdma_cm_event(ev)						\
-	__print_symbolic(ev,						\
-		{ RDMA_CM_EVENT_ADDR_RESOLVED, "ADDR_RESOLVED" },	\
-		{ RDMA_CM_EVENT_ADDR_ERROR, "ADDR_ERROR" },		\
-		{ RDMA_CM_EVENT_ROUTE_RESOLVED, "ROUTE_RESOLVED" },	\
-		{ RDMA_CM_EVENT_ROUTE_ERROR, "ROUTE_ERROR" },		\
-		{ RDMA_CM_EVENT_CONNECT_REQUEST, "CONNECT_REQUEST" },	\
-		{ RDMA_CM_EVENT_CONNECT_RESPONSE, "CONNECT_RESPONSE" },	\
-		{ RDMA_CM_EVENT_CONNECT_ERROR, "CONNECT_ERROR" },	\
-		{ RDMA_CM_EVENT_UNREACHABLE, "UNREACHABLE" },		\
-		{ RDMA_CM_EVENT_REJECTED, "REJECTED" },			\
-		{ RDMA_CM_EVENT_ESTABLISHED, "ESTABLISHED" },		\
-		{ RDMA_CM_EVENT_DISCONNECTED, "DISCONNECTED" },		\
-		{ RDMA_CM_EVENT_DEVICE_REMOVAL, "DEVICE_REMOVAL" },	\
-		{ RDMA_CM_EVENT_MULTICAST_JOIN, "MULTICAST_JOIN" },	\
-		{ RDMA_CM_EVENT_MULTICAST_ERROR, "MULTICAST_ERROR" },	\
-		{ RDMA_CM_EVENT_ADDR_CHANGE, "ADDR_CHANGE" },		\
-		{ RDMA_CM_EVENT_TIMEWAIT_EXIT, "TIMEWAIT_EXIT" })
+#define IB_WR_OPCODE_LIST						\
+	EM(IB_WR_RDMA_WRITE, "RDMA_WRITE")				\
+	EM(IB_WR_RDMA_WRITE_WITH_IMM, "RDMA_WRITE_WITH_IMM")		\
+	EM(IB_WR_SEND, "SEND")						\
+	EM(IB_WR_SEND_WITH_IMM, "SEND_WITH_IMM")			\
+	EM(IB_WR_RDMA_READ, "RDMA_READ")				\
+	EM(IB_WR_ATOMIC_CMP_AND_SWP, "ATOMIC_CMP_AND_SWP")		\
+	EM(IB_WR_ATOMIC_FETCH_AND_ADD, "ATOMIC_FETCH_AND_ADD")		\
+	EM(IB_WR_SEND_WITH_INV, "SEND_WITH_INV")			\
+	EMe(IB_WR_LOCAL_INV, "LOCAL_INV")
+
+IB_WR_OPCODE_LIST
+
+#define show_ib_wr_opcode(op) __print_symbolic(op, IB_WR_OPCODE_LIST)
+
+#define IB_WC_OPCODE_LIST						\
+	EM(IB_WC_SEND, "SEND")						\
+	EM(IB_WC_RDMA_WRITE, "RDMA_WRITE")				\
+	EM(IB_WC_RDMA_READ, "RDMA_READ")				\
+	EM(IB_WC_COMP_SWAP, "COMP_SWAP")				\
+	EM(IB_WC_FETCH_ADD, "FETCH_ADD")				\
+	EM(IB_WC_LOCAL_INV, "LOCAL_INV")				\
+	EM(IB_WC_REG_MR, "REG_MR")					\
+	EM(IB_WC_RECV, "RECV")						\
+	EMe(IB_WC_RECV_RDMA_WITH_IMM, "RECV_RDMA_WITH_IMM")
+
+IB_WC_OPCODE_LIST
+
+#define show_ib_wc_opcode(op) __print_symbolic(op, IB_WC_OPCODE_LIST)
+
+#define IB_WC_STATUS_LIST						\
+	EM(IB_WC_SUCCESS, "SUCCESS")					\
+	EM(IB_WC_LOC_LEN_ERR, "LOC_LEN_ERR")				\
+	EM(IB_WC_LOC_QP_OP_ERR, "LOC_QP_OP_ERR")			\
+	EM(IB_WC_LOC_EEC_OP_ERR, "LOC_EEC_OP_ERR")			\
+	EM(IB_WC_LOC_PROT_ERR, "LOC_PROT_ERR")				\
+	EM(IB_WC_WR_FLUSH_ERR, "WR_FLUSH_ERR")				\
+	EM(IB_WC_MW_BIND_ERR, "MW_BIND_ERR")				\
+	EM(IB_WC_BAD_RESP_ERR, "BAD_RESP_ERR")				\
+	EM(IB_WC_LOC_ACCESS_ERR, "LOC_ACCESS_ERR")			\
+	EM(IB_WC_REM_INV_REQ_ERR, "REM_INV_REQ_ERR")			\
+	EM(IB_WC_REM_ACCESS_ERR, "REM_ACCESS_ERR")			\
+	EM(IB_WC_REM_OP_ERR, "REM_OP_ERR")				\
+	EM(IB_WC_RETRY_EXC_ERR, "RETRY_EXC_ERR")			\
+	EM(IB_WC_RNR_RETRY_EXC_ERR, "RNR_RETRY_EXC_ERR")		\
+	EM(IB_WC_LOC_RDD_VIOL_ERR, "LOC_RDD_VIOL_ERR")			\
+	EM(IB_WC_REM_INV_RD_REQ_ERR, "REM_INV_RD_REQ_ERR")		\
+	EM(IB_WC_REM_ABORT_ERR, "REM_ABORT_ERR")			\
+	EM(IB_WC_INV_EECN_ERR, "INV_EECN_ERR")				\
+	EM(IB_WC_INV_EEC_STATE_ERR, "INV_EEC_STATE_ERR")		\
+	EM(IB_WC_FATAL_ERR, "FATAL_ERR")				\
+	EM(IB_WC_RESP_TIMEOUT_ERR, "RESP_TIMEOUT_ERR")			\
+	EMe(IB_WC_GENERAL_ERR, "GENERAL_ERR")
+
+IB_WC_STATUS_LIST
+
+#define show_ib_wc_status(status) __print_symbolic(status, IB_WC_STATUS_LIST)
+
+#define RDMA_CM_EVENT_LIST						\
+	EM(RDMA_CM_EVENT_ADDR_RESOLVED, "ADDR_RESOLVED")		\
+	EM(RDMA_CM_EVENT_ADDR_ERROR, "ADDR_ERROR")			\
+	EM(RDMA_CM_EVENT_ROUTE_RESOLVED, "ROUTE_RESOLVED")		\
+	EM(RDMA_CM_EVENT_ROUTE_ERROR, "ROUTE_ERROR")			\
+	EM(RDMA_CM_EVENT_CONNECT_REQUEST, "CONNECT_REQUEST")		\
+	EM(RDMA_CM_EVENT_CONNECT_RESPONSE, "CONNECT_RESPONSE")		\
+	EM(RDMA_CM_EVENT_CONNECT_ERROR, "CONNECT_ERROR")		\
+	EM(RDMA_CM_EVENT_UNREACHABLE, "UNREACHABLE")			\
+	EM(RDMA_CM_EVENT_REJECTED, "REJECTED")				\
+	EM(RDMA_CM_EVENT_ESTABLISHED, "ESTABLISHED")			\
+	EM(RDMA_CM_EVENT_DISCONNECTED, "DISCONNECTED")			\
+	EM(RDMA_CM_EVENT_DEVICE_REMOVAL, "DEVICE_REMOVAL")		\
+	EM(RDMA_CM_EVENT_MULTICAST_JOIN, "MULTICAST_JOIN")		\
+	EM(RDMA_CM_EVENT_MULTICAST_ERROR, "MULTICAST_ERROR")		\
+	EM(RDMA_CM_EVENT_ADDR_CHANGE, "ADDR_CHANGE")			\
+	EMe(RDMA_CM_EVENT_TIMEWAIT_EXIT, "TIMEWAIT_EXIT")
+
+RDMA_CM_EVENT_LIST
+
+#define show_rdma_cm_event(ev) __print_symbolic(ev, RDMA_CM_EVENT_LIST)
+
+#define KRDMA_CONN_STATE_LIST						\
+	EM(KRDMA_CONN_CONNECTED, "CONNECTED")				\
+	EM(KRDMA_CONN_ESTABLISHED, "ESTABLISHED")			\
+	EM(KRDMA_CONN_DISCONNECTED, "DISCONNECTED")			\
+	EMe(KRDMA_CONN_QP_ERROR, "ERROR")
+
+KRDMA_CONN_STATE_LIST
+
+#define show_krdma_conn_state(bit) __print_symbolic(bit, KRDMA_CONN_STATE_LIST)
+
+#undef EM
+#undef EMe
+#define EM(a, b) { a, b },
+#define EMe(a, b) { a, b }
 
 TRACE_EVENT(krdma_ioctl_enter,
-	TP_PROTO(const void *session, unsigned int nr, u32 size),
+	TP_PROTO(u32 session, unsigned int nr, u32 size),
 	TP_ARGS(session, nr, size),
 	TP_STRUCT__entry(
-		__field(const void *, session)
+		__field(u32, session)
 		__field(unsigned int, nr)
 		__field(u32, size)
 	),
@@ -123,25 +165,28 @@ TRACE_EVENT(krdma_ioctl_enter,
 		__entry->nr = nr;
 		__entry->size = size;
 	),
-	TP_printk("session=%p cmd=%s size=%u", __entry->session,
+	TP_printk("session=%u cmd=%s size=%u", __entry->session,
 		  show_krdma_cmd(__entry->nr), __entry->size)
 );
 
 TRACE_EVENT(krdma_ioctl_exit,
-	TP_PROTO(const void *session, unsigned int nr, int ret),
-	TP_ARGS(session, nr, ret),
+	TP_PROTO(u32 session, unsigned int nr, u32 handle, int ret),
+	TP_ARGS(session, nr, handle, ret),
 	TP_STRUCT__entry(
-		__field(const void *, session)
+		__field(u32, session)
 		__field(unsigned int, nr)
+		__field(u32, handle)
 		__field(int, ret)
 	),
 	TP_fast_assign(
 		__entry->session = session;
 		__entry->nr = nr;
+		__entry->handle = handle;
 		__entry->ret = ret;
 	),
-	TP_printk("session=%p cmd=%s ret=%d", __entry->session,
-		  show_krdma_cmd(__entry->nr), __entry->ret)
+	/* handle: the one made or used (0: none, or the command has none) */
+	TP_printk("session=%u cmd=%s ret=%d handle=%u", __entry->session,
+		  show_krdma_cmd(__entry->nr), __entry->ret, __entry->handle)
 );
 
 /* A send chain (@opcode its first WR's) or, @opcode -1, a receive chain. */
@@ -195,6 +240,30 @@ TRACE_EVENT(krdma_completion,
 		  __entry->handle, __entry->qpn, __entry->wr_id,
 		  show_ib_wc_status(__entry->status),
 		  show_ib_wc_opcode(__entry->opcode), __entry->byte_len)
+);
+
+/*
+ * A connection's step: connected by KRDMA_CONN_MODIFY, established or
+ * disconnected by rdma_cm (either side), in error (once).
+ */
+TRACE_EVENT(krdma_conn_state,
+	TP_PROTO(const struct krdma_conn *conn, int state),
+	TP_ARGS(conn, state),
+	TP_STRUCT__entry(
+		__field(u32, session)
+		__field(u32, handle)
+		__field(u32, qpn)
+		__field(int, state)
+	),
+	TP_fast_assign(
+		__entry->session = conn->obj.session->id;
+		__entry->handle = conn->obj.handle;
+		__entry->qpn = conn->qp_num;
+		__entry->state = state;
+	),
+	TP_printk("session=%u handle=%u qpn=%u state=%s",
+		  __entry->session, __entry->handle, __entry->qpn,
+		  show_krdma_conn_state(__entry->state))
 );
 
 /* An rdma_cm event of a connection or a listener (handle @handle). */

@@ -37,6 +37,8 @@ int krdma_conn_reap(struct krdma_conn *conn, struct ib_wc *wc, int n)
 
 	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	got = ib_poll_cq(conn->cq, n, wc);
+	if (got > 0)
+		atomic64_add(got, &conn->wcs_reaped);
 	for (i = 0; i < got; i++) {
 		trace_krdma_completion(conn->obj.handle, &wc[i]);
 		if (wc[i].status == IB_WC_SUCCESS) {

@@ -592,6 +592,64 @@ KRDMA_TEST_F(cm, conn_query_cm_connection)
 	EXPECT_NE(0u, qc.path_mtu);
 }
 
+/*
+ * KRDMA_QUERY_SESSIONS shows an rdma_cm connection as such: established,
+ * with its peer's address, and disconnected once it is; `rdma resource
+ * show qp` has its QPN.
+ */
+KRDMA_TEST_F(cm, sessions_lists_cm_connection)
+{
+	const struct krdma_conn_info *ci;
+	struct kt_sessions ks = {};
+	struct kt_proc rdma = {};
+	struct krdma_event ev;
+	struct kc_pair p;
+	char cmd[64], want[64];
+
+	kc_establish(_metadata, self->sfd, self->cfd, self->listener,
+		     self->addr, self->port, NULL, 0, NULL, 0, &p);
+	ASSERT_OK(kt_sessions_get(self->cfd, &ks));
+	ci = kt_sessions_conn(&ks, p.conn.qp_num);
+	ASSERT_NE(NULL, ci);
+	EXPECT_EQ(p.c, ci->handle);
+	EXPECT_EQ((uint32_t)(KRDMA_CONN_INFO_CM | KRDMA_CONN_INFO_ESTABLISHED),
+		  ci->flags);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, ci->state);
+	EXPECT_EQ(p.s_qp, ci->dest_qp_num);
+	EXPECT_TRUE(kc_sockaddr_is(&ci->peer, self->addr));
+	EXPECT_EQ(self->port, ci->peer.port);
+	ci = kt_sessions_conn(&ks, p.s_qp);
+	ASSERT_NE(NULL, ci);
+	EXPECT_EQ(p.s, ci->handle);
+	EXPECT_TRUE(kc_sockaddr_is(&ci->peer, self->addr));
+
+	if (krdma_have_cmd("rdma")) {
+		snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u",
+			 p.conn.qp_num);
+		ASSERT_OK(kt_spawn(&rdma, "krdma_cm", "rdma", false, cmd));
+		kt_reap(&rdma);
+		snprintf(want, sizeof(want), "lqpn %u ", p.conn.qp_num);
+		EXPECT_NE(NULL, strstr(kt_out(&rdma), want));
+		/* rdma_cm's, or on older kernels (5.10) its caller's */
+		EXPECT_TRUE(strstr(kt_out(&rdma), "comm [rdma_cm]") ||
+			    strstr(kt_out(&rdma), "comm [krdma]"))
+			TH_LOG("%s", kt_out(&rdma));
+		kt_proc_end(&rdma);
+	}
+
+	ASSERT_OK(kc_disconnect(self->cfd, p.c));
+	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, p.s,
+				CM_MS, &ev));
+	ASSERT_OK(kt_sessions_get(self->sfd, &ks));
+	ci = kt_sessions_conn(&ks, p.conn.qp_num);
+	ASSERT_NE(NULL, ci);
+	EXPECT_TRUE(!!(ci->flags & KRDMA_CONN_INFO_DISCONNECTED));
+	ci = kt_sessions_conn(&ks, p.s_qp);
+	ASSERT_NE(NULL, ci);
+	EXPECT_TRUE(!!(ci->flags & KRDMA_CONN_INFO_DISCONNECTED));
+	kt_sessions_free(&ks);
+}
+
 KRDMA_TEST_F_TIMEOUT(cm, send_recv_both_ways, 120)
 {
 	static const uint32_t sizes[] = { 1, 4096, 65536 };

@@ -173,6 +173,12 @@ static struct {
 	struct fz_thread thr[FZ_MAX_THREADS];
 } fz;
 
+/* A command uapi/krdma.h defines (the others are the fuzzer's unknowns). */
+static bool fz_known(unsigned int nr)
+{
+	return nr >= KRDMA_CMD_BASE && nr <= KT_CMD_LAST;
+}
+
 static const char *fz_cmd_name(unsigned int nr)
 {
 	static const char *const names[] = {
@@ -180,12 +186,14 @@ static const char *fz_cmd_name(unsigned int nr)
 		"BUF_REG_USER", "BUF_RW", "CONN_CREATE", "CONN_MODIFY",
 		"CONN_QUERY", "CM_LISTEN", "CM_CONNECT", "CM_ACCEPT",
 		"CM_REJECT", "CM_DISCONNECT", "GET_EVENTS", "POST", "POLL",
-		"AH_CREATE", "SRQ_CREATE", "BENCH",
+		"AH_CREATE", "SRQ_CREATE", "BENCH", "QUERY_SESSIONS",
 	};
+	_Static_assert(ARRAY_SIZE(names) == KT_CMD_LAST - KRDMA_CMD_BASE + 1,
+		       "a name for every command");
 
 	if (nr == FZ_MMAP)
 		return "mmap";
-	if (nr >= KRDMA_CMD_BASE && nr - KRDMA_CMD_BASE < ARRAY_SIZE(names))
+	if (fz_known(nr))
 		return names[nr - KRDMA_CMD_BASE];
 	return "unknown";
 }
@@ -238,8 +246,7 @@ static bool fz_errno_documented(unsigned int nr, int err)
 static void fz_record(unsigned int nr, int ret, int err, const void *arg,
 		      bool arg_readable)
 {
-	bool known = nr >= KRDMA_CMD_BASE && nr < KRDMA_CMD_BASE + 20;
-	struct fz_stat *st = &fz.stat[known || nr == FZ_MMAP ? nr : 0];
+	struct fz_stat *st = &fz.stat[fz_known(nr) || nr == FZ_MMAP ? nr : 0];
 	unsigned int i;
 
 	st->calls++;
@@ -910,6 +917,18 @@ static uint32_t fz_gen(struct fz_thread *t, int slot, unsigned int nr, void *buf
 		}
 		return sizeof(*b);
 	}
+	case KRDMA_CMD_QUERY_SESSIONS: {
+		struct krdma_query_sessions *q = buf;
+
+		/* the shared sessions and the fixture's, and their conns */
+		q->num_sessions = fz_count(t, 8);
+		q->num_conns = fz_count(t, 128);
+		q->session_entry_size = fz_entry_size(t, sizeof(struct krdma_session_info));
+		q->conn_entry_size = fz_entry_size(t, sizeof(struct krdma_conn_info));
+		q->sessions_uptr = fz_ptr(t, (uint64_t)q->num_sessions * q->session_entry_size);
+		q->conns_uptr = fz_ptr(t, (uint64_t)q->num_conns * q->conn_entry_size);
+		return sizeof(*q);
+	}
 	}
 	/* an unknown command: any bytes */
 	return 8 + fz_below(&t->rng, 256);
@@ -1095,10 +1114,9 @@ static unsigned int fz_pick_nr(struct fz_thread *t)
 {
 	for (;;) {
 		unsigned int nr = fz_pick_nr_any(t);
-		bool known = nr >= KRDMA_CMD_BASE && nr < KRDMA_CMD_BASE + 20;
 
-		if (!fz.only || (fz.only & (known ? 1ull << (nr - KRDMA_CMD_BASE)
-						  : 1ull << 63)))
+		if (!fz.only || (fz.only & (fz_known(nr) ? 1ull << (nr - KRDMA_CMD_BASE)
+							 : 1ull << 63)))
 			return nr;
 	}
 }
@@ -1106,10 +1124,13 @@ static unsigned int fz_pick_nr(struct fz_thread *t)
 static unsigned int fz_pick_nr_any(struct fz_thread *t)
 {
 	static const unsigned char weights[] = {
-		/* GET_INFO .. BENCH */
-		2, 3, 8, 8, 5, 6, 8, 8, 3, 4, 5, 4, 3, 3, 5, 8, 6, 3, 2, 2,
+		/* GET_INFO .. QUERY_SESSIONS */
+		2, 3, 8, 8, 5, 6, 8, 8, 3, 4, 5, 4, 3, 3, 5, 8, 6, 3, 2, 2, 3,
 	};
 	unsigned int total = 0, i, r;
+
+	_Static_assert(ARRAY_SIZE(weights) == KT_CMD_LAST - KRDMA_CMD_BASE + 1,
+		       "a weight for every command");
 
 	if (fz_chance(&t->rng, 3))
 		return FZ_NR_MIN + fz_below(&t->rng, FZ_NR_MAX - FZ_NR_MIN + 1);
@@ -1136,7 +1157,7 @@ static void fz_ioctl(struct fz_thread *t)
 
 	memset(buf, 0, room);
 	size = fz_gen(t, slot, nr, buf);
-	if (nr >= KRDMA_CMD_BASE + 20 || nr < KRDMA_CMD_BASE) {
+	if (!fz_known(nr)) {
 		for (uint32_t i = 8; i < size; i++)
 			buf[i] = fz_chance(&t->rng, 50) ? 0 : fz_next(&t->rng);
 	}
@@ -1462,7 +1483,7 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 		for (tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 			if (!strcmp(tok, "unknown"))
 				fz.only |= 1ull << 63;
-			for (nr = KRDMA_CMD_BASE; nr < KRDMA_CMD_BASE + 20; nr++)
+			for (nr = KRDMA_CMD_BASE; nr <= KT_CMD_LAST; nr++)
 				if (!strcmp(tok, fz_cmd_name(nr)))
 					fz.only |= 1ull << (nr - KRDMA_CMD_BASE);
 		}

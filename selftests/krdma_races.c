@@ -45,8 +45,10 @@ static bool kr_implemented(const struct krdma_info *info, unsigned int nr)
 		return info->features & KRDMA_FEATURE_SRQ;
 	case KRDMA_CMD_BENCH:
 		return info->features & KRDMA_FEATURE_BENCH;
+	case KRDMA_CMD_QUERY_SESSIONS:
+		return info->features & KRDMA_FEATURE_QUERY_SESSIONS;
 	}
-	return nr >= KRDMA_CMD_BASE && nr <= KRDMA_CMD_BENCH;
+	return nr >= KRDMA_CMD_BASE && nr <= KT_CMD_LAST;
 }
 
 /*
@@ -87,8 +89,11 @@ static const struct kr_cmd {
 	C(SRQ_CREATE, krdma_srq_create, 0),
 	C(BENCH, krdma_bench, KRDMA_BENCH_LATENCY | KRDMA_BENCH_NOTIFY |
 			      KRDMA_BENCH_VALIDATE | KRDMA_BENCH_SERVER),
+	C(QUERY_SESSIONS, krdma_query_sessions, 0),
 #undef C
 };
+_Static_assert(ARRAY_SIZE(kr_cmds) == KT_CMD_LAST - KRDMA_CMD_BASE + 1,
+	       "kr_cmds[] lists every command");
 
 /* The errnos the header documents for every command. */
 static bool kr_common_errno(int err)
@@ -1037,12 +1042,12 @@ KRDMA_TEST_F(races, unknown_command_encodings)
 
 	*(uint32_t *)buf = 64;
 	for (nr = 0; nr < 256; nr++) {
-		if (nr >= KRDMA_CMD_BASE && nr <= KRDMA_CMD_BENCH)
+		if (nr >= KRDMA_CMD_BASE && nr <= KT_CMD_LAST)
 			continue;
 		EXPECT_ERRNO(ENOTTY, ioctl(self->fd, _IO(KRDMA_TYPE, nr), buf),
 			     "nr 0x%x", nr);
 	}
-	for (nr = KRDMA_CMD_BASE; nr <= KRDMA_CMD_BENCH; nr++) {
+	for (nr = KRDMA_CMD_BASE; nr <= KT_CMD_LAST; nr++) {
 		for (dir = 1; dir < 4; dir++)
 			EXPECT_ERRNO(ENOTTY, ioctl(self->fd, _IOC(dir, KRDMA_TYPE, nr, 64), buf),
 				     "nr 0x%x dir %u", nr, dir);
@@ -1066,6 +1071,9 @@ KRDMA_TEST_F_TIMEOUT(races, unknown_flags_every_command, 120)
 	uint16_t port = 0;
 	unsigned int i, bit;
 	static uint8_t data[4096];
+	/* QUERY_SESSIONS': more room than a test bed has sessions and conns */
+	static struct krdma_session_info sessions[256];
+	static struct krdma_conn_info conns[1024];
 
 	if (!self->have_dev)
 		SKIP(return, "no device with an active port");
@@ -1098,6 +1106,7 @@ KRDMA_TEST_F_TIMEOUT(races, unknown_flags_every_command, 120)
 			struct krdma_poll pl;
 			struct krdma_ah_create ahc;
 			struct krdma_srq_create sc;
+			struct krdma_query_sessions qs;
 		} base, arg;
 		int base_ret, base_err;
 
@@ -1173,6 +1182,15 @@ KRDMA_TEST_F_TIMEOUT(races, unknown_flags_every_command, 120)
 			break;
 		case KRDMA_CMD_SRQ_CREATE:
 			base.sc.dev_index = self->dev.dev_index;
+			break;
+		case KRDMA_CMD_QUERY_SESSIONS:
+			/* creates nothing; EMSGSIZE if the arrays are short */
+			base.qs.num_sessions = ARRAY_SIZE(sessions);
+			base.qs.session_entry_size = sizeof(sessions[0]);
+			base.qs.sessions_uptr = (uintptr_t)sessions;
+			base.qs.num_conns = ARRAY_SIZE(conns);
+			base.qs.conn_entry_size = sizeof(conns[0]);
+			base.qs.conns_uptr = (uintptr_t)conns;
 			break;
 		}
 		*(uint32_t *)base.raw = c->size;
@@ -1399,6 +1417,15 @@ KRDMA_TEST_F_TIMEOUT(races, near_2_32_and_2_64, 300)
 					.ports_uptr = (uintptr_t)data,
 					.gids_uptr = (uintptr_t)data,
 				};
+				struct krdma_query_sessions qs = {
+					.size = sizeof(qs),
+					.num_sessions = counts[i],
+					.session_entry_size = sizes[j],
+					.num_conns = counts[i],
+					.conn_entry_size = sizes[j],
+					.sessions_uptr = (uintptr_t)data,
+					.conns_uptr = (uintptr_t)data,
+				};
 				int ret;
 
 				const int *e;
@@ -1429,6 +1456,14 @@ KRDMA_TEST_F_TIMEOUT(races, near_2_32_and_2_64, 300)
 					fprintf(stderr, "# QUERY_DEVICES num 0x%x entry 0x%x: %s\n",
 						counts[i], sizes[j], strerror(errno));
 					bad++;
+				}
+				if (kr_implemented(&self->info, KRDMA_CMD_QUERY_SESSIONS)) {
+					ret = ioctl(self->fd, KRDMA_QUERY_SESSIONS, &qs);
+					if (ret && !kr_common_errno(errno)) {
+						fprintf(stderr, "# QUERY_SESSIONS num 0x%x entry 0x%x: %s\n",
+							counts[i], sizes[j], strerror(errno));
+						bad++;
+					}
 				}
 			}
 		}

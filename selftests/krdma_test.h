@@ -307,6 +307,9 @@ static inline const char *krdma_unavailable(void)
 	return NULL;
 }
 
+/* The highest command number in uapi/krdma.h: tables and ranges end here */
+#define KT_CMD_LAST KRDMA_CMD_QUERY_SESSIONS
+
 static inline int krdma_open(void)
 {
 	return open(KRDMA_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -825,6 +828,69 @@ static inline int64_t kt_check_byte(const void *p, uint64_t len, uint8_t val)
 		if (b[i] != val)
 			return i;
 	return -1;
+}
+
+/* Sessions: KRDMA_QUERY_SESSIONS, whole */
+
+struct kt_sessions {
+	struct krdma_query_sessions q;	/* the last answer's counts */
+	struct krdma_session_info *s;
+	struct krdma_conn_info *c;
+};
+
+static inline void kt_sessions_free(struct kt_sessions *ks)
+{
+	free(ks->s);
+	free(ks->c);
+	memset(ks, 0, sizeof(*ks));
+}
+
+/*
+ * Everything @fd may list, sized as the uAPI says (zero capacities, then
+ * the counts EMSGSIZE wrote): 0, or -1 with errno.  Free with
+ * kt_sessions_free(); @ks starts zeroed or freed.
+ */
+static inline int kt_sessions_get(int fd, struct kt_sessions *ks)
+{
+	struct krdma_query_sessions *q = &ks->q;
+	int tries;
+
+	for (tries = 0; tries < 10; tries++) {
+		kt_sessions_free(ks);
+		q->size = sizeof(*q);
+		q->session_entry_size = sizeof(*ks->s);
+		q->conn_entry_size = sizeof(*ks->c);
+		if (!ioctl(fd, KRDMA_QUERY_SESSIONS, q)) {
+			errno = EPROTO;	/* never: the caller's is listed */
+			return -1;
+		}
+		if (errno != EMSGSIZE)
+			return -1;
+		q->num_sessions += 2;	/* room for newcomers */
+		q->num_conns += 8;
+		ks->s = calloc(q->num_sessions, sizeof(*ks->s));
+		ks->c = calloc(q->num_conns, sizeof(*ks->c));
+		if (!ks->s || !ks->c)
+			return -1;
+		q->sessions_uptr = (uintptr_t)ks->s;
+		q->conns_uptr = (uintptr_t)ks->c;
+		if (!ioctl(fd, KRDMA_QUERY_SESSIONS, q))
+			return 0;
+		if (errno != EMSGSIZE)
+			return -1;
+	}
+	return -1;
+}
+
+/* The listed connection with local QP number @qpn, or NULL. */
+static inline const struct krdma_conn_info *
+kt_sessions_conn(const struct kt_sessions *ks, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < ks->q.num_conns; i++)
+		if (ks->c[i].qp_num == qpn &&
+		    !(ks->c[i].flags & KRDMA_CONN_INFO_GONE))
+			return &ks->c[i];
+	return NULL;
 }
 
 /* Connections */

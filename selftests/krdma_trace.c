@@ -160,7 +160,9 @@ KRDMA_TEST_F(trace, post_and_completion)
 {
 	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
 	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK);
-	char a_handle[32], wr_id[32], bad_id[32];
+	char a_handle[32], a_qpn[32], wr_id[32], bad_id[32];
+	char session[32] = "session=(not listed) ";
+	struct kt_sessions ks = {};
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 	struct kt_conn a, b;
@@ -194,21 +196,35 @@ KRDMA_TEST_F(trace, post_and_completion)
 	}
 	trace_take(self);
 
+	/* our session's id, as the listing has it: what the ioctls carry */
+	ASSERT_OK(kt_sessions_get(self->fd, &ks));
+	for (uint32_t i = 0; i < ks.q.num_sessions; i++)
+		if (ks.s[i].pid == (uint32_t)getpid())
+			snprintf(session, sizeof(session), "session=%u ",
+				 ks.s[i].session_id);
+	kt_sessions_free(&ks);
 	snprintf(a_handle, sizeof(a_handle), "handle=%u ", a.handle);
+	snprintf(a_qpn, sizeof(a_qpn), "qpn=%u ", a.qp_num);
 	snprintf(wr_id, sizeof(wr_id), "wr_id=%#x ", 0x5eed);
 	snprintf(bad_id, sizeof(bad_id), "wr_id=%#x ", 0xbad);
 	EXPECT_TRACED(self, "krdma_ioctl_enter:", "cmd=POST size=");
 	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=POST ret=0");
-	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=CONN_CREATE ret=0");
+	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=CONN_CREATE ret=0",
+		      a_handle, session);
 	EXPECT_TRACED(self, "krdma_post:", a_handle, "opcode=RDMA_WRITE wrs=1 bytes=128 ret=0");
 	EXPECT_TRACED(self, "krdma_completion:", a_handle, wr_id,
 		      "status=SUCCESS opcode=RDMA_WRITE");
 	EXPECT_TRACED(self, "krdma_ioctl_exit:", "cmd=DESTROY ret=-2");
-	if (no_nak)
+	EXPECT_TRACED(self, "krdma_conn_state:", a_handle, a_qpn,
+		      "state=CONNECTED");
+	if (no_nak) {
 		TH_LOG("no failed completion to trace: %s", no_nak);
-	else
-		EXPECT_TRACED(self, "krdma_completion:", a_handle, bad_id,
-			      "status=REM_ACCESS_ERR");
+		return;
+	}
+	EXPECT_TRACED(self, "krdma_completion:", a_handle, bad_id,
+		      "status=REM_ACCESS_ERR");
+	EXPECT_TRACED(self, "krdma_conn_state:", a_handle, a_qpn,
+		      "state=ERROR");
 }
 
 /* rdma_cm events on both sides, and a bench run's start and end. */

@@ -77,7 +77,7 @@ KRDMA_TEST_F(krdma, device_node_is_char_device)
 KRDMA_TEST_F(krdma, unknown_command_enotty)
 {
 	static const unsigned int nrs[] = {
-		0x00, 0x01, KRDMA_CMD_BASE - 1, KRDMA_CMD_BENCH + 1,
+		0x00, 0x01, KRDMA_CMD_BASE - 1, KT_CMD_LAST + 1,
 		0xa0, 0xfe, 0xff,
 	};
 	union {
@@ -130,6 +130,7 @@ static const struct cmd_feature cmd_features[] = {
 	{ KRDMA_CMD_AH_CREATE, "AH_CREATE", CONN_FEATURES },
 	{ KRDMA_CMD_SRQ_CREATE, "SRQ_CREATE", KRDMA_FEATURE_SRQ },
 	{ KRDMA_CMD_BENCH, "BENCH", KRDMA_FEATURE_BENCH },
+	{ KRDMA_CMD_QUERY_SESSIONS, "QUERY_SESSIONS", KRDMA_FEATURE_QUERY_SESSIONS },
 };
 
 /* A command whose feature bit is clear is ENOTTY. */
@@ -142,7 +143,7 @@ KRDMA_TEST_F(krdma, unimplemented_command_enotty)
 	unsigned int i, checked = 0;
 
 	/* Every defined command number is in the table. */
-	ASSERT_EQ((size_t)(KRDMA_CMD_BENCH - KRDMA_CMD_DESTROY + 1),
+	ASSERT_EQ((size_t)(KT_CMD_LAST - KRDMA_CMD_DESTROY + 1),
 		  ARRAY_SIZE(cmd_features));
 	for (i = 0; i < ARRAY_SIZE(cmd_features); i++) {
 		const struct cmd_feature *c = &cmd_features[i];
@@ -305,7 +306,8 @@ KRDMA_TEST_F(krdma, get_info_known_features)
 		KRDMA_FEATURE_USER_BUFFERS | KRDMA_FEATURE_MANUAL_CONN |
 		KRDMA_FEATURE_RDMA_CM | KRDMA_FEATURE_SRQ |
 		KRDMA_FEATURE_MEMORY_WINDOWS | KRDMA_FEATURE_BENCH |
-		KRDMA_FEATURE_POST_POLL | KRDMA_FEATURE_ACCEPT_ASYNC;
+		KRDMA_FEATURE_POST_POLL | KRDMA_FEATURE_ACCEPT_ASYNC |
+		KRDMA_FEATURE_QUERY_SESSIONS;
 
 	EXPECT_EQ(0ull, self->info.features & ~known);
 	EXPECT_EQ(0ull, self->info.ops & ~((1ULL << KRDMA_OP_MAX) - 1));

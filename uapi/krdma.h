@@ -113,6 +113,7 @@ enum {
 	KRDMA_CMD_AH_CREATE,
 	KRDMA_CMD_SRQ_CREATE,
 	KRDMA_CMD_BENCH,
+	KRDMA_CMD_QUERY_SESSIONS,
 };
 
 /* ------------------------------------------------------------------------
@@ -135,6 +136,7 @@ enum {
  * @KRDMA_FEATURE_BENCH: %KRDMA_BENCH
  * @KRDMA_FEATURE_POST_POLL: %KRDMA_POST takes %KRDMA_POST_POLL
  * @KRDMA_FEATURE_ACCEPT_ASYNC: %KRDMA_CM_ACCEPT takes %KRDMA_CONN_ACCEPT_ASYNC
+ * @KRDMA_FEATURE_QUERY_SESSIONS: %KRDMA_QUERY_SESSIONS
  *
  * A command whose feature bit is clear answers %ENOTTY.
  */
@@ -149,6 +151,7 @@ enum krdma_feature {
 	KRDMA_FEATURE_BENCH = 1 << 7,
 	KRDMA_FEATURE_POST_POLL = 1 << 8,
 	KRDMA_FEATURE_ACCEPT_ASYNC = 1 << 9,
+	KRDMA_FEATURE_QUERY_SESSIONS = 1 << 10,
 };
 
 /**
@@ -1611,5 +1614,130 @@ struct krdma_bench {
 };
 
 #define KRDMA_BENCH _IO(KRDMA_TYPE, KRDMA_CMD_BENCH)
+
+/* ------------------------------------------------------------------------
+ * Sessions: who uses krdma, and with what connections.
+ */
+
+#define KRDMA_COMM_MAX 16	/* TASK_COMM_LEN */
+
+/**
+ * struct krdma_session_info - one session (an open /dev/krdma)
+ * @session_id: the session's id, unique among open sessions; ids are
+ *	handed out cyclically, so a closed session's is not soon reused
+ * @pid: the process that opened it, in the caller's PID namespace; 0 once
+ *	that process has exited (the file lives on in another)
+ * @uid: its real uid, in the caller's user namespace (overflowuid if it
+ *	has none there)
+ * @num_objects: objects the session holds (every handle's)
+ * @num_conns: of them, connections (listed in &struct krdma_conn_info)
+ * @__reserved: 0
+ * @comm: NUL-terminated name of the opener, as it was at open()
+ */
+struct krdma_session_info {
+	__u32 session_id;
+	__u32 pid;
+	__u32 uid;
+	__u32 num_objects;
+	__u32 num_conns;
+	__u32 __reserved;
+	char comm[KRDMA_COMM_MAX];
+};
+
+/**
+ * enum krdma_conn_info_flags - &struct krdma_conn_info.flags
+ * @KRDMA_CONN_INFO_CM: made by rdma_cm (a connect or an accepted request)
+ * @KRDMA_CONN_INFO_ESTABLISHED: rdma_cm: the connection was established
+ * @KRDMA_CONN_INFO_DISCONNECTED: rdma_cm: a disconnect was sent or came
+ * @KRDMA_CONN_INFO_ERROR: the connection entered the error state (a failed
+ *	completion or an asynchronous error; its CONN_ERROR event was queued)
+ * @KRDMA_CONN_INFO_BENCH: a %KRDMA_BENCH run has it now
+ * @KRDMA_CONN_INFO_NOTIFY: completions are interrupt-driven
+ *	(%KRDMA_CONN_NOTIFY), else busy-polled
+ * @KRDMA_CONN_INFO_GONE: its verbs objects are gone (its device was
+ *	removed, or it is being destroyed): the other fields but
+ *	@session_id and @handle are 0
+ * @KRDMA_CONN_INFO_STATE_UNKNOWN: the device did not answer a query of the
+ *	QP: @state and @dest_qp_num are not known
+ */
+enum krdma_conn_info_flags {
+	KRDMA_CONN_INFO_CM = 1 << 0,
+	KRDMA_CONN_INFO_ESTABLISHED = 1 << 1,
+	KRDMA_CONN_INFO_DISCONNECTED = 1 << 2,
+	KRDMA_CONN_INFO_ERROR = 1 << 3,
+	KRDMA_CONN_INFO_BENCH = 1 << 4,
+	KRDMA_CONN_INFO_NOTIFY = 1 << 5,
+	KRDMA_CONN_INFO_GONE = 1 << 6,
+	KRDMA_CONN_INFO_STATE_UNKNOWN = 1 << 7,
+};
+
+/**
+ * struct krdma_conn_info - one connection of a session
+ * @session_id: its session (&struct krdma_session_info.session_id)
+ * @handle: its handle in that session
+ * @flags: &enum krdma_conn_info_flags
+ * @dev_index: the device (&struct krdma_device_info.dev_index)
+ * @port_num: the local port
+ * @transport: &enum krdma_transport
+ * @state: &enum krdma_conn_state, as the QP reports it (%KRDMA_CONN_RESET
+ *	for an rdma_cm request not yet accepted, which has no QP)
+ * @qp_num: the local QP number, as `rdma resource show qp` prints it
+ * @dest_qp_num: the peer's QP number, as for %KRDMA_CONN_QUERY
+ * @last_wc_status: as for %KRDMA_CONN_QUERY
+ * @peer: rdma_cm: the peer's address; else family 0
+ * @wrs_posted: work requests handed to the QP, send and receive, by
+ *	%KRDMA_POST or a %KRDMA_BENCH run
+ * @wcs_reaped: completions taken off its CQ, by %KRDMA_POLL or a
+ *	%KRDMA_BENCH run.  With every send signaled, @wrs_posted -
+ *	@wcs_reaped is what the device still holds; an unsignaled send
+ *	completes with no completion of its own
+ */
+struct krdma_conn_info {
+	__u32 session_id;
+	__u32 handle;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 transport;
+	__u32 state;
+	__u32 qp_num;
+	__u32 dest_qp_num;
+	__u32 last_wc_status;
+	struct krdma_sockaddr peer;
+	__aligned_u64 wrs_posted;
+	__aligned_u64 wcs_reaped;
+};
+
+/**
+ * struct krdma_query_sessions - ioctl(KRDMA_QUERY_SESSIONS)
+ * @size: sizeof(struct krdma_query_sessions)
+ * @flags: must be 0
+ * @num_sessions: in, capacity of @sessions_uptr; out, sessions reported
+ * @session_entry_size: in, sizeof(struct krdma_session_info) of the caller
+ * @num_conns: in, capacity of @conns_uptr; out, connections reported
+ * @conn_entry_size: in, sizeof(struct krdma_conn_info) of the caller
+ * @sessions_uptr: array of &struct krdma_session_info, by session id
+ * @conns_uptr: array of &struct krdma_conn_info, by session id and handle
+ *
+ * The sessions the caller may see, as `rdma resource show` shows resources:
+ * those opened in the caller's session's network namespace by a process
+ * its PID namespace sees (so the caller's own session, if the caller
+ * opened it), with their connections.  Sizing follows %KRDMA_QUERY_DEVICES: if a capacity
+ * is too small the call fails with %EMSGSIZE and writes only the needed
+ * counts; sessions come and go, so call again if they changed in between.
+ * An entry size below the first version of its struct is %EINVAL.
+ */
+struct krdma_query_sessions {
+	__u32 size;
+	__u32 flags;
+	__u32 num_sessions;
+	__u32 session_entry_size;
+	__u32 num_conns;
+	__u32 conn_entry_size;
+	__aligned_u64 sessions_uptr;
+	__aligned_u64 conns_uptr;
+};
+
+#define KRDMA_QUERY_SESSIONS _IO(KRDMA_TYPE, KRDMA_CMD_QUERY_SESSIONS)
 
 #endif /* _UAPI_KRDMA_H */

@@ -36,6 +36,7 @@ static const char *const krdma_req_names[] = {
 	REQ_NAME(AH_CREATE),
 	REQ_NAME(SRQ_CREATE),
 	REQ_NAME(BENCH),
+	REQ_NAME(QUERY_SESSIONS),
 };
 
 const char *krdma_req_name(unsigned long req)

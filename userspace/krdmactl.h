@@ -38,6 +38,7 @@ struct cmd {
 /* Commands (one file each). */
 int cmd_version(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_sessions(int argc, char **argv);
 int cmd_pingpong(int argc, char **argv);
 int cmd_rping(int argc, char **argv);
 int cmd_serve(int argc, char **argv);	/* xfer_serve.c */

@@ -33,6 +33,8 @@ static const struct cmd commands[] = {
 	{ "rping", cmd_rping, "RDMA READ/WRITE ping with rdma-core's rping" },
 	{ "send", cmd_send, "SEND a message to krdmactl serve" },
 	{ "serve", cmd_serve, "serve send/write/read/atomic/copy clients" },
+	{ "sessions", cmd_sessions,
+	  "list sessions (open /dev/krdma) and their connections" },
 	{ "version", cmd_version, "show krdmactl, uAPI and module versions" },
 	{ "write", cmd_write, "RDMA WRITE into a krdmactl serve's buffer" },
 };

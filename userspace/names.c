@@ -21,6 +21,7 @@ const char *const feature_names[] = {
 	"bench",
 	"post_poll",
 	"accept_async",
+	"query_sessions",
 };
 const unsigned int nr_feature_names = ARRAY_SIZE(feature_names);
 
@@ -44,6 +45,19 @@ const char *const transport_names[] = {
 	[KRDMA_TRANSPORT_UD] = "ud",
 };
 const unsigned int nr_transport_names = ARRAY_SIZE(transport_names);
+
+/* bit numbers of enum krdma_conn_info_flags */
+const char *const conn_info_flag_names[] = {
+	"cm",
+	"established",
+	"disconnected",
+	"error",
+	"bench",
+	"notify",
+	"gone",
+	"state_unknown",
+};
+const unsigned int nr_conn_info_flag_names = ARRAY_SIZE(conn_info_flag_names);
 
 /*
  * The name of @val in @names, or "unknown(N)".  The fallback lives in a
@@ -101,6 +115,22 @@ const char *port_state_name(uint32_t state)
 		[KRDMA_PORT_ARMED] = "ARMED",
 		[KRDMA_PORT_ACTIVE] = "ACTIVE",
 		[KRDMA_PORT_ACTIVE_DEFER] = "ACTIVE_DEFER",
+	};
+
+	return LOOKUP(names, state);
+}
+
+/* IB_QPS_* without the prefix, as `rdma resource show qp` spells them */
+const char *conn_state_name(uint32_t state)
+{
+	static const char *const names[] = {
+		[KRDMA_CONN_RESET] = "RESET",
+		[KRDMA_CONN_INIT] = "INIT",
+		[KRDMA_CONN_RTR] = "RTR",
+		[KRDMA_CONN_RTS] = "RTS",
+		[KRDMA_CONN_SQD] = "SQD",
+		[KRDMA_CONN_SQE] = "SQE",
+		[KRDMA_CONN_ERR] = "ERR",
 	};
 
 	return LOOKUP(names, state);
