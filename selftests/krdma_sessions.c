@@ -549,6 +549,62 @@ KRDMA_TEST_F_TIMEOUT(sessions, listing_races, 60)
 	       ch.rounds);
 }
 
+#define GONE_DEV "rxe_sess"
+#define GONE_NETDEV "krdmass0"
+
+/*
+ * A connection whose device was removed stays listed, by its handle, as
+ * gone, until its session destroys it.
+ */
+KRDMA_TEST_F_TIMEOUT(sessions, device_removed_conn_gone, 60)
+{
+	const struct krdma_session_info *me;
+	const struct krdma_conn_info *ci = NULL;
+	struct kt_conn a;
+	struct kt_dev d;
+	char want[128], *text;
+
+	if (!krdma_have_cmd("rdma"))
+		SKIP(return, "no rdma tool (iproute2)");
+	krdma_run("rdma link delete " GONE_DEV " 2>/dev/null");
+	krdma_run("ip link delete " GONE_NETDEV " 2>/dev/null");
+	if (krdma_run("ip link add " GONE_NETDEV " type dummy"))
+		SKIP(return, "no dummy netdev for a test rxe device");
+	ASSERT_EQ(0, krdma_run("ip link set " GONE_NETDEV " up"));
+	ASSERT_EQ(0, krdma_run("ip addr add 198.51.100.7/32 dev " GONE_NETDEV));
+	ASSERT_EQ(0, krdma_run("rdma link add " GONE_DEV " type rxe netdev "
+			       GONE_NETDEV));
+	if (kt_dev_pick(self->fd, GONE_DEV, &d)) {
+		krdma_run("rdma link delete " GONE_DEV);
+		krdma_run("ip link delete " GONE_NETDEV);
+		SKIP(return, "no active port on " GONE_DEV);
+	}
+	ASSERT_OK(kt_conn_create(self->fd, &d, KRDMA_TRANSPORT_RC, 0, NULL,
+				 &a));
+	EXPECT_EQ(0, krdma_run("rdma link delete " GONE_DEV));
+	EXPECT_EQ(0, krdma_run("ip link delete " GONE_NETDEV));
+
+	ASSERT_OK(kt_sessions_get(self->fd, &self->ks));
+	me = ks_find_pid(&self->ks, getpid());
+	ASSERT_NE(NULL, me);
+	EXPECT_EQ(1u, me->num_conns);
+	for (uint32_t i = 0; i < self->ks.q.num_conns; i++)
+		if (self->ks.c[i].session_id == me->session_id &&
+		    self->ks.c[i].handle == a.handle)
+			ci = &self->ks.c[i];
+	ASSERT_NE(NULL, ci);
+	EXPECT_EQ((uint32_t)KRDMA_CONN_INFO_GONE, ci->flags);
+	EXPECT_EQ(0u, ci->qp_num);
+	if (ks_debugfs()) {
+		text = ks_slurp(DEBUGFS "/krdma/sessions");
+		snprintf(want, sizeof(want), "    conn %u flags gone\n",
+			 a.handle);
+		EXPECT_TRUE(ks_has_line(text, want)) TH_LOG("%s", text);
+		free(text);
+	}
+	EXPECT_OK(kt_destroy(self->fd, a.handle));
+}
+
 /* `krdmactl sessions` lists a live connection with its QPN and state. */
 KRDMA_TEST_F_TIMEOUT(sessions, krdmactl_sessions, 60)
 {
