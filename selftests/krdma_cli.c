@@ -529,4 +529,225 @@ KRDMA_TEST_F_TIMEOUT(cli, peer_strings_escaped, CLI_CASE_TIMEOUT)
 	EXPECT_EQ(NULL, strchr(self->server.out, 0xe9));
 }
 
+/*
+ * bench's perftest options.  Wait until @p's output (a client's, as it
+ * runs) holds @what; false if it ended without.
+ */
+static bool cli_wait_out(struct kt_proc *p, const char *what, char *buf,
+			 size_t len)
+{
+	struct timespec delay = { 0, 50 * 1000 * 1000 };
+	int i, fd;
+	ssize_t n;
+
+	for (i = 0; i < 30 * 20; i++) {
+		fd = open(p->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, buf, len - 1);
+			close(fd);
+			buf[n > 0 ? n : 0] = 0;
+			if (strstr(buf, what))
+				return true;
+		}
+		if (kt_check_exit(p))
+			return false;
+		nanosleep(&delay, NULL);
+	}
+	return false;
+}
+
+#define START_BENCH(fmt, ...)						\
+	do {								\
+		ASSERT_OK(cli_spawn(&self->server, "krdmactl bench " fmt, \
+				    ##__VA_ARGS__));			\
+		ASSERT_TRUE(cli_wait_listen(&self->server)) {		\
+			kt_reap(&self->server);			\
+			TH_LOG("bench server never listened:\n%s",	\
+			       self->server.out);			\
+		}							\
+	} while (0)
+
+/* A client refused with exit 1, saying @says. */
+#define BENCH_REFUSED(says, fmt, ...)					\
+	do {								\
+		int __st = cli_run(&self->client, fmt, ##__VA_ARGS__);	\
+		EXPECT_EQ(1, __st) {					\
+			TH_LOG(fmt ": exit %d:\n%s", ##__VA_ARGS__, __st, \
+			       self->client.out);			\
+		}							\
+		EXPECT_NE(NULL, strstr(self->client.out, says)) {	\
+			TH_LOG("%s: %s", says, self->client.out);	\
+		}							\
+	} while (0)
+
+/*
+ * -d: a server listens on the device's address and says so; a client
+ * with -d runs on it, and a device that is not there is refused at either
+ * end (a server that ignored it would listen until timeout(1) ends it).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_ib_dev, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	char want[96], buf[4096];
+
+	START_BENCH("-d rxe0 -p 18720");
+	snprintf(want, sizeof(want), "(%s:18720, rxe0)", addr);
+	EXPECT_TRUE(cli_wait_out(&self->server, want, buf, sizeof(buf)))
+		TH_LOG("no %s: %s", want, buf);
+	CLIENT_OK("bench write %s -p 18720 -d rxe0 -n 20 -s 4096", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, " Device         : rxe0"))
+		TH_LOG("%s", self->client.out);
+	BENCH_REFUSED("-d nosuchdev0: no such RDMA device",
+		      "krdmactl bench write %s -p 18720 -d nosuchdev0 -n 20",
+		      addr);
+	BENCH_REFUSED("-d nosuchdev0: no such RDMA device",
+		      "timeout 5 krdmactl bench -d nosuchdev0 -p 18721");
+	kt_proc_end(&self->server);
+
+	/*
+	 * With rxe1 (one VM: its veth), a server on rxe1 and a client that
+	 * reaches it from rxe0 (over the veth) or from rxe1 itself: the
+	 * same HOST, the device -d says.
+	 */
+	addr = getenv("RXE1_ADDR");
+	if (!addr)
+		return;
+	START_BENCH("-d rxe1 -p 18725");
+	snprintf(want, sizeof(want), "(%s:18725, rxe1)", addr);
+	EXPECT_TRUE(cli_wait_out(&self->server, want, buf, sizeof(buf)))
+		TH_LOG("no %s: %s", want, buf);
+	CLIENT_OK("bench write %s -p 18725 -d rxe0 -n 20 -s 4096", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, " Device         : rxe0"))
+		TH_LOG("%s", self->client.out);
+	CLIENT_OK("bench write %s -p 18725 -d rxe1 -n 20 -s 4096", addr);
+	EXPECT_NE(NULL, strstr(self->client.out, " Device         : rxe1"))
+		TH_LOG("%s", self->client.out);
+}
+
+/*
+ * -i, -x, -m: the connection is on what was asked or the run is refused
+ * (rxe0 has one port, its path MTU is that of its netdev).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_ib_port_gid_mtu, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	uint64_t mtu = 0;
+	struct kt_dev d;
+	const char *p;
+	int fd;
+
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	ASSERT_OK(kt_dev_pick(fd, "rxe0", &d));
+	close(fd);
+	ASSERT_EQ((uint32_t)KRDMA_GID_TYPE_ROCE_UDP_ENCAP, d.gid_type);
+	START_BENCH("-p 18722");
+	CLIENT_OK("-j bench write %s -p 18722 -n 20 -s 4096 -d rxe0 -i %u "
+		  "-x %u", addr, d.port_num, d.gid_index);
+	p = strstr(self->client.out, "\"path_mtu\":");
+	ASSERT_NE(NULL, p) TH_LOG("%s", self->client.out);
+	mtu = strtoull(p + strlen("\"path_mtu\":"), NULL, 10);
+	ASSERT_TRUE(mtu >= 256 && mtu <= 4096);
+	CLIENT_OK("bench write %s -p 18722 -n 20 -s 4096 -d rxe0 -m %u",
+		  addr, (unsigned int)mtu);
+	BENCH_REFUSED("path MTU is",
+		      "krdmactl bench write %s -p 18722 -n 20 -m %u", addr,
+		      mtu == 256 ? 512 : 256);
+	BENCH_REFUSED("-i 2: the connection to HOST is on port 1",
+		      "krdmactl bench write %s -p 18722 -n 20 -i 2", addr);
+	BENCH_REFUSED("-x 4000: no such GID index",
+		      "krdmactl bench write %s -p 18722 -n 20 -d rxe0 -x 4000",
+		      addr);
+}
+
+/*
+ * The address lines name the QPs `rdma resource show qp` lists;
+ * --run_infinitely prints a line a second over them until SIGINT, then
+ * exits 0 (a SEND run: the server's run ends at the end message);
+ * --report_gbits names its columns as perftest does.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_addresses_run_infinitely, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	struct kt_proc rdma = {};
+	char buf[8192], cmd[96], want[64];
+	unsigned int qpn, rqpn, rows = 0;
+	const char *p;
+
+	START_BENCH("-p 18723 --once");
+	ASSERT_OK(cli_spawn(&self->client, "krdmactl bench send %s -p 18723 "
+			    "-s 4096 --run_infinitely --report_gbits", addr));
+	ASSERT_TRUE(cli_wait_out(&self->client, "BW average[Gb/sec]", buf,
+				 sizeof(buf))) TH_LOG("%s", buf);
+	p = strstr(buf, " local address: LID 0x0000 QPN 0x");
+	ASSERT_NE(NULL, p) TH_LOG("%s", buf);
+	qpn = strtoul(p + strlen(" local address: LID 0x0000 QPN 0x"), NULL,
+		      16);
+	p = strstr(buf, " remote address: LID 0x0000 QPN 0x");
+	ASSERT_NE(NULL, p) TH_LOG("%s", buf);
+	rqpn = strtoul(p + strlen(" remote address: LID 0x0000 QPN 0x"),
+		       NULL, 16);
+	if (krdma_have_cmd("rdma")) {
+		snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u",
+			 qpn);
+		ASSERT_OK(kt_spawn(&rdma, "krdma_cli", "rdma", false, cmd));
+		kt_reap(&rdma);
+		snprintf(want, sizeof(want), "lqpn %u ", qpn);
+		EXPECT_NE(NULL, strstr(kt_out(&rdma), want))
+			TH_LOG("%s: %s", want, kt_out(&rdma));
+		snprintf(want, sizeof(want), "rqpn %u ", rqpn);
+		EXPECT_NE(NULL, strstr(kt_out(&rdma), want))
+			TH_LOG("%s: %s", want, kt_out(&rdma));
+		kt_proc_end(&rdma);
+	}
+	/*
+	 * two lines at least, a second apart; then one SIGINT to krdmactl
+	 * (GNU timeout(1) would pass its own on twice: to its child and to
+	 * its process group; busybox's runs the command in its own PID)
+	 */
+	sleep(3);
+	EXPECT_EQ(0, krdma_run("pkill -INT -x -P %d krdmactl || kill -INT %d",
+			       self->client.pid, self->client.pid));
+	kt_reap(&self->client);
+	EXPECT_EQ(0, self->client.status) TH_LOG("%s", self->client.out);
+	for (p = self->client.out; (p = strstr(p, "\n 4096 ")); p++)
+		rows++;
+	EXPECT_LE(2U, rows) TH_LOG("%s", self->client.out);
+	SERVER_OK();
+}
+
+/*
+ * --output prints the one number; -F is taken (and changes nothing);
+ * -j --report_gbits names its figures in Gb/sec; -V is `version`.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_output_version, CLI_CASE_TIMEOUT)
+{
+	const char *addr = kt_rxe0_addr(false);
+	struct kt_proc ver = {};
+	char *end;
+	double v;
+
+	START_BENCH("-p 18724 -F");
+	CLIENT_OK("bench write %s -p 18724 -n 20 -s 4096 -F "
+		  "--output=bandwidth", addr);
+	v = strtod(self->client.out, &end);
+	EXPECT_TRUE(v > 0 && end != self->client.out && !strcmp(end, "\n"))
+		TH_LOG("[%s]", self->client.out);
+	CLIENT_OK("bench send %s -p 18724 -n 50 --lat --output=latency",
+		  addr);
+	v = strtod(self->client.out, &end);
+	EXPECT_TRUE(v > 0 && end != self->client.out && !strcmp(end, "\n"))
+		TH_LOG("[%s]", self->client.out);
+	CLIENT_OK("-j bench write %s -p 18724 -n 20 -s 4096 --report_gbits",
+		  addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "\"bw_avg_gbps\":"))
+		TH_LOG("%s", self->client.out);
+	EXPECT_EQ(NULL, strstr(self->client.out, "mbps"))
+		TH_LOG("%s", self->client.out);
+	CLIENT_OK("bench -V");
+	ASSERT_EQ(0, cli_run(&ver, "krdmactl version"));
+	EXPECT_STREQ(ver.out, self->client.out);
+	kt_proc_end(&ver);
+}
+
 TEST_HARNESS_MAIN

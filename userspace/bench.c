@@ -40,6 +40,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "bench_ib.h"
 #include "krdmactl.h"
 #include "names.h"
 #include "print.h"
@@ -158,6 +159,24 @@ static const char bench_usage[] =
 	"                       (--lat: which also reaps, KRDMA_POST_POLL)\n"
 	"      --conns N        connection setup scale: N connections, time and\n"
 	"                       kernel memory per connection\n"
+	"      --run_infinitely bandwidth: a line each -D seconds (1) until\n"
+	"                       SIGINT, over the same connections\n"
+	"      --report_gbits   bandwidth in Gb/sec instead of MB/sec\n"
+	"      --output=bandwidth|latency\n"
+	"                       print only BW average (bandwidth) or t_typical\n"
+	"                       (--lat), one number a line\n"
+	"  -d, --ib-dev DEV     connect from (serve: listen on) an address of\n"
+	"                       DEV's netdev; refused if a connection is not\n"
+	"                       on DEV\n"
+	"  -i, --ib-port N      the same, of port N; refused if a connection\n"
+	"                       is on another port\n"
+	"  -x, --gid-index N    connect from the address of RoCE v2 GID N;\n"
+	"                       refused if a connection's GID is another\n"
+	"  -m, --mtu N          refused if a connection's path MTU is not N\n"
+	"                       (256 ... 4096: rdma_cm sets it, from the path)\n"
+	"  -F, --CPU-freq       accepted and ignored (perftest's; krdma's loop\n"
+	"                       times with the kernel's clock)\n"
+	"  -V, --version        " PROG_NAME "'s version, as " PROG_NAME " version\n"
 	"  -p, --port N         port (default 18517)\n"
 	"  -T, --timeout S      give up after S seconds without progress (10)\n"
 	"      --once           (serve) exit after the first client\n"
@@ -174,7 +193,12 @@ enum {
 	OPT_CORRUPT,
 	OPT_ONE_CPU,
 	OPT_PRETTY,
+	OPT_GBITS,
+	OPT_OUTPUT,
+	OPT_RUN_INF,
 };
+
+enum { OUT_ALL = 0, OUT_BW, OUT_LAT };	/* --output */
 
 struct bench_opts {
 	int op;
@@ -201,6 +225,10 @@ struct bench_opts {
 	bool corrupt;		/* selftests: spoil the source pattern */
 	bool copy_only;	/* the guest's memcpy bandwidth */
 	uint32_t transport;	/* KRDMA_TRANSPORT_* */
+	struct bench_ib_want ib;	/* -d, -i, -x, -m */
+	bool report_gbits;
+	int output;		/* OUT_* */
+	bool run_infinitely;
 };
 
 /* The BOP_ of an operation's name; BOP_NONE if it is not one. */
@@ -226,9 +254,22 @@ static int bench_check_opts(const struct bench_opts *o,
 
 	if (!o->host && !o->copy_only && client_opt[0])
 		err_msg("bench: %s is for a client (bench OP HOST); a server "
-			"takes -p, -T, --once, -j", client_opt);
+			"takes -p, -T, -c, -d, --once, -j", client_opt);
 	else if (o->host && o->once)
 		why = "--once is for a server (bench without OP HOST)";
+	else if (o->run_infinitely && (o->latency || o->all ||
+				       o->have_iters || o->via_ioctl))
+		why = "--run_infinitely measures bandwidth, one size, for -D "
+		      "seconds a line (not with --lat, -a, -n, --via-ioctl)";
+	else if (o->output == OUT_BW && o->latency)
+		why = "--output=bandwidth is for a bandwidth run: "
+		      "--output=latency";
+	else if (o->output == OUT_LAT && !o->latency)
+		why = "--output=latency is for --lat: --output=bandwidth";
+	else if (o->output && pr_is_json())
+		why = "--output and -j exclude each other";
+	else if (o->report_gbits && o->latency)
+		why = "--report_gbits is for a bandwidth run";
 	else if (o->have_iters && o->duration_s)
 		why = "-n and -D exclude each other";
 	else if (o->all && o->have_size)
@@ -284,6 +325,15 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
+		{ "ib-dev", required_argument, NULL, 'd' },
+		{ "ib-port", required_argument, NULL, 'i' },
+		{ "gid-index", required_argument, NULL, 'x' },
+		{ "mtu", required_argument, NULL, 'm' },
+		{ "CPU-freq", no_argument, NULL, 'F' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "report_gbits", no_argument, NULL, OPT_GBITS },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "run_infinitely", no_argument, NULL, OPT_RUN_INF },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = "bench";
@@ -295,10 +345,16 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	o->tx_depth = 128;
 	o->cq_mod = 1;
 	o->timeout_s = 10;
-	while ((c = getopt_long(argc, argv, ":s:an:D:q:t:Q:I:c:ep:P:T:hj",
+	o->ib.gid_index = -1;
+	while ((c = getopt_long(argc, argv,
+				":s:an:D:q:t:Q:I:c:ep:P:T:hjd:i:x:m:FV",
 				long_opts, (longidx = -1, &longidx))) != -1) {
-		/* what a server takes: -p, -T, -c, --once, -j, --pretty */
-		if (!client_opt[0] && (c >= 0x100 || !strchr(":?hjpPTc", c)) &&
+		/*
+		 * what a server takes: -p, -T, -c, -d, -F, -V, --once, -j,
+		 * --pretty
+		 */
+		if (!client_opt[0] &&
+		    (c >= 0x100 || !strchr(":?hjpPTcdFV", c)) &&
 		    c != OPT_ONCE && c != OPT_PRETTY)
 			opt_name(c, long_opts, longidx, client_opt,
 				 sizeof(client_opt));
@@ -394,6 +450,55 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case OPT_ONE_CPU:
 			o->one_cpu = true;
 			break;
+		case 'd':
+			o->ib.dev = optarg;
+			break;
+		case 'i':
+			ret = parse_u32(cmd, "-i/--ib-port", optarg, 1, 255,
+					&o->ib.port);
+			break;
+		case 'x': {
+			uint32_t x;
+
+			ret = parse_u32(cmd, "-x/--gid-index", optarg, 0,
+					65535, &x);
+			o->ib.gid_index = x;
+			break;
+		}
+		case 'm':
+			ret = parse_u32(cmd, "-m/--mtu", optarg, 256, 4096,
+					&o->ib.mtu);
+			if (!ret && (o->ib.mtu & (o->ib.mtu - 1))) {
+				err_msg("bench: -m %u: 256, 512, 1024, 2048 or "
+					"4096", o->ib.mtu);
+				ret = EXIT_USAGE;
+			}
+			break;
+		case 'F':	/* perftest's: no CPU frequency check to skip */
+			break;
+		case 'V': {
+			char *vargv[] = { "version", NULL };
+
+			optind = 0;
+			return cmd_version(1, vargv) ? 1 : -1;
+		}
+		case OPT_GBITS:
+			o->report_gbits = true;
+			break;
+		case OPT_OUTPUT:
+			if (!strcmp(optarg, "bandwidth")) {
+				o->output = OUT_BW;
+			} else if (!strcmp(optarg, "latency")) {
+				o->output = OUT_LAT;
+			} else {
+				err_msg("bench: --output %s: bandwidth or "
+					"latency", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_RUN_INF:
+			o->run_infinitely = true;
+			break;
 		default:
 			return opt_fail(cmd, c, argv, bench_usage);
 		}
@@ -437,6 +542,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		o->size = o->latency ? 2 : 65536;
 	if (!o->have_iters)
 		o->iters = o->latency ? 1000 : 5000;
+	if (o->run_infinitely && !o->duration_s)
+		o->duration_s = 1;
 	if (o->duration_s)
 		o->iters = 0;
 	return 0;
@@ -537,10 +644,18 @@ struct bench_result {
 static const char bw_line[] =
 	"---------------------------------------------------------------------------------------\n";
 
-static void print_header(const struct bench_opts *o, const char *dev,
-			 bool latency)
+/* MB/sec (MiB, as perftest's) or, --report_gbits, Gb/sec */
+static double bw_unit(const struct bench_opts *o, double bytes_per_s)
 {
-	if (pr_is_json())
+	return o->report_gbits ? bytes_per_s * 8 / 1e9 : bytes_per_s / MIB;
+}
+
+static void print_header(const struct bench_opts *o, const char *dev,
+			 bool latency, const struct bench_ib_ends *ends)
+{
+	uint32_t mtu = ends[0].path_mtu;
+
+	if (pr_is_json() || o->output)
 		return;
 	printf("%s", bw_line);
 	printf("                    %s %s (krdma, %s loop)\n",
@@ -554,23 +669,28 @@ static void print_header(const struct bench_opts *o, const char *dev,
 	       transport_name(o->transport, true));
 	printf(" TX depth       : %u\n", latency ? 1 : o->tx_depth);
 	printf(" CQ Moderation  : %u\n", o->cq_mod);
-	printf(" Mtu            : from the path\n");
+	printf(" Mtu            : %u[B] (the path's)\n", mtu);
 	printf(" Completions    : %s\n", o->events ? "events" : "polling");
 	printf(" Max inline data: %u[B]\n", o->inline_size);
 	printf(" rdma_cm QPs    : ON\n");
+	printf("%s", bw_line);
+	bench_ib_print(ends, o->qps);
 	printf("%s", bw_line);
 	if (latency)
 		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  "
 		       "t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
 		       "99%% percentile[usec]   99.9%% percentile[usec] \n");
 	else
-		printf(" #bytes     #iterations    BW peak[MB/sec]    "
-		       "BW average[MB/sec]   MsgRate[Mpps]\n");
+		printf(" #bytes     #iterations    BW peak[%s]    "
+		       "BW average[%s]   MsgRate[Mpps]\n",
+		       o->report_gbits ? "Gb/sec" : "MB/sec",
+		       o->report_gbits ? "Gb/sec" : "MB/sec");
 }
 
+/* bytes per second */
 static double bw_avg(const struct krdma_bench *b)
 {
-	return b->elapsed_ns ? b->bytes_done / MIB * 1e9 / b->elapsed_ns : 0;
+	return b->elapsed_ns ? b->bytes_done * 1e9 / b->elapsed_ns : 0;
 }
 
 static double msg_rate(const struct krdma_bench *b)
@@ -578,11 +698,18 @@ static double msg_rate(const struct krdma_bench *b)
 	return b->elapsed_ns ? b->ops_done * 1e3 / b->elapsed_ns : 0;
 }
 
-static void print_row(const struct bench_result *r, bool latency)
+static void print_row(const struct bench_opts *o,
+		      const struct bench_result *r, bool latency)
 {
 	const struct krdma_bench *b = &r->b;
 	const struct bench_lat *l = &r->lat;
 
+	if (o->output) {	/* perftest's --output: the number alone */
+		printf("%f\n", latency ? l->typical / 1e3 :
+		       bw_unit(o, bw_avg(b)));
+		fflush(stdout);
+		return;
+	}
 	if (pr_is_json()) {
 		pr_obj_begin(NULL);
 		pr_u64("bytes", r->size);
@@ -597,10 +724,17 @@ static void print_row(const struct bench_result *r, bool latency)
 			pr_fmt_double("p99_us", "%f", l->p99 / 1e3);
 			pr_fmt_double("p999_us", "%f", l->p999 / 1e3);
 			pr_u64("samples", l->samples);
+		} else if (o->report_gbits) {
+			pr_fmt_double("bw_peak_gbps", "%f",
+				      bw_unit(o, b->peak_bps));
+			pr_fmt_double("bw_avg_gbps", "%f",
+				      bw_unit(o, bw_avg(b)));
+			pr_fmt_double("msg_rate_mpps", "%f", msg_rate(b));
 		} else {
 			pr_fmt_double("bw_peak_mbps", "%f",
-				      b->peak_bps / MIB);
-			pr_fmt_double("bw_avg_mbps", "%f", bw_avg(b));
+				      bw_unit(o, b->peak_bps));
+			pr_fmt_double("bw_avg_mbps", "%f",
+				      bw_unit(o, bw_avg(b)));
 			pr_fmt_double("msg_rate_mpps", "%f", msg_rate(b));
 		}
 		pr_u64("cq_polls", b->cq_polls);
@@ -622,7 +756,8 @@ static void print_row(const struct bench_result *r, bool latency)
 	else
 		printf(" %-10u %-10" PRIu64 "       %-9.2f          %-9.2f"
 		       "            %.6f\n", r->size, (uint64_t)b->ops_done,
-		       b->peak_bps / MIB, bw_avg(b), msg_rate(b));
+		       bw_unit(o, b->peak_bps), bw_unit(o, bw_avg(b)),
+		       msg_rate(b));
 	if (b->validate_errors)
 		printf(" validation: %" PRIu64 " message(s) did not carry the "
 		       "pattern\n", (uint64_t)b->validate_errors);
@@ -634,6 +769,7 @@ static void print_row(const struct bench_result *r, bool latency)
 static struct krdma_bench_progress progress;
 static volatile int progress_stop;
 static uint32_t progress_size;
+static bool progress_gbits;
 
 static void *progress_thread(void *arg)
 {
@@ -650,9 +786,11 @@ static void *progress_thread(void *arg)
 			continue;
 		seen = u;
 		fprintf(stderr, "bench: %u B: %.1f s, %" PRIu64 " ops, "
-			"%.2f MB/sec\n", progress_size,
+			"%.2f %s\n", progress_size,
 			progress.elapsed_ns / 1e9, (uint64_t)progress.ops_done,
-			progress.bytes_done / MIB * 1e9 / progress.elapsed_ns);
+			progress.bytes_done * 1e9 / progress.elapsed_ns /
+			(progress_gbits ? 1e9 / 8 : MIB),
+			progress_gbits ? "Gb/sec" : "MB/sec");
 	}
 	return NULL;
 }
@@ -664,6 +802,7 @@ struct bench_conn {
 	uint32_t dev_index;
 	struct bench_adv adv;
 	uint32_t via_recvs;	/* receives --via-ioctl has posted, not taken */
+	uint32_t qp_num;
 };
 
 static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
@@ -731,6 +870,9 @@ static int bench_check_abi(int fd)
 	return 0;
 }
 
+/* the source address of a client's connections (-d, -i, -x), or family 0 */
+static struct krdma_sockaddr bench_src;
+
 static int bench_connect(int fd, const struct bench_opts *o,
 			 const struct krdma_sockaddr *dst, uint32_t group,
 			 uint32_t index, uint32_t qps, struct bench_conn *c,
@@ -743,6 +885,7 @@ static int bench_connect(int fd, const struct bench_opts *o,
 		.size = sizeof(cc),
 		.flags = o->events ? KRDMA_CONN_NOTIFY : 0,
 		.dst = *dst,
+		.src = bench_src,
 		.transport = o->transport,
 		.timeout_ms = o->timeout_s * 1000,
 		.caps = { .max_send_wr = o->op ? depth + 2 : 4,
@@ -797,6 +940,7 @@ static int bench_connect(int fd, const struct bench_opts *o,
 	}
 	c->handle = cc.handle;
 	c->dev_index = cc.dev_index;
+	c->qp_num = cc.qp_num;
 	/*
 	 * The server's READY message needs a receive as soon as can be (UC,
 	 * UD: the server waits for the client's hello, after this)
@@ -1374,8 +1518,10 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 	memset(&progress, 0, sizeof(progress));
 	b->progress_uptr = (uintptr_t)&progress;
 	progress_size = size;
+	progress_gbits = o->report_gbits;
 	progress_stop = 0;
-	if (o->duration_s > 1 || o->iters > 100000)
+	if ((o->duration_s > 1 || o->iters > 100000) && !o->run_infinitely &&
+	    !o->output)
 		thread = !pthread_create(&tid, NULL, progress_thread, NULL);
 	ret = ioctl(fd, KRDMA_BENCH, b) ? -errno : 0;
 	if (thread) {
@@ -1471,12 +1617,49 @@ static void uc_write_imm_warn(int fd, uint32_t conn, uint32_t transport,
 		 "run then ends with a timeout", mtu);
 }
 
+/*
+ * --run_infinitely: runs of -D seconds (1) over the same connections, a
+ * line each, until SIGINT or SIGTERM.  The signal is held while a run
+ * goes, so that it ends the next run's start, not a run (an interrupted
+ * run leaves the QPs in the error state, with no end message to send);
+ * then the end message goes as after any run, unless another signal comes.
+ */
+static int bench_forever(int fd, const struct bench_opts *o,
+			 struct bench_conn *conns, const struct xfer_buf *buf)
+{
+	struct bench_result r;
+	sigset_t set, old;
+	int ret = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	while (!xfer_stop) {
+		pthread_sigmask(SIG_BLOCK, &set, &old);
+		ret = bench_run_one(fd, o, conns, buf, o->size, &r);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (ret) {
+			err_msg("bench: %u B: %s%s%s", o->size,
+				errno_hint(ret), r.b.wc_status ? ": " : "",
+				r.b.wc_status ? wc_status_name(r.b.wc_status) :
+				"");
+			break;
+		}
+		print_row(o, &r, false);
+	}
+	/* the signal asked for the end, which goes on (another one ends it) */
+	if (!ret)
+		xfer_stop = 0;
+	return ret;
+}
+
 static int bench_client(int fd, const struct bench_opts *o)
 {
 	struct bench_conn *conns;
 	struct krdma_sockaddr dst;
 	struct xfer_buf buf = {};
 	struct bench_result r;
+	struct bench_ib_ends *ends = NULL;
 	uint32_t group, i, size, max_size, vendor_id = 0;
 	char dev[KRDMA_NAME_MAX] = "?";
 	struct dev_snapshot snap;
@@ -1490,6 +1673,14 @@ static int bench_client(int fd, const struct bench_opts *o)
 	conns = calloc(o->qps, sizeof(*conns));
 	if (!conns)
 		return 1;
+	ends = calloc(o->qps, sizeof(*ends));
+	if (!ends) {
+		free(conns);
+		return 1;
+	}
+	ret = bench_ib_source(fd, &o->ib, &dst, &bench_src) ? -EINVAL : 0;
+	if (ret)
+		goto out;
 	srand(getpid() ^ time(NULL));
 	group = rand();
 	for (i = 0; i < o->qps; i++) {
@@ -1497,6 +1688,13 @@ static int bench_client(int fd, const struct bench_opts *o)
 				    true);
 		if (ret)
 			goto out;
+		/* -d, -i, -x, -m: on what was asked, or not at all */
+		if (bench_ib_check(fd, &o->ib, conns[i].handle,
+				   conns[i].dev_index, conns[i].qp_num,
+				   &bench_src, &dst, &ends[i])) {
+			ret = -EINVAL;
+			goto out;
+		}
 	}
 	if (!query_devices(fd, true, conns[0].dev_index, &snap)) {
 		if (snap.num_devs) {
@@ -1538,7 +1736,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 			goto out;
 		}
 	}
-	print_header(o, dev, o->latency);
+	print_header(o, dev, o->latency, ends);
 	if (pr_is_json()) {
 		pr_str("op", bench_ops[o->op].name);
 		pr_str("mode", o->latency ? "lat" : "bw");
@@ -1552,12 +1750,21 @@ static int bench_client(int fd, const struct bench_opts *o)
 		pr_u64("cq_mod", o->cq_mod);
 		pr_u64("inline", o->inline_size);
 		pr_str("completions", o->events ? "events" : "polling");
+		pr_u64("path_mtu", ends[0].path_mtu);
+		pr_str("bw_unit", o->report_gbits ? "Gb/sec" : "MB/sec");
+	}
+	if (pr_is_json()) {
+		bench_ib_print(ends, o->qps);
 		pr_arr_begin("results");
 	}
-	for (size = o->all ? 2 : o->size; size <= max_size; size *= 2) {
+	fflush(stdout);
+	if (o->run_infinitely)
+		ret = bench_forever(fd, o, conns, &buf);
+	for (size = o->all ? 2 : o->size; size <= max_size &&
+	     !o->run_infinitely; size *= 2) {
 		ret = bench_run_one(fd, o, conns, &buf, size, &r);
 		if (ret != -EINTR || r.b.ops_done)
-			print_row(&r, o->latency);
+			print_row(o, &r, o->latency);
 		if (ret) {
 			err_msg("bench: %u B: %s%s%s", size, errno_hint(ret),
 				r.b.wc_status ? ": " : "",
@@ -1588,7 +1795,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 		}
 		server_bad += bad;
 	}
-	if (o->validate && two_sided(o->op) && !ret) {
+	if (o->validate && two_sided(o->op) && !ret && !o->output) {
 		if (pr_is_json()) {
 			pr_u64("server_validate_errors", server_bad);
 		} else {
@@ -1600,7 +1807,7 @@ static int bench_client(int fd, const struct bench_opts *o)
 		if (server_bad)
 			status = 1;
 	}
-	if (!pr_is_json())
+	if (!pr_is_json() && !o->output)
 		printf("%s", bw_line);
 	if (status && !ret) {
 		err_msg("bench: --validate: payloads did not carry the "
@@ -1613,6 +1820,7 @@ out:
 			disconnect(fd, conns[i].handle);
 	xfer_buf_free(fd, &buf);
 	free(conns);
+	free(ends);
 	return ret ? 1 : 0;
 }
 
@@ -1651,6 +1859,8 @@ static int bench_conns(int fd, const struct bench_opts *o)
 	ret = xfer_parse_addr("bench", "HOST", o->host, o->port, &dst);
 	if (ret)
 		return ret;
+	if (bench_ib_source(fd, &o->ib, &dst, &bench_src))
+		return 1;
 	conns = calloc(o->conns, sizeof(*conns));
 	if (!conns)
 		return 1;
@@ -1665,6 +1875,18 @@ static int bench_conns(int fd, const struct bench_opts *o)
 	}
 	t1 = now_s();
 	used1 = mem_used_kb(&slab1);
+	/* -d, -i, -x, -m: checked after the timing */
+	for (i = 0; i < done && (o->ib.dev || o->ib.port || o->ib.mtu ||
+				 o->ib.gid_index >= 0); i++) {
+		struct bench_ib_ends e;
+
+		if (bench_ib_check(fd, &o->ib, conns[i].handle,
+				   conns[i].dev_index, conns[i].qp_num,
+				   &bench_src, &dst, &e)) {
+			ret = 1;
+			break;
+		}
+	}
 	pr_u64("conns", o->conns);
 	pr_u64("connected", done);
 	pr_fmt_double("setup_s", "setup %.3f s", t1 - t0);
@@ -1680,7 +1902,7 @@ static int bench_conns(int fd, const struct bench_opts *o)
 		disconnect(fd, conns[i].handle);
 	pr_fmt_double("teardown_s", "teardown %.3f s", now_s() - t0);
 	free(conns);
-	return done == o->conns ? 0 : 1;
+	return done == o->conns && !ret ? 0 : 1;
 }
 
 /* ---- server ---- */
@@ -2044,31 +2266,28 @@ static int bench_serve(int fd, const struct bench_opts *o)
 {
 	struct krdma_cm_listen l = {
 		.size = sizeof(l),
-		.addr = { .family = AF_INET, .port = o->port },
 		.backlog = 1024,
 		.transport = o->transport,
 	};
 	struct srv s = { .fd = fd, .o = o };
 	struct krdma_event evs[16];
-	struct dev_snapshot snap;
+	char where[80];
 	int ret, n, i;
 
-	ret = query_devices(fd, false, 0, &snap);
-	if (ret)
+	/* -d: on an address of that device, whose buffers the runs use */
+	if (bench_ib_listen(fd, &o->ib, o->port, &l.addr, &s.dev_index,
+			    &s.vendor_id))
 		return 1;
-	if (!snap.num_devs) {
-		err_msg("bench: no RDMA device");
-		free_snapshot(&snap);
-		return 1;
-	}
-	s.dev_index = snap.devs[0].dev_index;
-	s.vendor_id = snap.devs[0].vendor_id;
 	s.kproto = bench_protocol(fd);
-	free_snapshot(&snap);
 	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
 	if (ret) {
-		err_msg("bench: cannot listen on port %u: %s", o->port,
-			strerror(-ret));
+		xfer_format_addr(&l.addr, where, sizeof(where));
+		if (o->ib.dev)
+			err_msg("bench: cannot listen on %s: %s", where,
+				strerror(-ret));
+		else
+			err_msg("bench: cannot listen on port %u: %s", o->port,
+				strerror(-ret));
 		return 1;
 	}
 	s.listener = l.handle;
@@ -2077,6 +2296,11 @@ static int bench_serve(int fd, const struct bench_opts *o)
 		pr_str("event", "listening");
 		pr_u64("port", l.port);
 		pr_obj_end();
+	} else if (o->ib.dev) {
+		l.addr.port = l.port;
+		xfer_format_addr(&l.addr, where, sizeof(where));
+		printf("bench: listening on port %u (%s, %s)\n", l.port,
+		       where, o->ib.dev);
 	} else {
 		printf("bench: listening on port %u\n", l.port);
 	}
