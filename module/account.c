@@ -14,11 +14,16 @@
  *    against RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK, as ib_umem_get()
  *    charges what userspace verbs pin (queues included, on hardware whose
  *    queues live in user memory); past it, ENOMEM.
+ *  - Verbs objects: each object that holds some on a device (a buffer, a
+ *    connection, an SRQ, an address handle) is one hca_object of the
+ *    creating task's rdma cgroup on that device, as uverbs charges its
+ *    objects; past rdma.max, EAGAIN.
  *
  * Events are bounded per session (max_events, event.c).
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
+#include <linux/cgroup_rdma.h>
 #include <linux/hashtable.h>
 #include <linux/moduleparam.h>
 #include <linux/refcount.h>
@@ -230,4 +235,41 @@ void krdma_uncharge_queues(struct krdma_queue_charge *charge)
 	mmdrop(charge->mm);
 	charge->mm = NULL;
 	charge->npages = 0;
+}
+
+/*
+ * Charge one HCA object on @ibdev to the caller's rdma cgroup, into
+ * @charge (empty), as uverbs charges each object it makes: 0, or -EAGAIN
+ * past the cgroup's rdma.max (-ENOMEM without memory).  The charge stays
+ * with that cgroup, also when the task moves or exits.  It must be undone
+ * before @ibdev leaves the rdma controller, after the clients' remove():
+ * so while the object's verbs state stands.  May sleep.
+ */
+int krdma_rdmacg_charge_object(struct krdma_rdmacg_charge *charge,
+			       struct ib_device *ibdev)
+{
+#if IS_ENABLED(CONFIG_CGROUP_RDMA)
+	int ret;
+
+	if (WARN_ON_ONCE(charge->cg))
+		return -EINVAL;
+	ret = rdmacg_try_charge(&charge->cg, &ibdev->cg_device,
+				RDMACG_RESOURCE_HCA_OBJECT);
+	if (ret)
+		return ret;
+	charge->ibdev = ibdev;
+#endif
+	return 0;
+}
+
+void krdma_rdmacg_uncharge_object(struct krdma_rdmacg_charge *charge)
+{
+#if IS_ENABLED(CONFIG_CGROUP_RDMA)
+	if (!charge->cg)
+		return;
+	rdmacg_uncharge(charge->cg, &charge->ibdev->cg_device,
+			RDMACG_RESOURCE_HCA_OBJECT);
+	charge->cg = NULL;
+	charge->ibdev = NULL;
+#endif
 }

@@ -8,9 +8,11 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 
+struct ib_device;
 struct ib_qp_cap;
 struct krdma_session;
 struct mm_struct;
+struct rdma_cgroup;
 struct seq_file;
 
 /* the per-user object count; a session holds a reference */
@@ -41,5 +43,20 @@ size_t krdma_cq_queue_bytes(u32 cqe);
 size_t krdma_srq_queue_bytes(u32 max_wr, u32 max_sge);
 int krdma_charge_queues(struct krdma_queue_charge *charge, size_t bytes);
 void krdma_uncharge_queues(struct krdma_queue_charge *charge);
+
+/**
+ * struct krdma_rdmacg_charge - an rdma cgroup resource charged
+ * @cg: the cgroup charged, its css referenced; NULL while nothing is
+ *	(always, without CONFIG_CGROUP_RDMA)
+ * @ibdev: the device it is charged on
+ */
+struct krdma_rdmacg_charge {
+	struct rdma_cgroup *cg;
+	struct ib_device *ibdev;
+};
+
+int krdma_rdmacg_charge_object(struct krdma_rdmacg_charge *charge,
+			       struct ib_device *ibdev);
+void krdma_rdmacg_uncharge_object(struct krdma_rdmacg_charge *charge);
 
 #endif /* KRDMA_ACCOUNT_H */

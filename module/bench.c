@@ -544,11 +544,27 @@ static int krdma_bench_poll(struct krdma_bench_run *run,
 
 /* ---- posting ---- */
 
-static int krdma_bench_post(struct ib_qp *qp, const struct ib_send_wr *wr)
+/*
+ * Sends go as a POST's do: counted by the connection's flow control
+ * (flow.c), which the run's own depth keeps within the queue, and by the
+ * listing.
+ */
+static int krdma_bench_post(struct krdma_conn *conn,
+			    const struct ib_send_wr *wr)
 {
-	const struct ib_send_wr *bad;
+	/* a driver failing without saying where: none went */
+	const struct ib_send_wr *bad = wr, *w;
+	u32 went = 0;
+	int ret;
 
-	return krdma_post_send(qp, wr, &bad);
+	mutex_lock(&conn->flow.lock);
+	ret = krdma_post_send(conn->qp, wr, &bad);
+	for (w = wr; w && (!ret || w != bad); w = w->next)
+		went++;
+	krdma_flow_sent(&conn->flow, wr, went);
+	mutex_unlock(&conn->flow.lock);
+	krdma_conn_count_posted(conn, went);
+	return ret;
 }
 
 /*
@@ -562,7 +578,7 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 				  struct krdma_bench_conn *bc, u32 n)
 {
 	const struct ib_recv_wr *bad;
-	u32 i;
+	u32 i, went;
 	int ret;
 
 	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
@@ -582,10 +598,15 @@ static int krdma_bench_post_recvs(struct krdma_bench_run *run,
 		run->rwrs[i].next = i + 1 < n ? &run->rwrs[i + 1] : NULL;
 	}
 	run->cmd->post_calls++;
+	bad = run->rwrs;	/* a driver failing without saying: none went */
+	mutex_lock(&bc->conn->flow.lock);
 	ret = ib_post_recv(bc->conn->qp, run->rwrs, &bad);
+	went = ret ? bad - run->rwrs : n;
+	krdma_flow_received(&bc->conn->flow, went);
+	mutex_unlock(&bc->conn->flow.lock);
+	krdma_conn_count_posted(bc->conn, went);
 	if (ret)
 		return ret;
-	krdma_conn_count_posted(bc->conn, n);
 	bc->recv_posted += n;
 	return 0;
 }
@@ -662,10 +683,9 @@ static int krdma_bench_post_sends(struct krdma_bench_run *run,
 	if (!run->start_ns)
 		krdma_bench_start(run, krdma_bench_now());
 	run->cmd->post_calls++;
-	ret = krdma_bench_post(bc->conn->qp, &run->wrs[0].send);
+	ret = krdma_bench_post(bc->conn, &run->wrs[0].send);
 	if (ret)
 		return ret;
-	krdma_conn_count_posted(bc->conn, n);
 	bc->posted += n;
 	if (run->wrs[n - 1].send.send_flags & IB_SEND_SIGNALED)
 		bc->signaled = bc->posted;
@@ -784,7 +804,7 @@ static int krdma_bench_tell(struct krdma_bench_run *run,
 	if (run->ud)
 		krdma_bench_address(bc, &wr);
 	run->cmd->post_calls++;
-	ret = krdma_bench_post(bc->conn->qp, &wr.send);
+	ret = krdma_bench_post(bc->conn, &wr.send);
 	if (ret)
 		return ret;
 	bc->posted++;

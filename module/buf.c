@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "device.h"
 #include "ioctl.h"
+#include "krdma_compat.h"
 #include "object.h"
 
 #define KRDMA_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE |			\
@@ -39,6 +40,47 @@ static unsigned long krdma_mem_pages(const struct krdma_buf_mem *mem)
 	return (unsigned long)mem->num_chunks << mem->chunk_order;
 }
 
+/*
+ * Mapped one page at a time (vm_insert_pages()), a chunk's pages need a
+ * reference count each; before 5.11 (PG_kmemcg) a buffer is mapped as
+ * PFNs instead (krdma_buf_mmap_pages()) and its chunks stay whole.
+ */
+#ifdef PG_kmemcg
+#define KRDMA_SPLIT_CHUNKS false
+#else
+#define KRDMA_SPLIT_CHUNKS true
+#endif
+
+/*
+ * A chunk: 2^@order physically contiguous pages, split (split_page()) into
+ * pages of their own where they are mapped one by one (the tail pages of
+ * an unsplit allocation have no reference count).  The memory cgroup
+ * charge is split with them.
+ */
+static struct page *krdma_chunk_alloc(unsigned int order)
+{
+	struct page *chunk;
+
+	chunk = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN,
+			    order);
+	if (chunk && order && KRDMA_SPLIT_CHUNKS)
+		split_page(chunk, order);
+	return chunk;
+}
+
+/* A mapping or a pin may still hold a page: it goes when they let go. */
+static void krdma_chunk_free(struct page *chunk, unsigned int order)
+{
+	unsigned long i;
+
+	if (!KRDMA_SPLIT_CHUNKS) {
+		__free_pages(chunk, order);
+		return;
+	}
+	for (i = 0; i < 1UL << order; i++)
+		__free_page(chunk + i);
+}
+
 static void krdma_buf_mem_release(struct kref *kref)
 {
 	struct krdma_buf_mem *mem =
@@ -51,7 +93,8 @@ static void krdma_buf_mem_release(struct kref *kref)
 	} else if (mem->chunks) {	/* NULL: its allocation failed */
 		for (i = 0; i < mem->num_chunks; i++)
 			if (mem->chunks[i])
-				__free_pages(mem->chunks[i], mem->chunk_order);
+				krdma_chunk_free(mem->chunks[i],
+						 mem->chunk_order);
 	}
 	krdma_uncharge_pinned(mem->mm, krdma_mem_pages(mem));
 	mmdrop(mem->mm);
@@ -114,9 +157,10 @@ static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
 		return ERR_PTR(ret);
 	}
 	/*
-	 * Charged to the caller's memory cgroup: mapped with remap_pfn_range(),
-	 * the pages count in no process's RSS, and RLIMIT_MEMLOCK is all that
-	 * bounds them otherwise (often unlimited on RDMA hosts).
+	 * Charged to the caller's memory cgroup: the pages count in a
+	 * process's RSS only while it maps them (and never before 5.11, see
+	 * krdma_buf_mmap_pages()), and RLIMIT_MEMLOCK is all that bounds them
+	 * otherwise (often unlimited on RDMA hosts).
 	 */
 	mem->chunks = kvcalloc(mem->num_chunks, sizeof(*mem->chunks),
 			       GFP_KERNEL_ACCOUNT);
@@ -129,8 +173,7 @@ static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
 			ret = -EINTR;
 			goto err_put;
 		}
-		mem->chunks[i] = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO |
-					     __GFP_NOWARN, order);
+		mem->chunks[i] = krdma_chunk_alloc(order);
 		if (!mem->chunks[i])
 			goto err_put;
 	}
@@ -551,18 +594,82 @@ static const struct vm_operations_struct krdma_vm_ops = {
 	.close = krdma_vma_close,
 };
 
+#ifdef PG_kmemcg
+/*
+ * Before 5.11 a page charged to a memory cgroup is marked so in the field
+ * that otherwise counts its mappings (the page type PG_kmemcg): it may not
+ * be mapped as an ordinary page (vm_insert_pages() refuses it), so there
+ * the buffer is mapped as PFNs, which GUP does not reach and RSS does not
+ * count.
+ */
+static int krdma_buf_mmap_pages(struct vm_area_struct *vma,
+				struct krdma_buf_mem *mem)
+{
+	unsigned long len = vma->vm_end - vma->vm_start, done = 0, n;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; done < len; i++) {
+		n = min_t(unsigned long, len - done, krdma_chunk_size(mem));
+		ret = remap_pfn_range(vma, vma->vm_start + done,
+				      page_to_pfn(mem->chunks[i]), n,
+				      vma->vm_page_prot);
+		if (ret)
+			return ret;
+		done += n;
+	}
+	return 0;
+}
+#else
+/* Pages vm_insert_pages() is given at a time (an array on the stack). */
+#define KRDMA_MMAP_BATCH 32
+
+/* Page @i of @mem: its chunks are split, each page has a reference count. */
+static struct page *krdma_mem_page(const struct krdma_buf_mem *mem,
+				   unsigned long i)
+{
+	return mem->chunks[i >> mem->chunk_order] +
+	       (i & ((1UL << mem->chunk_order) - 1));
+}
+
+/*
+ * The buffer's pages, mapped as ordinary pages, not as PFNs: the mapping
+ * takes a reference on each, GUP reaches them (/proc/pid/mem, ptrace,
+ * O_DIRECT, a user buffer over the mapping) and the mapper's RSS counts
+ * them.  An error leaves what was inserted to mmap(2)'s unwinding.
+ */
+static int krdma_buf_mmap_pages(struct vm_area_struct *vma,
+				struct krdma_buf_mem *mem)
+{
+	unsigned long npages = vma_pages(vma), done, batch, n, i;
+	struct page *pages[KRDMA_MMAP_BATCH];
+	int ret;
+
+	for (done = 0; done < npages; done += batch) {
+		batch = min_t(unsigned long, npages - done, KRDMA_MMAP_BATCH);
+		for (i = 0; i < batch; i++)
+			pages[i] = krdma_mem_page(mem, done + i);
+		n = batch;	/* vm_insert_pages() leaves what it did not */
+		ret = vm_insert_pages(vma, vma->vm_start + (done << PAGE_SHIFT),
+				      pages, &n);
+		if (ret)
+			return ret;
+		cond_resched();
+	}
+	return 0;
+}
+#endif
+
 /*
  * mmap(2) at a buffer's mmap_offset maps its pages; the mapping keeps them.
- * Shared only: a private mapping would be copy-on-write (and
- * remap_pfn_range() takes a COW mapping only in one piece), a copy the
- * device never writes.
+ * Shared only: in a private mapping a write would copy the page (copy on
+ * write), and the copy is neither the buffer nor what the device writes.
  */
 int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma)
 {
-	unsigned long len = vma->vm_end - vma->vm_start, addr, done = 0;
+	unsigned long len = vma->vm_end - vma->vm_start;
 	struct krdma_object *obj;
 	struct krdma_buf_mem *mem;
-	unsigned int i;
 	int ret = 0;
 
 	if (!(vma->vm_flags & VM_SHARED) || vma->vm_pgoff > U32_MAX)
@@ -575,16 +682,11 @@ int krdma_buf_mmap(struct krdma_session *session, struct vm_area_struct *vma)
 		ret = -EINVAL;
 		goto out;
 	}
-	for (i = 0, addr = vma->vm_start; done < len; i++) {
-		size_t n = min_t(size_t, len - done, krdma_chunk_size(mem));
-
-		ret = remap_pfn_range(vma, addr, page_to_pfn(mem->chunks[i]),
-				      n, vma->vm_page_prot);
-		if (ret)
-			goto out;
-		addr += n;
-		done += n;
-	}
+	/* as a PFN mapping has them: not grown by mremap(), not dumped */
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	ret = krdma_buf_mmap_pages(vma, mem);
+	if (ret)
+		goto out;
 	kref_get(&mem->kref);
 	vma->vm_private_data = mem;
 	vma->vm_ops = &krdma_vm_ops;

@@ -801,12 +801,20 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	/* a listing reads it meanwhile (krdma_conn_describe()) */
 	WRITE_ONCE(conn->notify, cmd->flags & KRDMA_CONN_NOTIFY);
 	ret = krdma_conn_use_srq(conn, cmd->flags, cmd->srq_handle);
+	/*
+	 * Its verbs objects are the accepting task's (object.c): charged
+	 * before they exist, since a POST or POLL may find the QP as soon as
+	 * it does, and nothing can take it away again.
+	 */
+	if (!ret)
+		ret = krdma_object_charge_rdmacg(&conn->obj);
 	if (!ret)
 		ret = krdma_conn_caps(conn->obj.kdev, &cmd->caps);
 	if (!ret)
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
 	if (ret) {
 		/* Nothing reached the peer: the request can still be answered. */
+		krdma_rdmacg_uncharge_object(&conn->obj.rdmacg);
 		krdma_conn_release_hw(conn);
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
 		krdma_conn_unlock_put(conn);

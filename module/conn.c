@@ -26,6 +26,9 @@ void krdma_conn_destroy_hw(struct krdma_object *obj)
 	struct krdma_conn *conn = container_of(obj, struct krdma_conn, obj);
 
 	krdma_object_assert_hw_write(obj);
+	/* before the QP, its CQ, and the buffers its WRs name go (drain.c) */
+	if (conn->qp)
+		krdma_conn_drain(conn, conn->qp);
 	if (conn->cm.id) {
 		/* Ends a connect or accept still waiting on the id. */
 		WRITE_ONCE(conn->cm.status, -ECONNABORTED);
@@ -94,6 +97,8 @@ static const char *krdma_conn_error_msg(int status)
 		return "invalid request from the peer (QP request error)";
 	case -EACCES:
 		return "access error on the peer's request (QP access error)";
+	case -EOVERFLOW:
+		return "completion queue overrun (CQ error)";
 	default:
 		return status > 0 ? ib_wc_status_msg(status) : "error";
 	}
@@ -276,14 +281,28 @@ static int krdma_conn_cm_qkey(struct krdma_conn *conn, struct ib_qp *qp)
 	return ret;
 }
 
+/*
+ * Flow control (flow.c) keeps the CQ from overflowing; should it still (a
+ * device's bug), its QP can complete nothing more: it is in error.
+ */
+static void krdma_conn_cq_event(struct ib_event *event, void *context)
+{
+	struct krdma_conn *conn = context;
+
+	if (event->event != IB_EVENT_CQ_ERR)
+		return;
+	krdma_conn_error(conn, event->device, -EOVERFLOW);
+	wake_up_all(&conn->obj.session->wait);
+}
+
 /* @conn's CQ, of at least @cqe entries, on completion vector @vector. */
 static int krdma_conn_create_cq(struct krdma_conn *conn, u32 cqe, u32 vector)
 {
 	struct ib_cq_init_attr cq_attr = { .cqe = cqe, .comp_vector = vector };
 	struct ib_cq *cq;
 
-	cq = ib_create_cq(conn->obj.kdev->ibdev, krdma_conn_comp, NULL, conn,
-			  &cq_attr);
+	cq = ib_create_cq(conn->obj.kdev->ibdev, krdma_conn_comp,
+			  krdma_conn_cq_event, conn, &cq_attr);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
 	conn->cq = cq;
@@ -310,6 +329,20 @@ static void krdma_conn_destroy_qp(struct krdma_conn *conn, struct ib_qp *qp)
 		rdma_destroy_qp(conn->cm.id);
 	else
 		ib_destroy_qp(qp);
+}
+
+/*
+ * What the CQ must hold: both queues, and the drain's two markers
+ * (drain.c), as far as the device's CQs go.
+ */
+static u32 krdma_conn_cq_need(const struct krdma_conn *conn,
+			      const struct ib_qp_cap *cap)
+{
+	u32 max_cqe = conn->obj.kdev->ibdev->attrs.max_cqe;
+	u64 need = (u64)cap->max_send_wr + KRDMA_DRAIN_WRS +
+		   (conn->srq ? conn->srq->max_wr : cap->max_recv_wr);
+
+	return min_t(u64, need, max_cqe);
 }
 
 /*
@@ -341,8 +374,7 @@ static struct ib_qp *krdma_conn_create_queues(struct krdma_conn *conn,
 		qp = krdma_conn_create_qp(conn, init);
 		if (IS_ERR(qp))
 			return qp;
-		need = init->cap.max_send_wr +
-		       (conn->srq ? conn->srq->max_wr : init->cap.max_recv_wr);
+		need = krdma_conn_cq_need(conn, &init->cap);
 		if (need <= conn->cq->cqe)
 			return qp;
 		krdma_conn_destroy_qp(conn, qp);
@@ -380,7 +412,10 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		init.cap.max_recv_wr = 0;
 		init.cap.max_recv_sge = 0;
 	}
-	qp = krdma_conn_create_queues(conn, &init, caps->cq_depth);
+	qp = krdma_conn_create_queues(conn, &init,
+				      min_t(u64, (u64)caps->cq_depth +
+					    KRDMA_DRAIN_WRS,
+					    conn->obj.kdev->ibdev->attrs.max_cqe));
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
 	if (conn->cm.id && conn->transport == KRDMA_TRANSPORT_UD)
@@ -389,7 +424,11 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 		ret = krdma_charge_queues(&conn->charge,
 					  krdma_qp_queue_bytes(&init.cap) +
 					  krdma_cq_queue_bytes(conn->cq->cqe));
+	if (!ret)
+		ret = krdma_flow_init(&conn->flow, init.cap.max_send_wr,
+				      init.cap.max_recv_wr);
 	if (ret) {
+		krdma_flow_destroy(&conn->flow);
 		krdma_conn_destroy_qp(conn, qp);
 		return ret;
 	}
@@ -717,6 +756,7 @@ int krdma_conn_modify(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		struct ib_qp_attr reset = { .qp_state = IB_QPS_RESET };
 
 		ib_modify_qp(conn->qp, &reset, IB_QP_STATE);
+		krdma_flow_reset(&conn->flow);
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
 		goto out_unlock;
 	}
@@ -881,6 +921,7 @@ void krdma_conn_release_hw(struct krdma_conn *conn)
 	if (conn->cq)
 		ib_destroy_cq(conn->cq);
 	conn->cq = NULL;
+	krdma_flow_destroy(&conn->flow);
 	krdma_uncharge_queues(&conn->charge);
 	if (conn->srq) {
 		krdma_srq_unbind(conn->srq);

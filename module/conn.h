@@ -12,6 +12,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "account.h"
+#include "flow.h"
 #include "object.h"
 
 struct krdma_device;
@@ -139,6 +140,8 @@ struct krdma_conn_cm {
  * @last_wc_status: the last failed completion's status, flushes aside
  * @wrs_posted: WRs handed to the QP, send and receive, by POST or a bench
  * @wcs_reaped: completions taken off the CQ, by POLL or a bench
+ * @flow: what the QP's queues hold until reaped, so that the CQ cannot
+ *	overflow (flow.c)
  * @error_event: the CONN_ERROR event, allocated ahead; NULL once queued
  * @cm: what rdma_cm adds (a manual connection's @cm.id is NULL)
  */
@@ -166,6 +169,7 @@ struct krdma_conn {
 	u32 last_wc_status;
 	atomic64_t wrs_posted;
 	atomic64_t wcs_reaped;
+	struct krdma_flow flow;
 	struct krdma_queued_event *error_event;
 	struct krdma_conn_cm cm;
 };
@@ -198,6 +202,9 @@ int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps);
 int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle);
 int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps);
 void krdma_conn_release_hw(struct krdma_conn *conn);
+/* drain.c: a send and a receive marker, which the CQ has room for */
+#define KRDMA_DRAIN_WRS 2
+void krdma_conn_drain(struct krdma_conn *conn, struct ib_qp *qp);
 void krdma_conn_destroy_hw(struct krdma_object *obj);
 enum ib_qp_type krdma_qp_type(u32 transport);
 

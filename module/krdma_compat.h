@@ -16,6 +16,7 @@
 
 #include <linux/completion.h>
 #include <linux/kthread.h>
+#include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
@@ -33,6 +34,15 @@
 									\
 	memset((u8 *)__obj + __off, v, sizeof(*__obj) - __off);	\
 })
+#endif
+
+#ifndef HAVE_VM_FLAGS_SET
+/* before 6.3 the flags were written directly, under the same mmap lock */
+static inline void vm_flags_set(struct vm_area_struct *vma,
+				unsigned long flags)
+{
+	vma->vm_flags |= flags;
+}
 #endif
 
 #ifndef HAVE_KTHREAD_COMPLETE_AND_EXIT

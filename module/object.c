@@ -94,6 +94,8 @@ static void krdma_object_release(struct kref *kref)
 	struct krdma_session *session = obj->session;
 	struct krdma_pd *kpd = obj->kpd;
 
+	/* a published object's verbs state went by krdma_object_kill_hw() */
+	WARN_ON_ONCE(obj->rdmacg.cg);
 	obj->ops->free(obj);
 	if (kpd)
 		krdma_pd_put(kpd);
@@ -144,6 +146,23 @@ int krdma_object_reserve(struct krdma_object *obj)
 }
 
 /*
+ * An object in a PD holds verbs objects on its device: one hca_object of
+ * the creating task's rdma cgroup, as uverbs charges its objects, until
+ * krdma_object_kill_hw() destroys them (on removal too, which is before
+ * the core takes the device out of the rdma controller).  A listener
+ * holds an rdma_cm id, as rdma_cm's are not charged.  The connection of
+ * an incoming request is published by rdma_cm's handler, a kernel thread
+ * whose cgroup is no user's: it is charged when KRDMA_CM_ACCEPT builds its
+ * QP, to the accepting task's (cm.c).
+ */
+int krdma_object_charge_rdmacg(struct krdma_object *obj)
+{
+	if (!obj->kpd || obj->rdmacg.cg || (current->flags & PF_KTHREAD))
+		return 0;
+	return krdma_rdmacg_charge_object(&obj->rdmacg, obj->kdev->ibdev);
+}
+
+/*
  * Make a fully built object reachable: on its device's list, so removal
  * finds it, and in the session's table, so the caller gets a handle.  The
  * caller still holds the device's usage lock (krdma_device_enter()), so the
@@ -151,7 +170,9 @@ int krdma_object_reserve(struct krdma_object *obj)
  * becomes the table's, and on success the caller gets one of its own,
  * dropped by krdma_object_respond() or krdma_object_put(): once this
  * returns, a DESTROY that guessed the handle may already have destroyed
- * the object, but not freed it under the caller.
+ * the object, but not freed it under the caller.  An object holding verbs
+ * objects is charged to the caller's rdma cgroup first: past its limit,
+ * -EAGAIN, and the caller destroys what it built.
  */
 int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 {
@@ -161,10 +182,13 @@ int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 
 	if (kdev)
 		lockdep_assert_held_read(&kdev->usage);
+	ret = krdma_object_charge_rdmacg(obj);
+	if (ret)
+		return ret;
 	if (reserved_here) {
 		ret = krdma_object_reserve(obj);
 		if (ret)
-			return ret;
+			goto err_uncharge;
 	}
 	*handle = obj->handle;
 	if (kdev) {
@@ -190,6 +214,8 @@ int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 		xa_release(&obj->session->objects, obj->handle);
 		obj->handle = 0;
 	}
+err_uncharge:
+	krdma_rdmacg_uncharge_object(&obj->rdmacg);
 	return ret;
 }
 
@@ -340,6 +366,8 @@ void krdma_object_kill_hw(struct krdma_object *obj)
 	if (!obj->hw_dead) {
 		WRITE_ONCE(obj->hw_dead, true);
 		obj->ops->destroy_hw(obj);
+		/* before the device leaves the rdma cgroups, on removal */
+		krdma_rdmacg_uncharge_object(&obj->rdmacg);
 		wake_up_all(&obj->session->wait);
 	}
 	up_write(&obj->hw_rwsem);

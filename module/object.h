@@ -41,6 +41,7 @@
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
+#include "account.h"
 #include "krdma.h"
 
 struct krdma_device;
@@ -147,6 +148,9 @@ struct krdma_object_ops {
  * @session: the session owning the object
  * @kdev: the device, referenced
  * @kpd: the session's PD on @kdev the object lives in, referenced, or NULL
+ * @rdmacg: the hca_object charged to the creating task's rdma cgroup on
+ *	@kdev, from its publishing until its verbs objects are destroyed
+ *	(account.c); empty for an object in no PD, or made by no task
  * @dev_entry: on @kdev's object list, under the device's lock
  * @ops: the object's type
  */
@@ -160,6 +164,7 @@ struct krdma_object {
 	struct krdma_session *session;
 	struct krdma_device *kdev;
 	struct krdma_pd *kpd;
+	struct krdma_rdmacg_charge rdmacg;
 	struct list_head dev_entry;
 	const struct krdma_object_ops *ops;
 };
@@ -173,6 +178,7 @@ int __must_check krdma_object_init(struct krdma_object *obj,
 int krdma_object_reserve(struct krdma_object *obj);
 
 struct krdma_ucmd;
+int krdma_object_charge_rdmacg(struct krdma_object *obj);
 int krdma_object_publish(struct krdma_object *obj, u32 *handle);
 int krdma_object_respond(struct krdma_object *obj, struct krdma_ucmd *ucmd,
 			 size_t len);

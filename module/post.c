@@ -539,13 +539,37 @@ static void krdma_post_trace(const struct krdma_post_ctx *ctx, int ret)
 	trace_krdma_post(handle, qpn, opcode, n, bytes, ret);
 }
 
-static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
+/* The queue's flow control (flow.c): the connection's, or the SRQ's. */
+static struct krdma_flow *krdma_post_flow(struct krdma_post_ctx *ctx)
+{
+	return ctx->conn ? &ctx->conn->flow : &ctx->srq->flow;
+}
+
+/*
+ * Cut the chain after its first @n WRs (@n > 0): the queue has room for no
+ * more until completions are reaped.
+ */
+static void krdma_post_cut(struct krdma_post_ctx *ctx, u32 n)
+{
+	if (ctx->srq || ctx->is_recv)
+		ctx->recv[n - 1].next = NULL;
+	else
+		ctx->send[n - 1].send.next = NULL;
+}
+
+/* Hand the chain, or the part flow control lets go, to the queue. */
+static int krdma_post_queue(struct krdma_post_ctx *ctx, u32 room,
+			    u32 *bad_index)
 {
 	const struct ib_send_wr *bad_send = NULL;
 	const struct ib_recv_wr *bad_recv = NULL;
 	int ret;
 
-	lockdep_assert_held_read(krdma_post_target_lock(ctx));
+	*bad_index = 0;
+	if (!room)
+		return -ENOMEM;		/* as a full queue says it */
+	if (room < ctx->num_wrs)
+		krdma_post_cut(ctx, room);
 	if (ctx->srq) {
 		ret = ib_post_srq_recv(ctx->srq->srq, ctx->recv, &bad_recv);
 		*bad_index = krdma_post_index(ctx, bad_recv);
@@ -557,10 +581,38 @@ static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
 				      &bad_send);
 		*bad_index = krdma_post_index(ctx, bad_send);
 	}
+	if (!ret && room < ctx->num_wrs) {
+		*bad_index = room;
+		ret = -ENOMEM;
+	}
+	return ret;
+}
+
+/*
+ * Post under the queue's flow lock, so that what flow control counts is
+ * what the queue holds, in its order.
+ */
+static int krdma_post_wrs(struct krdma_post_ctx *ctx, u32 *bad_index)
+{
+	struct krdma_flow *flow = krdma_post_flow(ctx);
+	bool recv = ctx->srq || ctx->is_recv;
+	u32 room, went;
+	int ret;
+
+	lockdep_assert_held_read(krdma_post_target_lock(ctx));
+	mutex_lock(&flow->lock);
+	room = recv ? krdma_flow_recv_room(flow, ctx->num_wrs) :
+		      krdma_flow_send_room(flow, ctx->num_wrs);
+	ret = krdma_post_queue(ctx, room, bad_index);
+	went = ret ? *bad_index : ctx->num_wrs;
+	if (recv)
+		krdma_flow_received(flow, went);
+	else
+		krdma_flow_sent(flow, &ctx->send[0].send, went);
+	mutex_unlock(&flow->lock);
 	/* an SRQ's receives are no connection's until one consumes them */
 	if (ctx->conn)
-		krdma_conn_count_posted(ctx->conn, ret ? *bad_index :
-						       ctx->num_wrs);
+		krdma_conn_count_posted(ctx->conn, went);
 	if (trace_krdma_post_enabled())
 		krdma_post_trace(ctx, ret);
 	return ret;

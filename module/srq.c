@@ -34,7 +34,10 @@ static void krdma_srq_destroy_hw(struct krdma_object *obj)
 
 static void krdma_srq_free(struct krdma_object *obj)
 {
-	kfree(container_of(obj, struct krdma_srq, obj));
+	struct krdma_srq *srq = container_of(obj, struct krdma_srq, obj);
+
+	krdma_flow_destroy(&srq->flow);
+	kfree(srq);
 }
 
 /* Refuse DESTROY of an SRQ a connection uses; else no one may bind it now. */
@@ -105,6 +108,7 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (ret)
 		goto err_free;
 	spin_lock_init(&srq->lock);
+	krdma_flow_init(&srq->flow, 0, 0);	/* no sends: nothing to fail */
 	srq->obj.kdev = kdev;
 	init.event_handler = krdma_srq_event;
 	init.srq_context = srq;
@@ -127,6 +131,7 @@ int krdma_srq_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	/* what the device granted, capped to what a krdma WR can carry */
 	srq->max_wr = init.attr.max_wr;
 	srq->max_sge = min_t(u32, init.attr.max_sge, KRDMA_MAX_SGE);
+	srq->flow.max_recvs = srq->max_wr;
 	ret = krdma_charge_queues(&srq->charge,
 				  krdma_srq_queue_bytes(init.attr.max_wr,
 							init.attr.max_sge));

@@ -9,6 +9,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "account.h"
+#include "flow.h"
 #include "object.h"
 
 /**
@@ -21,6 +22,7 @@
  * @lock: protects @users and @closing
  * @users: connections whose QP uses the SRQ
  * @closing: DESTROY has begun; no connection may bind it any more
+ * @flow: receives posted and not reaped, on whichever connection
  */
 struct krdma_srq {
 	struct krdma_object obj;
@@ -31,6 +33,7 @@ struct krdma_srq {
 	spinlock_t lock;		/* protects users, closing */
 	unsigned int users;
 	bool closing;
+	struct krdma_flow flow;
 };
 
 extern const struct krdma_object_ops krdma_srq_ops;

@@ -266,6 +266,32 @@ TRACE_EVENT(krdma_conn_state,
 		  show_krdma_conn_state(__entry->state))
 );
 
+/*
+ * A connection's QP drained before it went: the caller's WRs flushed
+ * (their completions are traced too), and 0 or -ETIMEDOUT.
+ */
+TRACE_EVENT(krdma_conn_drain,
+	TP_PROTO(const struct krdma_conn *conn, u32 flushed, int ret),
+	TP_ARGS(conn, flushed, ret),
+	TP_STRUCT__entry(
+		__field(u32, session)
+		__field(u32, handle)
+		__field(u32, qpn)
+		__field(u32, flushed)
+		__field(int, ret)
+	),
+	TP_fast_assign(
+		__entry->session = conn->obj.session->id;
+		__entry->handle = conn->obj.handle;
+		__entry->qpn = conn->qp_num;
+		__entry->flushed = flushed;
+		__entry->ret = ret;
+	),
+	TP_printk("session=%u handle=%u qpn=%u flushed=%u ret=%d",
+		  __entry->session, __entry->handle, __entry->qpn,
+		  __entry->flushed, __entry->ret)
+);
+
 /* An rdma_cm event of a connection or a listener (handle @handle). */
 TRACE_EVENT(krdma_cm_event,
 	TP_PROTO(u32 handle, int event, int status),

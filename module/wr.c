@@ -7,6 +7,7 @@
 #include <linux/lockdep.h>
 
 #include "conn.h"
+#include "srq.h"
 #include "trace.h"
 #include "wr.h"
 
@@ -33,12 +34,17 @@ const enum ib_wr_opcode krdma_ib_opcode[KRDMA_OP_MAX] = {
 int krdma_conn_reap(struct krdma_conn *conn, struct ib_wc *wc, int n)
 {
 	bool received = false;
+	u32 srq_recvs;
 	int got, i;
 
 	lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	got = ib_poll_cq(conn->cq, n, wc);
-	if (got > 0)
-		atomic64_add(got, &conn->wcs_reaped);
+	if (got <= 0)
+		return got;
+	atomic64_add(got, &conn->wcs_reaped);
+	srq_recvs = krdma_flow_reaped(&conn->flow, wc, got, conn->srq);
+	if (srq_recvs)
+		krdma_flow_srq_reaped(&conn->srq->flow, srq_recvs);
 	for (i = 0; i < got; i++) {
 		trace_krdma_completion(conn->obj.handle, &wc[i]);
 		if (wc[i].status == IB_WC_SUCCESS) {

@@ -787,33 +787,6 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads_capped, 90)
 
 #define CG_NAME "krdma-bench-test"
 
-/* A cgroup v2 hierarchy with the cpu controller, mounted if need be. */
-static int cgroup2_root(char *root, size_t len)
-{
-	char line[512], dev[64], dir[256], type[64], ctl[256] = "";
-	FILE *f = fopen("/proc/mounts", "r");
-
-	*root = 0;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %255s %63s", dev, dir, type) == 3 &&
-		    !strcmp(type, "cgroup2")) {
-			snprintf(root, len, "%s", dir);
-			break;
-		}
-	if (f)
-		fclose(f);
-	if (!*root) {
-		snprintf(root, len, "/sys/fs/cgroup");
-		if (mount("none", root, "cgroup2", 0, NULL))
-			return -1;
-	}
-	snprintf(line, sizeof(line), "%s/cgroup.controllers", root);
-	if (kt_read_file(line, ctl, sizeof(ctl)) || !strstr(ctl, "cpu"))
-		return -1;
-	snprintf(line, sizeof(line), "%s/cgroup.subtree_control", root);
-	return kt_write_file(line, "+cpu");
-}
-
 /* Field @n (1: pid) of /proc/@pid/stat, or -1. */
 static long long proc_stat_field(pid_t pid, int n)
 {
@@ -891,7 +864,7 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads_charged_to_caller, 90)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "one CPU: a per-CPU run makes no thread");
-	if (cgroup2_root(root, sizeof(root)))
+	if (kt_cgroup2_root(root, sizeof(root), "cpu"))
 		SKIP(return, "no cgroup v2 with the cpu controller");
 	snprintf(cg, sizeof(cg), "%s/%s", root, CG_NAME);
 	ASSERT_TRUE(!mkdir(cg, 0755) || errno == EEXIST);

@@ -1173,6 +1173,51 @@ KRDMA_TEST_F(cm, accept_bad_caps_then_accept)
 	}
 }
 
+/*
+ * The connection of an incoming request is charged to the rdma cgroup of
+ * the task that accepts it, when the accept builds its QP: past rdma.max
+ * the ACCEPT is EAGAIN, and the request can still be accepted.
+ */
+KRDMA_TEST_F_TIMEOUT(cm, accept_charged_to_rdma_cgroup, 60)
+{
+	char root[256], cg[320], path[400], max[128];
+	const char *name = self->dev.info.name;
+	struct krdma_cm_accept a;
+	struct krdma_event ev;
+	struct kc_connect c;
+
+	if (geteuid())
+		SKIP(return, "needs root, for a cgroup");
+	if (kt_cgroup2_root(root, sizeof(root), "rdma"))
+		SKIP(return, "no cgroup v2 with the rdma controller");
+	snprintf(cg, sizeof(cg), "%s/krdma-test-accept", root);
+	ASSERT_TRUE(!mkdir(cg, 0755) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/rdma.max", cg);
+	snprintf(max, sizeof(max), "%s hca_object=1", name);
+	ASSERT_OK(kt_write_file(path, max));
+	/* this test's process: the client's connect, charged, runs in it too */
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	ASSERT_OK(kt_write_file(path, "0"));
+	kc_bad_caps_request(_metadata, self, &c, &ev, &a);
+	EXPECT_EQ(1, kt_rdmacg_objects(cg, name));
+	EXPECT_ERRNO(EAGAIN, ioctl(self->sfd, KRDMA_CM_ACCEPT, &a));
+	EXPECT_EQ(1, kt_rdmacg_objects(cg, name));
+	snprintf(path, sizeof(path), "%s/rdma.max", cg);
+	snprintf(max, sizeof(max), "%s hca_object=2", name);
+	ASSERT_OK(kt_write_file(path, max));
+	EXPECT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
+	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	EXPECT_EQ(0, c.ret) {
+		TH_LOG("CM_CONNECT: %s", strerror(c.err));
+	}
+	/* the accepted connection and the client's */
+	EXPECT_EQ(2, kt_rdmacg_objects(cg, name));
+	close(self->cfd);
+	close(self->sfd);
+	self->cfd = self->sfd = -1;
+	EXPECT_EQ(0, kt_rdmacg_objects(cg, name));
+}
+
 /* ------------------------------------------------------------------------
  * ACCEPT that does not wait for the handshake (KRDMA_CONN_ACCEPT_ASYNC)
  */

@@ -531,6 +531,99 @@ KRDMA_TEST_F_TIMEOUT(obj, objects_per_user_limit, 60)
 		EXPECT_OK(kt_destroy(self->fd, b[i].handle));
 }
 
+#define RDMACG_NAME "krdma-test-rdma"
+#define RDMACG_LIMIT 3
+
+/* The child of rdma_cgroup_hca_object, in cgroup @cg: 0, or its step. */
+static int rdmacg_child(const struct kt_dev *dev, const char *cg)
+{
+	const char *name = dev->info.name;
+	struct kt_buf b[RDMACG_LIMIT + 1], x;
+	char path[512], max[128];
+	struct kt_conn c;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	if (kt_write_file(path, "0"))
+		return 1;
+	fd = krdma_open();
+	if (fd < 0)
+		return 2;
+	for (i = 0; i < RDMACG_LIMIT; i++)
+		if (kt_buf_alloc(fd, dev->dev_index, 0, 4096, &b[i]))
+			return 3;
+	/* one past rdma.max, a buffer or a connection: nothing is made */
+	if (!kt_buf_alloc(fd, dev->dev_index, 0, 4096, &x) || errno != EAGAIN)
+		return 4;
+	if (!kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &c) ||
+	    errno != EAGAIN)
+		return 5;
+	if (kt_rdmacg_objects(cg, name) != RDMACG_LIMIT)
+		return 6;
+	/* one destroyed makes room for one, a connection */
+	if (kt_destroy(fd, b[0].handle) ||
+	    kt_rdmacg_objects(cg, name) != RDMACG_LIMIT - 1)
+		return 7;
+	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &c) ||
+	    kt_rdmacg_objects(cg, name) != RDMACG_LIMIT)
+		return 8;
+	if (!kt_buf_alloc(fd, dev->dev_index, 0, 4096, &x) || errno != EAGAIN)
+		return 9;
+	/* the session's end uncharges them all */
+	close(fd);
+	if (kt_rdmacg_objects(cg, name) != 0)
+		return 10;
+	/* a higher limit lets more be made */
+	snprintf(path, sizeof(path), "%s/rdma.max", cg);
+	snprintf(max, sizeof(max), "%s hca_object=%d", name, RDMACG_LIMIT + 1);
+	if (kt_write_file(path, max))
+		return 11;
+	fd = krdma_open();
+	if (fd < 0)
+		return 12;
+	for (i = 0; i < RDMACG_LIMIT + 1; i++)
+		if (kt_buf_alloc(fd, dev->dev_index, 0, 4096, &b[i]))
+			return 13;
+	if (kt_rdmacg_objects(cg, name) != RDMACG_LIMIT + 1)
+		return 14;
+	for (i = 0; i < RDMACG_LIMIT + 1; i++)
+		if (kt_destroy(fd, b[i].handle))
+			return 15;
+	if (kt_rdmacg_objects(cg, name) != 0)
+		return 16;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The rdma cgroup: each object holding verbs objects on a device is one
+ * hca_object of the creating task's cgroup, as uverbs charges; past
+ * rdma.max a create is EAGAIN, and what is destroyed is uncharged.
+ */
+KRDMA_TEST_F_TIMEOUT(obj, rdma_cgroup_hca_object, 60)
+{
+	char root[256], cg[320], path[400], max[128];
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "needs root, for a cgroup");
+	if (kt_cgroup2_root(root, sizeof(root), "rdma"))
+		SKIP(return, "no cgroup v2 with the rdma controller");
+	snprintf(cg, sizeof(cg), "%s/%s", root, RDMACG_NAME);
+	ASSERT_TRUE(!mkdir(cg, 0755) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/rdma.max", cg);
+	snprintf(max, sizeof(max), "%s hca_object=%d", self->dev.info.name,
+		 RDMACG_LIMIT);
+	ASSERT_OK(kt_write_file(path, max));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(rdmacg_child(&self->dev, cg));
+	EXPECT_EQ(0, child_step(pid));
+	EXPECT_EQ(0, kt_rdmacg_objects(cg, self->dev.info.name));
+	rmdir(cg);
+}
+
 /* ------------------------------------------------------------------------
  * KRDMA_BUF_RW
  */
@@ -874,6 +967,91 @@ KRDMA_TEST_F(obj, mmap_survives_destroy)
 		EXPECT_EQ(0ull, bad);
 	}
 	munmap(map + self->psz, len - self->psz);
+}
+
+/* The Rss of the mapping at @addr, from /proc/self/smaps, in bytes; or -1. */
+static long long smaps_rss(const void *addr)
+{
+	unsigned long start, end;
+	unsigned long long kb;
+	long long rss = -1;
+	bool in = false;
+	char line[512];
+	FILE *f;
+
+	f = fopen("/proc/self/smaps", "re");
+	if (!f)
+		return -1;
+	while (rss < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
+			in = start == (uintptr_t)addr;
+		else if (in && sscanf(line, "Rss: %llu kB", &kb) == 1)
+			rss = kb * 1024;
+	}
+	fclose(f);
+	return rss;
+}
+
+/*
+ * The mapping is of ordinary pages, not of PFNs: /proc/self/mem (GUP, as
+ * ptrace and O_DIRECT) reads and writes the buffer through it, the
+ * process's RSS counts it, and a forked child writes the same pages.
+ */
+KRDMA_TEST_F(obj, mmap_ordinary_pages)
+{
+	/* past 2 MiB: rxe's 512 MR pages make chunks of 4 pages */
+	const uint64_t len = (5ull << 20) + 7;
+	const long long maplen = (len + self->psz - 1) / self->psz * self->psz;
+	struct kt_buf b;
+	uint8_t *map, *p;
+	int memfd, status;
+	pid_t pid;
+
+	if (kt_kernel_before(5, 11))
+		SKIP(return, "before 5.11 krdma maps a buffer as PFNs");
+	p = malloc(len);
+	ASSERT_NE(NULL, p);
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, len, &b));
+	map = kt_buf_mmap(self->fd, &b);
+	ASSERT_NE(MAP_FAILED, map);
+	memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, memfd);
+
+	/* the mapping in, /proc/self/mem out */
+	kt_fill(map, len, 41);
+	EXPECT_EQ((ssize_t)len, pread(memfd, p, len, (uintptr_t)map)) {
+		TH_LOG("read of the mapping by /proc/self/mem: %s",
+		       strerror(errno));
+	}
+	EXPECT_EQ(-1, kt_check(p, len, 41));
+	/* /proc/self/mem in, BUF_RW and the mapping out */
+	kt_fill(p, len, 42);
+	EXPECT_EQ((ssize_t)len, pwrite(memfd, p, len, (uintptr_t)map)) {
+		TH_LOG("write of the mapping by /proc/self/mem: %s",
+		       strerror(errno));
+	}
+	memset(p, 0, len);
+	ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, p, len));
+	EXPECT_EQ(-1, kt_check(p, len, 42));
+	EXPECT_EQ(-1, kt_check(map, len, 42));
+	close(memfd);
+	/* every page is mapped from mmap(2) on */
+	EXPECT_EQ(maplen, smaps_rss(map));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		kt_fill(map, len, 43);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, p, len));
+	EXPECT_EQ(-1, kt_check(p, len, 43));
+	kt_buf_munmap(map, &b);
+	EXPECT_OK(kt_destroy(self->fd, b.handle));
+	free(p);
 }
 
 /* ------------------------------------------------------------------------
@@ -2955,6 +3133,123 @@ KRDMA_TEST_F(post, chain_lengths)
 			EXPECT_EQ(100 * n + i, wcs[i].wr_id);
 		ASSERT_EQ((int)n, kt_poll_n(self->fd, self->a.handle, wcs, n, POLL_MS));
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * Flow control: a WR keeps its place in the queue until its completion is
+ * polled, so that the CQ cannot overflow
+ */
+
+/*
+ * A send of a's that completes with no receive at b: RC and UC write 8
+ * bytes into the buffer, UD sends an empty message b drops.
+ */
+static void quiet_send(FIXTURE_DATA(post) *self, struct krdma_wr *wr,
+		       uint64_t id, uint32_t flags)
+{
+	if (self->a.transport == KRDMA_TRANSPORT_UD) {
+		good_send(self, wr, id, 0);
+		wr->flags = flags;
+		return;
+	}
+	kt_wr_init(wr, id, KRDMA_OP_RDMA_WRITE, flags);
+	kt_wr_sge(wr, self->buf.handle, 0, 8);
+	wr->remote_addr = self->buf.addr + 4096;
+	wr->rkey = self->buf.rkey;
+}
+
+/* Give the device time to complete what was posted, unpolled. */
+static void let_complete(void)
+{
+	usleep(300 * 1000);
+}
+
+/* Poll @n completions of @conn, all successful, none more. */
+static void reap_ok(struct __test_metadata *_metadata, int fd, uint32_t conn,
+		    uint32_t n)
+{
+	struct krdma_wc wcs[64];
+	uint32_t i;
+
+	ASSERT_GE(64u, n);
+	ASSERT_EQ((int)n, kt_poll_n(fd, conn, wcs, n, POLL_MS));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0u, wcs[i].status);
+	EXPECT_EQ(0, kt_poll(fd, conn, wcs, 1, 0));
+}
+
+KRDMA_TEST_F(post, send_queue_full_until_polled)
+{
+	uint32_t depth = self->a.caps.max_send_wr, i, acc;
+	struct krdma_wr wr;
+
+	ASSERT_GE(64u, depth);
+	for (i = 0; i < depth; i++) {
+		quiet_send(self, &wr, i, KRDMA_WR_SIGNALED);
+		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	}
+	/* done on the device, but the CQ holds their completions */
+	let_complete();
+	quiet_send(self, &wr, depth, KRDMA_WR_SIGNALED);
+	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->a.handle, &wr, 1, &acc));
+	EXPECT_EQ(0u, acc);
+	reap_ok(_metadata, self->fd, self->a.handle, depth);
+	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	reap_ok(_metadata, self->fd, self->a.handle, 1);
+}
+
+/* Unsignaled sends are done once a later signaled one's completion is. */
+KRDMA_TEST_F(post, unsignaled_sends_retired_by_signaled)
+{
+	uint32_t depth = self->a.caps.max_send_wr, half = depth / 2, i, acc;
+	struct krdma_wr wrs[64];
+
+	ASSERT_GE(64u, depth);
+	ASSERT_LE(2u, half);
+	for (i = 0; i < depth; i++)
+		quiet_send(self, &wrs[i], i,
+			   i == depth - 1 ? KRDMA_WR_SIGNALED : 0);
+	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, depth, &acc));
+	let_complete();
+	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->a.handle, wrs, 1, &acc));
+	EXPECT_EQ(0u, acc);
+	reap_ok(_metadata, self->fd, self->a.handle, 1);
+	/* all of them done: room for a whole queue again */
+	for (i = 0; i < half; i++)
+		quiet_send(self, &wrs[i], 100 + i, KRDMA_WR_SIGNALED);
+	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, half, &acc));
+	/* a chain longer than the room left: the part that fits goes */
+	for (i = 0; i < depth; i++)
+		quiet_send(self, &wrs[i], 200 + i, KRDMA_WR_SIGNALED);
+	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->a.handle, wrs, depth,
+				     &acc));
+	EXPECT_EQ(depth - half, acc);
+	reap_ok(_metadata, self->fd, self->a.handle, depth);
+}
+
+KRDMA_TEST_F(post, recv_queue_full_until_polled)
+{
+	uint32_t depth = self->b.caps.max_recv_wr, i, acc;
+	struct krdma_wr wrs[64];
+
+	ASSERT_GE(64u, depth);
+	for (i = 0; i < depth; i++) {
+		kt_wr_init(&wrs[i], i, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&wrs[i], self->buf.handle, 0, 4096);
+	}
+	ASSERT_OK(kt_post(self->fd, self->b.handle, wrs, depth, &acc));
+	for (i = 0; i < depth; i++)
+		good_send(self, &wrs[i], 100 + i, 0);
+	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, depth, &acc));
+	reap_ok(_metadata, self->fd, self->a.handle, depth);
+	/* every receive was consumed; their completions wait on b's CQ */
+	let_complete();
+	kt_wr_init(&wrs[0], 999, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wrs[0], self->buf.handle, 0, 4096);
+	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->b.handle, wrs, 1, &acc));
+	EXPECT_EQ(0u, acc);
+	reap_ok(_metadata, self->fd, self->b.handle, depth);
+	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wrs[0]));
 }
 
 /* ------------------------------------------------------------------------

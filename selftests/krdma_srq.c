@@ -195,6 +195,48 @@ KRDMA_TEST_F_TIMEOUT(srq, shared_by_connections, 120)
 		EXPECT_TRUE(used[i]);
 }
 
+/*
+ * A receive keeps its place in the SRQ until its completion is polled, on
+ * whichever connection took it: the CQs cannot overflow.
+ */
+KRDMA_TEST_F_TIMEOUT(srq, full_until_polled, 120)
+{
+	uint32_t depth = self->srq.max_wr, n0 = 0, i, acc;
+	struct krdma_wc wcs[1024];
+	struct krdma_wr wr;
+
+	if (depth > 1024)
+		SKIP(return, "an SRQ of %u receives", depth);
+	/* the device may round the depth up: slots are reused, unchecked */
+	for (i = 0; i < depth; i += SRQ_DEPTH)
+		post_srq_recvs(_metadata, self, 0, depth - i < SRQ_DEPTH ?
+						   depth - i : SRQ_DEPTH);
+	for (i = 0; i < depth; i++) {
+		send_msg(_metadata, self, i % NCONN, 1 + i);
+		ASSERT_EQ(1, kt_poll_n(self->fd, self->tx[i % NCONN].handle,
+				       wcs, 1, POLL_MS));
+		n0 += i % NCONN == 0;
+	}
+	usleep(300 * 1000);	/* UC, UD: the receiver may still be at it */
+	kt_wr_init(&wr, 999, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&wr, self->dst.handle, 0, KT_GRH_LEN + MSG);
+	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->srq.handle, &wr, 1, &acc));
+	EXPECT_EQ(0u, acc);
+	/* what rx[0] took is free again once rx[0] polls it, and no more */
+	ASSERT_EQ((int)n0, kt_poll_n(self->fd, self->rx[0].handle, wcs, n0,
+				     POLL_MS));
+	for (i = 0; i < n0; i++)
+		ASSERT_OK(kt_post1(self->fd, self->srq.handle, &wr));
+	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->srq.handle, &wr, 1, &acc));
+	for (i = 1; i < NCONN; i++) {
+		uint32_t n = (depth + NCONN - 1 - i) / NCONN;
+
+		ASSERT_EQ((int)n, kt_poll_n(self->fd, self->rx[i].handle, wcs,
+					    n, POLL_MS));
+	}
+	ASSERT_OK(kt_post1(self->fd, self->srq.handle, &wr));
+}
+
 KRDMA_TEST_F(srq, create_outputs)
 {
 	struct krdma_srq_create c;

@@ -289,6 +289,61 @@ static inline int kt_read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+#include <sys/mount.h>
+
+/*
+ * cgroup2's root (mounted if it is not) in @root, with @controller ("cpu",
+ * "rdma") enabled for its children; -1 without it (not built, or bound to
+ * a cgroup v1 hierarchy).
+ */
+static inline int kt_cgroup2_root(char *root, size_t len,
+				  const char *controller)
+{
+	char line[512], dev[64], dir[256], type[64], ctl[256] = "";
+	FILE *f = fopen("/proc/mounts", "r");
+
+	*root = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %255s %63s", dev, dir, type) == 3 &&
+		    !strcmp(type, "cgroup2")) {
+			snprintf(root, len, "%s", dir);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!*root) {
+		snprintf(root, len, "/sys/fs/cgroup");
+		if (mount("none", root, "cgroup2", 0, NULL))
+			return -1;
+	}
+	snprintf(line, sizeof(line), "%s/cgroup.controllers", root);
+	if (kt_read_file(line, ctl, sizeof(ctl)) || !strstr(ctl, controller))
+		return -1;
+	snprintf(line, sizeof(line), "%s/cgroup.subtree_control", root);
+	snprintf(ctl, sizeof(ctl), "+%s", controller);
+	return kt_write_file(line, ctl);
+}
+
+/* @dev's hca_object in the rdma.current of cgroup @cg, or -1. */
+static inline long kt_rdmacg_objects(const char *cg, const char *dev)
+{
+	char path[512], line[256], name[64];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/rdma.current", cg);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s hca_handle=%*s hca_object=%ld", name,
+			   &n) == 2 && !strcmp(name, dev))
+			break;
+		else
+			n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* ------------------------------------------------------------------------
  * Skips and the device
  */

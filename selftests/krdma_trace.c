@@ -152,13 +152,29 @@ static const char *trace_line(const char *text, ...)
 		TH_LOG("recorded:\n%.3000s", (self)->text);		\
 	}
 
+/* Two RC connections of this session connected to each other, a buffer. */
+static void rc_pair(struct __test_metadata *_metadata,
+		   FIXTURE_DATA(trace) *self, struct kt_conn *a,
+		   struct kt_conn *b, struct kt_buf *buf)
+{
+	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
+
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, a));
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				 &caps, b));
+	ASSERT_OK(kt_conn_connect(self->fd, a, b));
+	ASSERT_OK(kt_conn_connect(self->fd, b, a));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       4096, buf));
+}
+
 /*
  * An ioctl's entry and result, a POST and its completion, and a failure:
  * an ioctl refused, and (where rxe reports it) a WRITE to a bad rkey.
  */
 KRDMA_TEST_F(trace, post_and_completion)
 {
-	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
 	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK);
 	char a_handle[32], a_qpn[32], wr_id[32], bad_id[32];
 	char session[32] = "session=(not listed) ";
@@ -168,14 +184,7 @@ KRDMA_TEST_F(trace, post_and_completion)
 	struct kt_conn a, b;
 	struct kt_buf buf;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &caps, &a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &caps, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &buf));
+	rc_pair(_metadata, self, &a, &b, &buf);
 
 	kt_wr_init(&wr, 0x5eed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, buf.handle, 0, 128);
@@ -225,6 +234,35 @@ KRDMA_TEST_F(trace, post_and_completion)
 		      "status=REM_ACCESS_ERR");
 	EXPECT_TRACED(self, "krdma_conn_state:", a_handle, a_qpn,
 		      "state=ERROR");
+}
+
+/*
+ * A connection destroyed with receives posted is drained first: each is
+ * flushed and reaped before the QP and its CQ go.
+ */
+KRDMA_TEST_F(trace, destroy_drains_the_qp)
+{
+	char b_handle[32], wr_id[32];
+	struct krdma_wr wrs[3];
+	struct kt_conn a, b;
+	struct kt_buf buf;
+	int i;
+
+	rc_pair(_metadata, self, &a, &b, &buf);
+	for (i = 0; i < 3; i++) {
+		kt_wr_init(&wrs[i], 0xd1 + i, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&wrs[i], buf.handle, 0, 4096);
+	}
+	ASSERT_OK(kt_post(self->fd, b.handle, wrs, 3, NULL));
+	ASSERT_OK(kt_destroy(self->fd, b.handle));
+	trace_take(self);
+	snprintf(b_handle, sizeof(b_handle), "handle=%u ", b.handle);
+	for (i = 0; i < 3; i++) {
+		snprintf(wr_id, sizeof(wr_id), "wr_id=%#x ", 0xd1 + i);
+		EXPECT_TRACED(self, "krdma_completion:", b_handle, wr_id,
+			      "status=WR_FLUSH_ERR");
+	}
+	EXPECT_TRACED(self, "krdma_conn_drain:", b_handle, "flushed=3 ret=0");
 }
 
 /* rdma_cm events on both sides, and a bench run's start and end. */

@@ -57,6 +57,10 @@
  *               objects alive in all sessions opened by the same user as
  *               this one (the opener's real uid; none for a session opened
  *               with CAP_SYS_ADMIN)
+ *  %EAGAIN      a create past the rdma cgroup limit (rdma.max's
+ *               hca_object on the device) of the caller's cgroup, which
+ *               each buffer, connection, SRQ and address handle is
+ *               charged to, as uverbs charges its objects; BENCH: below
  *  %ENOBUFS, %ENFILE  the RDMA core or the network stack under it ran out
  *               of buffers (route or neighbour entries) or of files: as
  *               %ENOMEM, passed on unchanged so that it says which
@@ -1239,6 +1243,17 @@ enum krdma_post_flags {
  * @num_wrs as it was, which says all the WRs went; their completions are
  * for a later poll, but for those an %EFAULT call had taken from the CQ
  * already (as with %KRDMA_POLL).
+ *
+ * A queue is full when it holds its depth of WRs (max_send_wr, max_recv_wr,
+ * an SRQ's max_wr) whose completions have not been polled: a WR keeps its
+ * place until %KRDMA_POLL takes its completion, and a send without
+ * %KRDMA_WR_SIGNALED until the completion of a signaled send posted after
+ * it is taken.  Devices free a place earlier, when the WR completes; krdma
+ * does not, so that the connection's CQ, which holds both queues, cannot
+ * overflow.  Posting to a full queue is %ENOMEM for the WRs that did not
+ * fit, as a device's full queue is.  Once a completion has failed, every
+ * WR queued completes (flushed), and both queues together hold their two
+ * depths until those are polled.
  */
 struct krdma_post {
 	__u32 size;

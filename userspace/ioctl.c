@@ -107,6 +107,9 @@ static const char *krdma_errno_hint(unsigned long req, int err)
 		return " (your objects, over all your sessions, are at krdma's "
 		       "max_objects_per_user)";
 	case -ENOMEM:
+		if (req == KRDMA_POST)
+			return " (the queue is full until its completions are "
+			       "polled)";
 		return krdma_req_charges_memlock(req) ?
 		       " (or past RLIMIT_MEMLOCK, which buffers and queues are "
 		       "charged to: ulimit -l)" : "";
