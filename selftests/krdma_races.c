@@ -8,7 +8,7 @@
  *     in GET_EVENTS, KRDMA_POLL or poll(2), or busy in ioctls; a process
  *     killed while blocked;
  *  3. two threads destroying one handle of every kind (user buffer, AH,
- *     listener, SRQ; buffers and connections are in krdma_objects): one
+ *     listener, SRQ; buffers and connections are in krdma_destroy): one
  *     wins, the other gets ENOENT; DESTROY racing calls that use the handle;
  *  8. every command's size rules (short, long with a zero or non-zero tail,
  *     absurd), unknown command numbers and encodings, unknown flag bits;

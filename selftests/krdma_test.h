@@ -584,7 +584,8 @@ static inline const char *kt_rxe_defect(enum kt_rxe_defect d)
 
 /* ------------------------------------------------------------------------
  * Data path: a device to run on, buffers, connections, WRs, completions
- * (krdma_transfer, krdma_objects).  Helpers return 0 or -1 with errno set.
+ * (krdma_transfer, krdma_post and the others).  Helpers return 0 or -1 with
+ * errno set.
  */
 
 #include <time.h>
@@ -1019,6 +1020,27 @@ static inline int kt_conn_connect(int fd, const struct kt_conn *c,
 
 	kt_modify_init(&m, c, c->transport == KRDMA_TRANSPORT_UD ? NULL : peer);
 	return ioctl(fd, KRDMA_CONN_MODIFY, &m);
+}
+
+/* A connection of @transport, connected to itself (RC/UC) or ready (UD). */
+static inline int kt_conn_self(int fd, const struct kt_dev *d,
+			       uint32_t transport,
+			       const struct krdma_qp_caps *caps,
+			       struct kt_conn *c)
+{
+	return kt_conn_create(fd, d, transport, 0, caps, c) ?:
+	       kt_conn_connect(fd, c, c);
+}
+
+/* Two connections of @transport connected to each other. */
+static inline int kt_conn_pair(int fd, const struct kt_dev *d,
+			       uint32_t transport, uint32_t flags,
+			       const struct krdma_qp_caps *caps,
+			       struct kt_conn *a, struct kt_conn *b)
+{
+	return kt_conn_create(fd, d, transport, flags, caps, a) ?:
+	       kt_conn_create(fd, d, transport, flags, caps, b) ?:
+	       kt_conn_connect(fd, a, b) ?: kt_conn_connect(fd, b, a);
 }
 
 static inline int kt_conn_query(int fd, uint32_t handle,

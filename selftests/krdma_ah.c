@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma address handles: every validation failure of AH_CREATE, and
+ * an AH's use and destruction.
+ */
+#include "krdma_test.h"
+
+#define POLL_MS 20000
+
+FIXTURE(obj)
+{
+	int fd;
+	struct kt_dev dev;
+	struct krdma_snap snap;
+	long psz;
+};
+
+FIXTURE_SETUP(obj)
+{
+	const char *why = krdma_unavailable();
+
+	self->fd = -1;
+	self->psz = sysconf(_SC_PAGESIZE);
+	if (why)
+		SKIP(return, "%s", why);
+	self->fd = krdma_open();
+	ASSERT_LE(0, self->fd);
+	if (kt_dev_pick(self->fd, NULL, &self->dev))
+		SKIP(return, "no device with an active port");
+	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
+}
+
+FIXTURE_TEARDOWN(obj)
+{
+	krdma_snap_free(&self->snap);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* ------------------------------------------------------------------------
+ * KRDMA_AH_CREATE
+ */
+
+KRDMA_TEST_F(obj, ah_create_not_ud)
+{
+	struct kt_conn c;
+	uint32_t ah, t;
+
+	for (t = KRDMA_TRANSPORT_RC; t <= KRDMA_TRANSPORT_UC; t++) {
+		ASSERT_OK(kt_conn_create(self->fd, &self->dev, t, 0, NULL, &c));
+		EXPECT_ERRNO(EINVAL, kt_ah_create(self->fd, c.handle, self->dev.gid, &ah),
+			     "transport %u", t);
+	}
+}
+
+KRDMA_TEST_F(obj, ah_create_unknown_conn)
+{
+	struct kt_buf b;
+	uint32_t ah;
+
+	EXPECT_ERRNO(ENOENT, kt_ah_create(self->fd, 0, self->dev.gid, &ah));
+	EXPECT_ERRNO(ENOENT, kt_ah_create(self->fd, 777777, self->dev.gid, &ah));
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	EXPECT_ERRNO(ENOENT, kt_ah_create(self->fd, b.handle, self->dev.gid, &ah));
+}
+
+KRDMA_TEST_F(obj, ah_create_flags_reserved)
+{
+	struct krdma_ah_create a;
+	struct kt_conn c;
+	unsigned int bit;
+
+	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
+				 NULL, &c));
+	for (bit = 0; bit < 32; bit++) {
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.conn_handle = c.handle;
+		memcpy(a.dest_gid, self->dev.gid, 16);
+		a.flags = 1u << bit;
+		EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_AH_CREATE, &a),
+			     "flag bit %u", bit);
+	}
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.conn_handle = c.handle;
+	memcpy(a.dest_gid, self->dev.gid, 16);
+	a.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
+	/* a LID is 16 bits: more is refused, not cut */
+	a.__reserved = 0;
+	a.dest_lid = 1u << 16;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
+}
+
+/* An AH is a handle of its own: destroyed, posting with it is ENOENT. */
+KRDMA_TEST_F(obj, ah_create_destroy)
+{
+	struct kt_conn c;
+	struct krdma_wr wr;
+	uint32_t ah, ah2;
+
+	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
+			       &c));
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah2));
+	EXPECT_NE(ah, ah2);
+	EXPECT_NE(c.handle, ah);
+	ASSERT_OK(kt_destroy(self->fd, ah));
+	kt_wr_init(&wr, 1, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	wr.ah_handle = ah;
+	wr.remote_qpn = c.qp_num;
+	EXPECT_ERRNO(ENOENT, kt_post1(self->fd, c.handle, &wr));
+	/* an AH outlives the connection it was made on */
+	ASSERT_OK(kt_destroy(self->fd, c.handle));
+	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
+			       &c));
+	wr.ah_handle = ah2;
+	wr.remote_qpn = c.qp_num;
+	EXPECT_OK(kt_post1(self->fd, c.handle, &wr));
+	{
+		struct krdma_wc wc;
+
+		ASSERT_EQ(1, kt_poll_n(self->fd, c.handle, &wc, 1, POLL_MS));
+		EXPECT_EQ(0u, wc.status);
+	}
+}
+
+TEST_HARNESS_MAIN
