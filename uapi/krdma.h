@@ -1,78 +1,90 @@
 /* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
 /*
  * krdma: drive RDMA devices through the in-kernel verbs API from userspace.
+ */
+
+/**
+ * DOC: General ioctl format
  *
- * Every command is an ioctl on /dev/krdma whose argument is a pointer to a
- * struct that starts with "__u32 size; __u32 flags;".  The layout rules are
- * those of include/uapi/linux/iommufd.h:
+ * Every command is an ioctl on ``/dev/krdma`` whose argument is a pointer to
+ * a struct that starts with ``__u32 size; __u32 flags;``.  The layout rules
+ * are those of ``include/uapi/linux/iommufd.h``:
  *
- *  - @size is sizeof() the struct as the caller knows it.  A kernel that knows
- *    a longer struct treats the missing tail as zero; a kernel that knows a
- *    shorter one accepts the call only if every byte past its own struct is
- *    zero (otherwise %E2BIG).  A @size below the first version of the struct
- *    is %EINVAL; one above %KRDMA_MAX_CMD_SIZE is %E2BIG, as openat2()'s
- *    (no struct will grow past it, and the kernel does not scan a caller's
- *    gigabytes for a non-zero byte).
- *  - Every @__reserved field and every unknown @flags bit must be zero:
- *    non-zero reserved is %EINVAL, an unknown flag is %EOPNOTSUPP.
- *  - A field documented "out" is written by the kernel and ignored on the
- *    way in, so a struct can be passed again as it came back (a CM_CONNECT
- *    retried after %ECONNREFUSED wrote its reject reason).
- *  - 64-bit values and user pointers are __aligned_u64; no field is a long.
- *  - Output arrays are described by (uptr, num, entry_size): the kernel writes
- *    min(entry_size, its entry size) bytes per entry and zero-fills the rest,
- *    so old and new callers keep working.  A too-small array is %EMSGSIZE with
- *    the needed count written back and nothing else written.  An input
- *    array (WRs) is read the same way: the tail past the kernel's entry must
- *    be zero (%E2BIG).  An entry_size below the entry's first version or
- *    above %KRDMA_MAX_ENTRY_SIZE is %EINVAL: no entry will grow past it, and
- *    the kernel does not scan gigabytes of a caller's stride.
+ * - ``size`` is sizeof() the struct as the caller knows it.  A kernel that
+ *   knows a longer struct treats the missing tail as zero; a kernel that
+ *   knows a shorter one accepts the call only if every byte past its own
+ *   struct is zero (otherwise %E2BIG).  A ``size`` below the first version
+ *   of the struct is %EINVAL; one above %KRDMA_MAX_CMD_SIZE is %E2BIG, as
+ *   openat2()'s (no struct will grow past it, and the kernel does not scan
+ *   a caller's gigabytes for a non-zero byte).
+ * - Every ``__reserved`` field and every unknown ``flags`` bit must be zero:
+ *   non-zero reserved is %EINVAL, an unknown flag is %EOPNOTSUPP.
+ * - A field documented "out" is written by the kernel and ignored on the
+ *   way in, so a struct can be passed again as it came back (a CM_CONNECT
+ *   retried after %ECONNREFUSED wrote its reject reason).
+ * - A value wider than its wire field (a QP number or PSN over 24 bits, a
+ *   LID over 16) is %EINVAL, never cut to another one.  A field nothing
+ *   reads in the case at hand must be 0 (%EINVAL), so that it can be given
+ *   a meaning later: a &struct krdma_wr field its opcode does not use, a
+ *   %KRDMA_BENCH's peer buffer on a SEND run.
+ * - 64-bit values and user pointers are __aligned_u64; no field is a long.
+ * - Output arrays are described by (uptr, num, entry_size): the kernel
+ *   writes min(entry_size, its entry size) bytes per entry and zero-fills
+ *   the rest, so old and new callers keep working.  A too-small array is
+ *   %EMSGSIZE with the needed count written back and nothing else written.
+ *   An input array (WRs) is read the same way: the tail past the kernel's
+ *   entry must be zero (%E2BIG).  An entry_size below the entry's first
+ *   version or above %KRDMA_MAX_ENTRY_SIZE is %EINVAL: no entry will grow
+ *   past it, and the kernel does not scan gigabytes of a caller's stride.
+ */
+
+/**
+ * DOC: Errors
  *
- * Errno contract common to all commands:
- *  %ENOTTY      unknown command (or a command this build does not implement;
- *               see struct krdma_info.features)
- *  %EFAULT      an address the kernel had to read or write was not mapped;
- *               a create command whose answer cannot be written back
- *               leaves no object behind, GET_EVENTS keeps the events it
- *               could not deliver, and a POST that posted every WR
- *               succeeds (it has nothing to write back)
- *  %EINVAL      @size too small, reserved field non-zero, bad field value
- *  %E2BIG       non-zero bytes past the struct this kernel knows, or a
- *               @size above %KRDMA_MAX_CMD_SIZE
- *  %EOPNOTSUPP  unknown flag, or an operation the transport/device lacks
- *  %ENOENT      unknown handle
- *  %ENODEV      the RDMA device was removed (or never existed, or is
- *               not one of the opener's network namespace: below)
- *  %EPERM       missing privilege
- *  %EACCES      a port below 1024 without CAP_NET_BIND_SERVICE (CM_LISTEN,
- *               CM_CONNECT's source)
- *  %EMSGSIZE    output array too small (count written back), or a message
- *               larger than the transport allows
- *  %ENOMEM      out of memory, or RLIMIT_MEMLOCK exceeded by what is
- *               charged to it (without CAP_IPC_LOCK): buffers' pages, and
- *               the queues of connections and SRQs, estimated from their
- *               depths; POST: the send or receive queue is full (poll,
- *               then post again from &struct krdma_post.num_wrs)
- *  %EDQUOT      a create past the module's max_objects_per_user: the
- *               objects alive in all sessions opened by the same user as
- *               this one (the opener's real uid; none for a session opened
- *               with CAP_SYS_ADMIN)
- *  %EAGAIN      a create past the rdma cgroup limit (rdma.max's
- *               hca_object on the device) of the caller's cgroup, which
- *               each buffer, connection, SRQ and address handle is
- *               charged to, as uverbs charges its objects; BENCH: below
- *  %ENOBUFS, %ENFILE  the RDMA core or the network stack under it ran out
- *               of buffers (route or neighbour entries) or of files: as
- *               %ENOMEM, passed on unchanged so that it says which
- *  %EBUSY       DESTROY of an object another one still uses (an SRQ);
- *               POST, POLL or BENCH on a connection a BENCH run has
- *  %EINTR       a signal ended a call that waits (POLL and GET_EVENTS with
- *               a timeout, CM_CONNECT, CM_ACCEPT, BENCH, a POST whose WRs'
- *               pages are being faulted in); nothing is left half done
- *               (an accepted connection stays: CM_ACCEPT; such a POST
- *               posted nothing)
- *  %ENETDOWN    the device has no active port (a buffer's fast
- *               registration runs on one)
+ * The errno contract common to all commands:
+ *
+ * - %ENOTTY: unknown command (or a command this build does not implement;
+ *   see &struct krdma_info.features).
+ * - %EFAULT: an address the kernel had to read or write was not mapped; a
+ *   create command whose answer cannot be written back leaves no object
+ *   behind, GET_EVENTS keeps the events it could not deliver, and a POST
+ *   that posted every WR succeeds (it has nothing to write back).
+ * - %EINVAL: ``size`` too small, reserved field non-zero, bad field value.
+ * - %E2BIG: non-zero bytes past the struct this kernel knows, or a ``size``
+ *   above %KRDMA_MAX_CMD_SIZE.
+ * - %EOPNOTSUPP: unknown flag, or an operation the transport or device
+ *   lacks.
+ * - %ENOENT: unknown handle.
+ * - %ENODEV: the RDMA device was removed (or never existed, or is not one
+ *   of the opener's network namespace).
+ * - %EPERM: missing privilege.
+ * - %EACCES: a port below 1024 without CAP_NET_BIND_SERVICE (CM_LISTEN,
+ *   CM_CONNECT's source).
+ * - %EMSGSIZE: output array too small (count written back), or a message
+ *   larger than the transport allows.
+ * - %ENOMEM: out of memory, or RLIMIT_MEMLOCK exceeded by what is charged
+ *   to it (without CAP_IPC_LOCK): buffers' pages, and the queues of
+ *   connections and SRQs, estimated from their depths; POST: the send or
+ *   receive queue is full (poll, then post again from
+ *   &struct krdma_post.num_wrs).
+ * - %EDQUOT: a create past the module's max_objects_per_user: the objects
+ *   alive in all sessions opened by the same user as this one (the opener's
+ *   real uid; none for a session opened with CAP_SYS_ADMIN).
+ * - %EAGAIN: a create past the rdma cgroup limit (rdma.max's hca_object on
+ *   the device) of the caller's cgroup, which each buffer, connection, SRQ
+ *   and address handle is charged to, as uverbs charges its objects; BENCH:
+ *   see &struct krdma_bench.
+ * - %ENOBUFS, %ENFILE: the RDMA core or the network stack under it ran out
+ *   of buffers (route or neighbour entries) or of files: as %ENOMEM, passed
+ *   on unchanged so that it says which.
+ * - %EBUSY: DESTROY of an object another one still uses (an SRQ); POST,
+ *   POLL or BENCH on a connection a BENCH run has.
+ * - %EINTR: a signal ended a call that waits (POLL and GET_EVENTS with a
+ *   timeout, CM_CONNECT, CM_ACCEPT, BENCH, a POST whose WRs' pages are being
+ *   faulted in); nothing is left half done (an accepted connection stays:
+ *   CM_ACCEPT; such a POST posted nothing).
+ * - %ENETDOWN: the device has no active port (a buffer's fast registration
+ *   runs on one).
  *
  * Commands that resolve a RoCE peer's MAC from its GID (CONN_MODIFY,
  * AH_CREATE, CM_CONNECT) also pass on the neighbour resolution's
@@ -120,8 +132,15 @@ enum {
 	KRDMA_CMD_QUERY_SESSIONS,
 };
 
-/* ------------------------------------------------------------------------
- * Discovery
+/**
+ * DOC: Discovery
+ *
+ * %KRDMA_GET_INFO tells the ABI version, the feature bits, the supported
+ * opcodes and transports, and how many devices and sessions there are.
+ * %KRDMA_QUERY_DEVICES lists the devices of the opener's network namespace
+ * (name, GUIDs, limits, atomic capability), their ports (state, MTU, link
+ * layer, largest message) and their valid GID table entries with type and
+ * network device.
  */
 
 /**
@@ -468,9 +487,26 @@ struct krdma_query_devices {
 
 #define KRDMA_QUERY_DEVICES _IO(KRDMA_TYPE, KRDMA_CMD_QUERY_DEVICES)
 
-/* ------------------------------------------------------------------------
- * Objects.  Every object a session creates is named by a __u32 handle that
- * is only meaningful on the fd that created it; closing the fd destroys all.
+/**
+ * DOC: Objects
+ *
+ * Every object a session creates is named by a __u32 handle that is only
+ * meaningful on the fd that created it; closing the fd destroys all.  A
+ * handle that an unfetched event names is not given to a new object, even
+ * after its own object was destroyed: an event always means the object it
+ * happened to.
+ *
+ * %KRDMA_DESTROY destroys any handle; of two racing destroyers one wins, the
+ * other gets %ENOENT.  %KRDMA_BUF_ALLOC makes a kernel buffer, DMA-mapped
+ * and fast-registered with the access asked for and no more, filled and
+ * read with %KRDMA_BUF_RW or mapped with mmap() (``MAP_SHARED`` only: a
+ * private copy would not see what the device writes).
+ * %KRDMA_BUF_REG_USER registers the caller's own pages (zero copy), pinned
+ * and charged to ``RLIMIT_MEMLOCK``.
+ *
+ * Memory windows are not offered: %KRDMA_FEATURE_MEMORY_WINDOWS stays
+ * clear and the ``MW_BIND`` access flag is %EOPNOTSUPP.  A buffer's access
+ * is revoked with ``LOCAL_INV`` or the peer's ``SEND_WITH_INV``.
  */
 
 /**
@@ -626,8 +662,22 @@ struct krdma_buf_rw {
 
 #define KRDMA_BUF_RW _IO(KRDMA_TYPE, KRDMA_CMD_BUF_RW)
 
-/* ------------------------------------------------------------------------
- * Connections
+/**
+ * DOC: Connections
+ *
+ * A connection is a QP and its CQ on one device, port and GID, of one
+ * transport (RC, UC or UD).  It is made either by hand, with
+ * %KRDMA_CONN_CREATE and %KRDMA_CONN_MODIFY's steps RESET, INIT, RTR and
+ * RTS with the peer's QPN, PSN and GID, or through rdma_cm over IPv4 or
+ * IPv6 with %KRDMA_CM_LISTEN, %KRDMA_CM_CONNECT and %KRDMA_CM_ACCEPT (RC
+ * and UC: a CM REQ/REP; UD: SIDR, after which sends that name no address
+ * handle go to the server).  %KRDMA_CONN_QUERY reads its state back.
+ *
+ * %KRDMA_GET_EVENTS returns the session's events, with poll() readiness:
+ * the CM events of its rdma_cm ids, and one %KRDMA_EVENT_CONN_ERROR when a
+ * connection's QP enters the error state.  %KRDMA_AH_CREATE makes a UD
+ * address handle from a peer's GID, %KRDMA_SRQ_CREATE a shared receive
+ * queue that connections bind with %KRDMA_CONN_SRQ.
  */
 
 /**
@@ -1113,8 +1163,17 @@ struct krdma_get_events {
 
 #define KRDMA_GET_EVENTS _IO(KRDMA_TYPE, KRDMA_CMD_GET_EVENTS)
 
-/* ------------------------------------------------------------------------
- * Work requests and completions
+/**
+ * DOC: Work requests and completions
+ *
+ * %KRDMA_POST posts an array of &struct krdma_wr as one chain on a
+ * connection (or receives on an SRQ); what the connection's transport lacks
+ * is refused before anything is posted.  %KRDMA_POLL reaps the
+ * connection's completions in batches, busy or, per connection, after a CQ
+ * notification with poll() readiness; %KRDMA_POST_POLL does both in one
+ * call.  A WR holds its place in its queue until its completion (or, if
+ * unsignaled, a later signaled WR's) is reaped, so a connection's CQ never
+ * overruns.
  */
 
 /**
@@ -1391,8 +1450,13 @@ struct krdma_srq_create {
 
 #define KRDMA_SRQ_CREATE _IO(KRDMA_TYPE, KRDMA_CMD_SRQ_CREATE)
 
-/* ------------------------------------------------------------------------
- * Benchmarks: the measuring loop runs in the kernel, one ioctl per run.
+/**
+ * DOC: Benchmarks
+ *
+ * %KRDMA_BENCH runs one measurement in the kernel: the loop that posts and
+ * reaps runs there, one ioctl per run, over connections the session has
+ * already made.  The peer runs a server or its own client over the wire
+ * protocol %KRDMA_BENCH_PROTOCOL names.
  */
 
 /**
@@ -1630,8 +1694,12 @@ struct krdma_bench {
 
 #define KRDMA_BENCH _IO(KRDMA_TYPE, KRDMA_CMD_BENCH)
 
-/* ------------------------------------------------------------------------
- * Sessions: who uses krdma, and with what connections.
+/**
+ * DOC: Sessions
+ *
+ * %KRDMA_QUERY_SESSIONS lists who uses krdma, and with what connections:
+ * the sessions of the caller's network namespace opened by a process its
+ * PID namespace sees, as ``rdma resource show`` lists resources.
  */
 
 #define KRDMA_COMM_MAX 16	/* TASK_COMM_LEN */

@@ -4,12 +4,12 @@
 # linux-source.sh DIR: unpack from Debian's linux-source-6.1 tarball the few
 # files krdma takes from the kernel itself (kselftest_harness.h and
 # kselftest.h for the selftests, checkpatch.pl and its data files,
-# kernel-doc) into DIR,
+# kernel-doc and its Sphinx extension) into DIR,
 # installing the package if it is missing.  Idempotent and cheap once done.
 set -euo pipefail
 
 dest=${1:?usage: linux-source.sh DIR}
-stamp=$dest/.unpacked-2
+stamp=$dest/.unpacked-3
 [ -e "$stamp" ] && exit 0
 
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1 || true)
@@ -27,6 +27,8 @@ members=(
 	tools/testing/selftests/kselftest.h
 	scripts/checkpatch.pl
 	scripts/kernel-doc
+	Documentation/sphinx/kerneldoc.py
+	Documentation/sphinx/kernellog.py
 	scripts/spelling.txt
 	scripts/const_structs.checkpatch
 )
