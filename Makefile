@@ -4,7 +4,8 @@
 # make KDIR=DIR       against any configured kernel tree or headers
 # make install        the module (signed if a key is set, depmod), its udev
 #                     rule (/dev/krdma for the krdma group), krdmactl, its
-#                     man page and the uAPI header; make uninstall
+#                     man page and bash completion, the uAPI header;
+#                     make uninstall
 # make dist           build/dist/krdma-VERSION.tar.gz and its tree (DKMS-ready)
 # make dkms-install   the source into /usr/src, DKMS builds it for every
 #                     kernel with headers; make dkms-uninstall
@@ -14,7 +15,9 @@
 # make check-packages the packages built, installed, and the DKMS module in a VM
 # make fuzz [DURATION=SECS]  the ioctl fuzzer in a VM (debug kernel if built)
 # make demo           a VM with rxe0: krdmactl devices
-# make lint           W=1 + sparse on every kernel of the matrix, checkpatch
+# make lint           W=1 + sparse on every kernel of the matrix, checkpatch,
+#                     the docs
+# make docs           build/docs/html: docs/*.rst, the uAPI page from uapi/krdma.h
 # make version        the version every build is stamped with
 # make checkpatch | sparse | clean
 
@@ -64,7 +67,7 @@ USER_CFLAGS := -O2 -g $(WARN_CFLAGS) -I$(SRC)/uapi $(EXTRA_CFLAGS)
 
 .PHONY: all module tools selftests install install-module install-udev install-tools \
 	uninstall dist dkms-install dkms-uninstall deb clean check check-debug \
-	check-packages fuzz demo bench bench-trace checkpatch sparse lint version FORCE
+	check-packages fuzz demo bench bench-trace checkpatch sparse lint docs version FORCE
 
 all: module tools
 
@@ -141,6 +144,8 @@ install-tools: tools
 	install -D -m 0755 $(BUILD)/bin/krdmactl $(DESTDIR)$(PREFIX)/sbin/krdmactl
 	install -D -m 0644 $(SRC)/uapi/krdma.h $(DESTDIR)$(PREFIX)/include/krdma/krdma.h
 	install -D -m 0644 $(SRC)/man/krdmactl.8 $(DESTDIR)$(PREFIX)/share/man/man8/krdmactl.8
+	install -D -m 0644 $(SRC)/userspace/completion/krdmactl \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/krdmactl
 	install -D -m 0644 $(SRC)/scripts/modules-load.d/krdma.conf \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/krdma.conf
 
@@ -151,6 +156,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/krdmactl \
 		$(DESTDIR)$(PREFIX)/include/krdma/krdma.h \
 		$(DESTDIR)$(PREFIX)/share/man/man8/krdmactl.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/krdmactl \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/krdma.conf
 	-rmdir -p $(DESTDIR)$(PREFIX)/include/krdma \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d 2>/dev/null
@@ -216,13 +222,17 @@ checkpatch:
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; \
 	echo "kernel-doc: uapi/krdma.h and module/*.h clean"
 
+# Sphinx and the kernel's kernel-doc extension; any warning fails
+docs:
+	$(SRC)/scripts/docs.sh $(BUILD)
+
 sparse:
 	rm -rf $(KBUILD_DIR)
 	$(MAKE) module C=2 W=1
 
 # W=1 and sparse against every kernel of the matrix (the ones another
 # suite has, in its build root), plus checkpatch: any warning fails.
-lint: checkpatch
+lint: checkpatch docs
 	$(SRC)/selftests/vm/lint.sh
 
 clean:

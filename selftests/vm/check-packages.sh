@@ -163,6 +163,45 @@ t_deb_install() {
 	udev_rule_installed
 }
 
+# The completions bash offers for the words "$@", the last being the one
+# completed, from the installed krdmactl's completion: one a line.
+complete_words() {
+	bash --norc --noprofile -c '
+		. /usr/share/bash-completion/completions/krdmactl
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		_krdmactl krdmactl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"' bash "$@"
+}
+
+# COMPLETIONS WORDS...: bash offers exactly COMPLETIONS (space-separated)
+completes() {
+	local want=$1 got
+	shift
+	got=$(complete_words "$@" | tr '\n' ' ')
+	echo "krdmactl completion of '$*': $got"
+	[ "$got" = "$want " ]
+}
+
+# the package's man page renders without a groff warning, and bash
+# completes commands, options and values from the installed krdmactl
+t_man_completion() {
+	local warn
+	warn=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 \
+		man --warnings -E UTF-8 -l -Tutf8 -Z /usr/share/man/man8/krdmactl.8.gz 2>&1 >/dev/null)
+	[ -z "$warn" ] || { echo "$warn"; return 1; }
+	man -l /usr/share/man/man8/krdmactl.8.gz | grep -q 'krdmactl bench'
+	completes "bench" krdmactl be
+	completes "send serve sessions" krdmactl help se
+	completes "--report_gbits" krdmactl bench --rep
+	completes "send send_imm write write_imm read fadd cswap" krdmactl bench ""
+	completes "--one-cpu --output= --once" krdmactl bench write host -s 64 --o
+	completes "bandwidth latency" krdmactl bench --output = ""
+	completes "uc ud" krdmactl serve -t u
+	completes "" krdmactl bench -s ""
+	completes "-j --json -p --pretty -V --version -h --help" krdmactl -
+}
+
 t_dkms_signed() {
 	local ko signer cn
 	ko=$(dkms_module "$REL")
@@ -212,10 +251,12 @@ t_make_install() {
 	grep -q '/ib_core\.ko' "$TMP/deps"
 	test -x "$root/usr/sbin/krdmactl"
 	test -e "$root/usr/share/man/man8/krdmactl.8"
+	test -e "$root/usr/share/bash-completion/completions/krdmactl"
 	find "$root" -path '*/udev/rules.d/60-krdma.rules' | grep .
 	make -C "$REPO" --no-print-directory uninstall DESTDIR="$root" PREFIX=/usr KDIR="$KDIR"
 	[ ! -e "$root/lib/modules/$REL/extra/krdma.ko" ]
 	[ ! -e "$root/usr/sbin/krdmactl" ]
+	[ ! -e "$root/usr/share/bash-completion/completions/krdmactl" ]
 	[ -z "$(find "$root" -path '*/udev/rules.d/60-krdma.rules')" ]
 	fails modprobe -d "$root" -S "$REL" --show-depends krdma 2>/dev/null
 }
@@ -244,6 +285,7 @@ echo "TAP version 13"
 step deb t_deb
 step dkms-source t_dkms_source
 step deb-install t_deb_install
+step man-completion t_man_completion
 step dkms-signed t_dkms_signed
 step autoinstall t_autoinstall
 step make-install t_make_install
