@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdmactl bench: what its files share (bench.c has the overview).
+ *
+ *   bench.c         the command: the module's ABI checked, a mode run
+ *   bench_opts.c    options, and the combinations refused
+ *   bench_stats.c   figures of a run, its lines, progress while it goes
+ *   bench_proto.c   the wire protocol: hello, adv, READY and END
+ *   bench_via.c     --via-ioctl: the loop in this process
+ *   bench_client.c  a client's runs, and --conns
+ *   bench_serve.c   the server
+ *   bench_ib.c      device, port, GID, MTU and the QPs' addresses
+ */
+#ifndef KRDMACTL_BENCH_H
+#define KRDMACTL_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench_ib.h"
+#include "krdmactl.h"
+#include "xfer.h"
+
+#define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
+#define BENCH_VERSION 2
+#define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
+#define MIB 1048576.0
+#define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
+#define UD_ALL_MAX 4096U		/* -a over UD: no more than an MTU */
+
+enum bench_op {
+	BOP_NONE = 0,		/* --conns: connect only */
+	BOP_SEND,
+	BOP_SEND_IMM,
+	BOP_WRITE,
+	BOP_WRITE_IMM,
+	BOP_READ,
+	BOP_FADD,
+	BOP_CSWAP,
+};
+
+enum {
+	BH_LATENCY = 1 << 0,
+	BH_VALIDATE = 1 << 1,
+	BH_NOTIFY = 1 << 2,
+	BH_ONE_CPU = 1 << 3,	/* the server keeps one loop as well */
+	BH_ALL = 1 << 4,	/* -a: sizes up to max_size (UD: or the MTU) */
+};
+
+/* CONNECT private data, 36 bytes */
+struct bench_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;		/* enum bench_op */
+	uint32_t flags;		/* BH_* */
+	uint32_t max_size;	/* largest message of the runs */
+	uint32_t tx_depth;
+	uint16_t qps;		/* connections in the group */
+	uint16_t index;		/* this one's index */
+	uint32_t group;		/* random, names the group */
+	uint32_t timeout_s;
+	uint32_t kproto;	/* the client's KRDMA_BENCH_PROTOCOL */
+};
+
+/* ACCEPT private data, 32 bytes */
+struct bench_adv {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t __reserved;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t __reserved2;
+};
+
+_Static_assert(sizeof(struct bench_hello) == 36, "bench_hello");
+_Static_assert(sizeof(struct bench_adv) == 32, "bench_adv");
+
+/* An operation's name and the KRDMA_OP_ it runs, by BOP_ */
+struct bench_op_info {
+	const char *name;
+	uint32_t opcode;
+};
+
+extern const struct bench_op_info bench_ops[BOP_CSWAP + 1];
+
+static inline bool two_sided(int op)
+{
+	return op == BOP_SEND || op == BOP_SEND_IMM || op == BOP_WRITE_IMM;
+}
+
+static inline bool is_atomic(int op)
+{
+	return op == BOP_FADD || op == BOP_CSWAP;
+}
+
+enum { OUT_ALL = 0, OUT_BW, OUT_LAT };	/* --output */
+
+struct bench_opts {
+	int op;
+	const char *host;
+	uint32_t port;
+	uint32_t size;
+	bool have_size;
+	bool all;
+	uint64_t iters;
+	bool have_iters;
+	uint32_t duration_s;
+	uint32_t qps;
+	uint32_t tx_depth;
+	uint32_t cq_mod;
+	uint32_t inline_size;
+	bool events;
+	bool latency;
+	bool validate;
+	bool via_ioctl;
+	bool one_cpu;
+	uint32_t conns;
+	uint32_t timeout_s;
+	bool once;
+	bool corrupt;		/* selftests: spoil the source pattern */
+	bool copy_only;	/* the guest's memcpy bandwidth */
+	uint32_t transport;	/* KRDMA_TRANSPORT_* */
+	struct bench_ib_want ib;	/* -d, -i, -x, -m */
+	bool report_gbits;
+	int output;		/* OUT_* */
+	bool run_infinitely;
+};
+
+/* A latency run's figures, made of its samples (ns) here. */
+struct bench_lat {
+	uint64_t samples;
+	double min, max, typical, avg, stdev, p99, p999;
+};
+
+struct bench_result {
+	uint32_t size;
+	struct krdma_bench b;
+	struct bench_lat lat;
+	int err;
+};
+
+struct bench_conn {
+	uint32_t handle;
+	uint32_t dev_index;
+	struct bench_adv adv;
+	uint32_t via_recvs;	/* receives --via-ioctl has posted, not taken */
+	uint32_t qp_num;
+};
+
+/* a --via-ioctl run, on one connection (bench_via.c) */
+struct via {
+	int fd;
+	uint32_t conn;
+	const struct bench_opts *o;
+	const struct xfer_buf *buf;
+	struct bench_conn *bc;
+	struct krdma_bench *b;
+	struct bench_lat *lat;
+	bool post_poll;		/* KRDMA_POST_POLL works */
+	int64_t idle_since_ms;	/* the first of the polls since that had none */
+	struct krdma_wr wr;	/* via_post()'s */
+};
+
+/* bench_opts.c */
+int bench_parse(int argc, char **argv, struct bench_opts *o);
+const char *bench_transport_name(uint32_t transport, bool upper);
+
+/* bench_stats.c */
+extern const char bench_bw_line[];
+double bench_bw_unit(const struct bench_opts *o, double bytes_per_s);
+void bench_print_header(const struct bench_opts *o, const char *dev,
+			bool latency, const struct bench_ib_ends *ends);
+void bench_print_row(const struct bench_opts *o,
+		     const struct bench_result *r, bool latency);
+void bench_lat_figures(struct bench_lat *l, uint64_t *s, uint64_t n);
+uint64_t bench_lat_max_samples(uint64_t iters);
+const char *bench_errno_hint(int err);
+extern struct krdma_bench_progress bench_progress;
+extern volatile int bench_progress_stop;
+extern uint32_t bench_progress_size;
+extern bool bench_progress_gbits;
+void *bench_progress_thread(void *arg);
+
+/* bench_proto.c */
+void bench_fill_pattern(uint8_t *p, uint64_t len);
+uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
+		       uint32_t transport, uint32_t qps);
+uint32_t bench_all_max(const struct bench_opts *o);
+uint32_t bench_protocol(int fd);
+extern struct krdma_sockaddr bench_src;
+int bench_connect(int fd, const struct bench_opts *o,
+		  const struct krdma_sockaddr *dst, uint32_t group,
+		  uint32_t index, uint32_t qps, struct bench_conn *c,
+		  bool want_adv);
+bool bench_late_ready(const struct krdma_wc *wc);
+int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
+		  int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out);
+int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
+			  uint32_t *bad);
+int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
+		       const struct xfer_buf *buf, uint32_t imm,
+		       uint32_t *answer);
+void bench_disconnect(int fd, uint32_t conn);
+
+/* bench_via.c */
+int bench_via_run(struct via *v, uint32_t size);
+
+/* bench_client.c */
+void bench_uc_write_imm_warn(int fd, uint32_t conn, uint32_t transport,
+			     int op, uint32_t vendor_id, uint32_t max_size);
+int bench_client(int fd, const struct bench_opts *o);
+int bench_conns(int fd, const struct bench_opts *o);
+int bench_memcpy(const struct bench_opts *o);
+
+/* bench_serve.c */
+int bench_serve(int fd, const struct bench_opts *o);
+
+#endif /* KRDMACTL_BENCH_H */

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl bench: the wire protocol between a client and a server.  The
+ * client's CONNECT carries struct bench_hello, the server's ACCEPT struct
+ * bench_adv; READY and END are zero-length SEND_WITH_IMMs (uapi/krdma.h,
+ * KRDMA_BENCH_SERVER), repeated over UC and UD until answered.  Also the
+ * buffer a side needs and the pattern it carries.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "bench.h"
+#include "names.h"
+
+#define BENCH_MAX_BUF (64ULL << 20)	/* a side's buffer, unless validating */
+#define BENCH_ALL_MAX (8U << 20)	/* -a: 2 B ... 8 MiB */
+#define HELLO_REPEAT_MS 200		/* UC, UD: hello, end again after this */
+
+void bench_fill_pattern(uint8_t *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = krdma_bench_pattern(i);
+}
+
+/*
+ * Bytes of the buffer a side needs for messages of @size, and over UD
+ * the GRH area at its end, KRDMA_GRH_LEN bytes for each of @qps.
+ */
+uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
+		       uint32_t transport, uint32_t qps)
+{
+	uint64_t len = (uint64_t)size * depth;
+
+	if (!validate && len > BENCH_MAX_BUF)
+		len = BENCH_MAX_BUF;
+	if (len < size)
+		len = size;
+	if (transport == KRDMA_TRANSPORT_UD)
+		len += (uint64_t)qps * KRDMA_GRH_LEN;
+	return len;
+}
+
+static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
+{
+	struct krdma_event evs[8];
+	int64_t deadline = xfer_now_ms() + 2000;
+	const struct bench_adv *a;
+	int i, n;
+
+	do {
+		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 100);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (evs[i].type != KRDMA_EVENT_ESTABLISHED ||
+			    evs[i].handle != conn)
+				continue;
+			a = (const void *)evs[i].private_data;
+			if (evs[i].private_data_len < sizeof(*a) ||
+			    be32toh(a->magic) != BENCH_MAGIC)
+				return -EPROTO;
+			adv->addr = be64toh(a->addr);
+			adv->length = be64toh(a->length);
+			adv->rkey = be32toh(a->rkey);
+			return 0;
+		}
+	} while (xfer_now_ms() < deadline);
+	return -ETIMEDOUT;
+}
+
+/* -a: up to 8 MiB; over UD, one packet (the hello asks for no more). */
+uint32_t bench_all_max(const struct bench_opts *o)
+{
+	return o->transport == KRDMA_TRANSPORT_UD ? UD_ALL_MAX : BENCH_ALL_MAX;
+}
+
+/* The bench protocol the loaded module's runs speak (0: unknown). */
+uint32_t bench_protocol(int fd)
+{
+	struct krdma_info info = { .size = sizeof(info) };
+
+	return krdma_ioctl_quiet(fd, KRDMA_GET_INFO, &info) ? 0 :
+	       info.bench_protocol;
+}
+
+/* the source address of a client's connections (-d, -i, -x), or family 0 */
+struct krdma_sockaddr bench_src;
+
+int bench_connect(int fd, const struct bench_opts *o,
+		  const struct krdma_sockaddr *dst, uint32_t group,
+		  uint32_t index, uint32_t qps, struct bench_conn *c,
+		  bool want_adv)
+{
+	/* latency: room for the unsignaled pings -Q allows */
+	uint32_t depth = o->latency ? (o->cq_mod > 4 ? o->cq_mod : 4) :
+				      o->tx_depth;
+	struct krdma_cm_connect cc = {
+		.size = sizeof(cc),
+		.flags = o->events ? KRDMA_CONN_NOTIFY : 0,
+		.dst = *dst,
+		.src = bench_src,
+		.transport = o->transport,
+		.timeout_ms = o->timeout_s * 1000,
+		.caps = { .max_send_wr = o->op ? depth + 2 : 4,
+			  .max_recv_wr = o->op ? 8 + (o->via_ioctl ? VIA_RECVS :
+							     0) : 4,
+			  .max_send_sge = 1,
+			  /* UD: the GRH's and the payload's */
+			  .max_recv_sge = o->transport ==
+					  KRDMA_TRANSPORT_UD ? 2 : 1,
+			  .max_inline_data = o->inline_size },
+		.private_data_len = sizeof(struct bench_hello),
+	};
+	struct bench_hello h = {
+		.magic = htobe32(BENCH_MAGIC),
+		.version = htobe16(BENCH_VERSION),
+		.op = htobe16(o->op),
+		.flags = htobe32((o->latency ? BH_LATENCY : 0) |
+				 (o->validate ? BH_VALIDATE : 0) |
+				 (o->events ? BH_NOTIFY : 0) |
+				 (o->one_cpu ? BH_ONE_CPU : 0) |
+				 (o->all ? BH_ALL : 0)),
+		.max_size = htobe32(o->all ? bench_all_max(o) : o->size),
+		.tx_depth = htobe32(o->latency ? 1 : o->tx_depth),
+		.qps = htobe16(qps),
+		.index = htobe16(index),
+		.group = htobe32(group),
+		.timeout_s = htobe32(o->timeout_s),
+		.kproto = htobe32(bench_protocol(fd)),
+	};
+	int ret;
+
+	memcpy(cc.private_data, &h, sizeof(h));
+	ret = krdma_ioctl_quiet(fd, KRDMA_CM_CONNECT, &cc);
+	if (ret == -ECONNREFUSED) {
+		err_msg("bench: connection refused (reject reason %d): is "
+			PROG_NAME " bench running there, with the same -c?",
+			cc.reject_reason);
+		return ret;
+	}
+	if (ret == -EINVAL) {
+		/* what the kernel checks against the device: the queue */
+		err_msg("bench: connect: %s: a QP of %u send WRs and %u bytes "
+			"inline (-t, -Q, -I) the device cannot make (see "
+			PROG_NAME " devices: max_qp_wr, max_inline_data)",
+			strerror(-ret), cc.caps.max_send_wr,
+			cc.caps.max_inline_data);
+		return ret;
+	}
+	if (ret) {
+		err_msg("bench: connect: %s", strerror(-ret));
+		return ret;
+	}
+	c->handle = cc.handle;
+	c->dev_index = cc.dev_index;
+	c->qp_num = cc.qp_num;
+	/*
+	 * The server's READY message needs a receive as soon as can be (UC,
+	 * UD: the server waits for the client's hello, after this)
+	 */
+	if (two_sided(o->op) && o->transport == KRDMA_TRANSPORT_RC) {
+		struct krdma_wr wr = { .wr_id = 1, .opcode = KRDMA_OP_RECV };
+
+		ret = xfer_post_one(fd, c->handle, &wr);
+		if (ret)
+			return ret;
+	}
+	if (!want_adv)
+		return 0;
+	ret = get_adv(fd, c->handle, &c->adv);
+	if (ret)
+		err_msg("bench: no buffer advertised by the server: %s",
+			strerror(-ret));
+	return ret;
+}
+
+/* The server's READY, answering a hello after the one answered first. */
+bool bench_late_ready(const struct krdma_wc *wc)
+{
+	return wc->opcode == KRDMA_OP_RECV &&
+	       (wc->wc_flags & KRDMA_WC_WITH_IMM) &&
+	       wc->imm_data == KRDMA_BENCH_READY_IMM;
+}
+
+/* A failed completion, said so. */
+static bool wc_failed(const struct krdma_wc *wc)
+{
+	if (!wc->status)
+		return false;
+	err_msg("bench: completion failed: %s", wc_status_name(wc->status));
+	return true;
+}
+
+/*
+ * Wait for a completion of @want (with immediate data if @with_imm) on
+ * @conn, for @timeout_ms from @start_ms; it goes to @out.  Other
+ * completions are passed over, a failed one ends the wait.
+ */
+int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
+		  int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out)
+{
+	int64_t deadline = start_ms + timeout_ms;
+	struct krdma_wc wc[4];
+	int i, n;
+
+	while (xfer_now_ms() < deadline) {
+		n = xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 100);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (wc_failed(&wc[i]))
+				return -EIO;
+			if (wc[i].opcode == want &&
+			    (!with_imm || wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
+				*out = wc[i];
+				return 0;
+			}
+		}
+		if (xfer_stop)
+			return -EINTR;
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * Two-sided: the server answers the END message with the count of payloads
+ * that failed its check, 0 unless validating (uapi/krdma.h,
+ * KRDMA_BENCH_SERVER); the receive for that answer goes before the END.
+ * The answer, not the END's own completion, says the server is done: the
+ * END's acknowledgment may be lost when the server's QP leaves RTS.
+ */
+int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
+			  uint32_t *bad)
+{
+	int64_t start = xfer_now_ms();
+	struct krdma_wr rwr = { .wr_id = 3, .opcode = KRDMA_OP_RECV };
+	struct krdma_wr wr = {
+		.wr_id = 2,
+		.opcode = KRDMA_OP_SEND_WITH_IMM,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = KRDMA_BENCH_END_IMM,
+	};
+	struct krdma_wc wc;
+	int ret;
+
+	ret = xfer_post_one(fd, conn, &rwr);
+	if (!ret)
+		ret = xfer_post_one(fd, conn, &wr);
+	if (!ret)
+		ret = bench_wait_wc(fd, conn, KRDMA_OP_RECV, true, start,
+				    timeout_s * 1000, &wc);
+	if (!ret)
+		*bad = wc.imm_data;
+	return ret;
+}
+
+/*
+ * UC, UD: a receive for the server's zero-length answer; over UD with room
+ * for the GRH in front (the buffer's last KRDMA_GRH_LEN bytes, where the
+ * kernel's runs put them too).
+ */
+static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
+			    const struct xfer_buf *buf, uint64_t wr_id)
+{
+	struct krdma_wr wr = { .wr_id = wr_id, .opcode = KRDMA_OP_RECV };
+
+	if (transport == KRDMA_TRANSPORT_UD)
+		return xfer_post_recv(fd, conn, wr_id, buf->handle,
+				      buf->length - KRDMA_GRH_LEN,
+				      KRDMA_GRH_LEN);
+	return xfer_post_one(fd, conn, &wr);
+}
+
+/*
+ * UC, UD: a zero-length SEND_WITH_IMM of @imm every HELLO_REPEAT_MS until
+ * the server's answer comes (its imm_data to @answer), for -T.  Both drop
+ * a message that finds no receive posted: a hello sent before the server's
+ * run has posted its receives, an end message that comes when the server
+ * has none left, an answer lost.  Every hello's send completion is reaped
+ * before the run starts, which would take one for a stranger's (EBUSY).
+ */
+int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
+		       const struct xfer_buf *buf, uint32_t imm,
+		       uint32_t *answer)
+{
+	int64_t deadline = xfer_now_ms() + o->timeout_s * 1000LL, next = 0;
+	struct krdma_wr wr = {
+		.wr_id = 2,
+		.opcode = KRDMA_OP_SEND_WITH_IMM,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = imm,
+	};
+	uint32_t sent = 0, sends_done = 0;
+	bool answered = false;
+	struct krdma_wc wc[4];
+	int ret, n, i;
+
+	ret = post_answer_recv(fd, conn, o->transport, buf, 3);
+	while (!ret && (!answered || sends_done < sent)) {
+		if (xfer_stop)
+			return -EINTR;
+		if (xfer_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		if (!answered && xfer_now_ms() >= next) {
+			ret = xfer_post_one(fd, conn, &wr);
+			sent++;
+			next = xfer_now_ms() + HELLO_REPEAT_MS;
+		}
+		n = ret ? 0 : xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 20);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			if (wc_failed(&wc[i]))
+				return -EIO;
+			if (wc[i].opcode != KRDMA_OP_RECV) {
+				sends_done++;
+				continue;
+			}
+			/* a late READY, while the end message waits */
+			if (bench_late_ready(&wc[i]) !=
+			    (imm == KRDMA_BENCH_READY_IMM) ||
+			    !(wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
+				ret = post_answer_recv(fd, conn, o->transport,
+						       buf, 3);
+				continue;
+			}
+			answered = true;
+			*answer = wc[i].imm_data;
+		}
+	}
+	return ret;
+}
+
+void bench_disconnect(int fd, uint32_t conn)
+{
+	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = conn };
+
+	krdma_ioctl_quiet(fd, KRDMA_CM_DISCONNECT, &d);
+	xfer_destroy(fd, conn);
+}
+

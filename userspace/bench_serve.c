@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl bench without OP HOST: the server.  Clients' connections join
+ * groups (one client's -q QPs) by their hello; two-sided runs go in the
+ * kernel here as well (KRDMA_BENCH_SERVER), one-sided ones need a buffer.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "bench.h"
+#include "names.h"
+#include "print.h"
+
+struct srv_group {
+	bool used;
+	uint32_t id;
+	int op;
+	uint32_t flags;
+	uint32_t max_size;
+	uint32_t tx_depth;
+	uint32_t qps;
+	uint32_t joined;
+	uint32_t live;
+	uint32_t timeout_s;
+	uint32_t *handles;
+	struct xfer_buf buf;
+	bool ran;
+	int64_t last_join_ms;
+};
+
+#define SRV_MAX_GROUPS 16
+
+struct srv {
+	int fd;
+	const struct bench_opts *o;
+	uint32_t dev_index;
+	uint32_t listener;
+	uint32_t vendor_id;	/* of the device served */
+	uint32_t kproto;	/* KRDMA_BENCH_PROTOCOL of the loaded module */
+	struct srv_group groups[SRV_MAX_GROUPS];
+	uint32_t *conn_group;	/* handle -> group index + 1 (small table) */
+	uint32_t conn_group_len;
+	bool finished;
+	bool run_failed;	/* a run served failed: the exit status */
+};
+
+static void srv_reject(struct srv *s, uint32_t handle)
+{
+	struct krdma_cm_accept rj = { .size = sizeof(rj), .handle = handle };
+
+	krdma_ioctl_quiet(s->fd, KRDMA_CM_REJECT, &rj);
+}
+
+static struct srv_group *srv_group(struct srv *s, uint32_t id,
+				   const struct bench_hello *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < SRV_MAX_GROUPS; i++)
+		if (s->groups[i].used && s->groups[i].id == id && id)
+			return &s->groups[i];
+	for (i = 0; i < SRV_MAX_GROUPS; i++) {
+		struct srv_group *g = &s->groups[i];
+
+		if (g->used)
+			continue;
+		memset(g, 0, sizeof(*g));
+		g->used = true;
+		g->id = id;
+		g->op = be16toh(h->op);
+		g->flags = be32toh(h->flags);
+		g->max_size = be32toh(h->max_size);
+		g->tx_depth = be32toh(h->tx_depth);
+		g->qps = be16toh(h->qps);
+		g->timeout_s = be32toh(h->timeout_s);
+		g->last_join_ms = xfer_now_ms();
+		g->handles = calloc(g->qps, sizeof(*g->handles));
+		if (!g->handles || g->op >= (int)ARRAY_SIZE(bench_ops) ||
+		    !g->tx_depth || !g->max_size) {
+			free(g->handles);
+			g->used = false;
+			return NULL;
+		}
+		return g;
+	}
+	return NULL;
+}
+
+static void srv_group_free(struct srv *s, struct srv_group *g)
+{
+	xfer_buf_free(s->fd, &g->buf);
+	free(g->handles);
+	g->used = false;
+}
+
+static void srv_map(struct srv *s, uint32_t handle, uint32_t gi)
+{
+	if (handle >= s->conn_group_len) {
+		uint32_t n = handle * 2 + 16;
+		uint32_t *t = realloc(s->conn_group, n * sizeof(*t));
+
+		if (!t)
+			return;
+		memset(t + s->conn_group_len, 0,
+		       (n - s->conn_group_len) * sizeof(*t));
+		s->conn_group = t;
+		s->conn_group_len = n;
+	}
+	s->conn_group[handle] = gi;
+}
+
+/*
+ * UD: a message is one packet.  -a asks for up to UD_ALL_MAX: the run
+ * takes up to the MTU.  A client that asked for more with -s has given up
+ * (it checks too), without a word, as UD has no disconnect: not a run.
+ */
+static bool srv_ud_size(struct srv *s, struct srv_group *g, uint32_t *size)
+{
+	struct krdma_conn_query q = { .size = sizeof(q),
+				      .handle = g->handles[0] };
+
+	if (krdma_ioctl_quiet(s->fd, KRDMA_CONN_QUERY, &q) ||
+	    q.path_mtu >= *size)
+		return true;
+	if (g->flags & BH_ALL) {
+		*size = q.path_mtu;
+		return true;
+	}
+	warn_msg("bench: a client asked for %u-byte messages, over UD at "
+		 "most the MTU, %u: not served", *size, q.path_mtu);
+	g->ran = true;
+	return false;
+}
+
+static void srv_run(struct srv *s, struct srv_group *g)
+{
+	struct bench_result r = { .size = g->max_size };
+	struct krdma_bench *b = &r.b;
+	bool lat = g->flags & BH_LATENCY;
+	int ret;
+
+	b->size = sizeof(*b);
+	b->flags = KRDMA_BENCH_SERVER | (lat ? KRDMA_BENCH_LATENCY : 0) |
+		   (g->flags & BH_VALIDATE ? KRDMA_BENCH_VALIDATE : 0) |
+		   (g->flags & BH_NOTIFY ? KRDMA_BENCH_NOTIFY : 0) |
+		   (g->flags & BH_ONE_CPU || g->qps == 1 ?
+		    0 : KRDMA_BENCH_PER_CPU);
+	b->opcode = bench_ops[g->op].opcode;
+	b->num_conns = g->qps;
+	b->conns_uptr = (uintptr_t)g->handles;
+	b->local_buf = g->buf.handle;
+	b->msg_size = g->max_size;
+	if (s->o->transport == KRDMA_TRANSPORT_UD &&
+	    !srv_ud_size(s, g, &b->msg_size))
+		return;
+	b->tx_depth = lat ? 4 : 2 * g->tx_depth;
+	/*
+	 * A ping-pong's replies are signaled one in as many as may be in
+	 * flight, not each (ib_send_lat's server signals as its client does,
+	 * one in 100 by default): a completion per reply is work, and a CQE
+	 * to poll, that perftest's server does not have.
+	 */
+	b->signal_every = lat ? b->tx_depth : 1;
+	b->timeout_ms = g->timeout_s * 1000;
+	ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
+	g->ran = true;
+	if (ret || b->validate_errors)
+		s->run_failed = true;
+	if (pr_is_json()) {
+		pr_obj_begin(NULL);
+		pr_str("event", "served");
+		pr_str("op", bench_ops[g->op].name);
+		pr_u64("qps", g->qps);
+		pr_u64("messages", b->ops_done);
+		pr_u64("bytes", b->bytes_done);
+		pr_u64("validate_errors", b->validate_errors);
+		if (ret)
+			pr_str("error", bench_errno_hint(ret));
+		if (b->wc_status)
+			pr_str("wc_status", wc_status_name(b->wc_status));
+		pr_obj_end();
+	} else {
+		printf("served %s: %u QP(s), %" PRIu64 " messages, %" PRIu64
+		       " bytes, %" PRIu64 " failed validation%s%s%s%s\n",
+		       bench_ops[g->op].name, g->qps, (uint64_t)b->ops_done,
+		       (uint64_t)b->bytes_done, (uint64_t)b->validate_errors,
+		       ret ? ": " : "", ret ? bench_errno_hint(ret) : "",
+		       b->wc_status ? ": " : "",
+		       b->wc_status ? wc_status_name(b->wc_status) : "");
+	}
+	fflush(stdout);
+}
+
+static void srv_disconnected(struct srv *s, uint32_t handle)
+{
+	struct srv_group *g;
+	uint32_t gi;
+
+	xfer_destroy(s->fd, handle);
+	if (handle >= s->conn_group_len || !s->conn_group[handle])
+		return;
+	gi = s->conn_group[handle] - 1;
+	s->conn_group[handle] = 0;
+	g = &s->groups[gi];
+	if (--g->live)
+		return;
+	/* a client served (not one that left before all its QPs joined) */
+	if (g->op && g->joined == g->qps)
+		s->finished = true;
+	srv_group_free(s, g);
+}
+
+/*
+ * UD: the group's connections are done, as a disconnect would say over
+ * RC and UC; the last one frees the group, and with it its handles.
+ */
+static void srv_ud_done(struct srv *s, struct srv_group *g)
+{
+	uint32_t handles[BENCH_MAX_QPS], n = g->joined, i;
+
+	memcpy(handles, g->handles, n * sizeof(*handles));
+	for (i = 0; i < n; i++)
+		srv_disconnected(s, handles[i]);
+}
+
+static void srv_request(struct srv *s, const struct krdma_event *ev)
+{
+	const struct bench_hello *h = (const void *)ev->private_data;
+	struct krdma_cm_accept ac = {
+		.size = sizeof(ac),
+		.handle = ev->handle,
+		.private_data_len = sizeof(struct bench_adv),
+		.timeout_ms = s->o->timeout_s * 1000,
+	};
+	struct bench_adv adv = {
+		.magic = htobe32(BENCH_MAGIC),
+		.version = htobe16(BENCH_VERSION),
+	};
+	struct srv_group *g;
+	uint32_t depth, index;
+	bool lat;
+	int ret;
+
+	if (ev->private_data_len < sizeof(*h) ||
+	    be32toh(h->magic) != BENCH_MAGIC ||
+	    be16toh(h->version) != BENCH_VERSION) {
+		srv_reject(s, ev->handle);
+		return;
+	}
+	/* the two ends' kernel runs talk to each other */
+	if (be32toh(h->kproto) != s->kproto) {
+		warn_msg("bench: refused a client whose krdma.ko speaks bench "
+			 "protocol %u (this one's: %u)", be32toh(h->kproto),
+			 s->kproto);
+		srv_reject(s, ev->handle);
+		return;
+	}
+	/* over UC, what bench_check_opts() lets a client ask */
+	if (s->o->transport == KRDMA_TRANSPORT_UC &&
+	    (be16toh(h->op) == BOP_READ || is_atomic(be16toh(h->op)))) {
+		srv_reject(s, ev->handle);
+		return;
+	}
+	/* over UD: send and send_imm, and --conns */
+	if (s->o->transport == KRDMA_TRANSPORT_UD && h->op &&
+	    be16toh(h->op) != BOP_SEND && be16toh(h->op) != BOP_SEND_IMM) {
+		srv_reject(s, ev->handle);
+		return;
+	}
+	if (!h->op) {	/* --conns: a connection, nothing more */
+		ac.caps = (struct krdma_qp_caps){ .max_send_wr = 4,
+			.max_recv_wr = 4, .max_send_sge = 1,
+			.max_recv_sge = 1 };
+		ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+		if (ret)
+			err_msg("bench: accept: %s", strerror(-ret));
+		/*
+		 * UD: the SIDR reply has gone, and no disconnect will come
+		 * to end the connection
+		 */
+		if (ret || s->o->transport == KRDMA_TRANSPORT_UD)
+			xfer_destroy(s->fd, ev->handle);
+		return;
+	}
+	g = srv_group(s, be32toh(h->group), h);
+	index = be16toh(h->index);
+	if (!g || index >= g->qps || g->joined >= g->qps) {
+		srv_reject(s, ev->handle);
+		return;
+	}
+	lat = g->flags & BH_LATENCY;
+	depth = lat ? 4 : 2 * g->tx_depth;
+	if (g->op && !g->buf.handle) {
+		ret = xfer_buf_alloc(s->fd, s->dev_index,
+				     KRDMA_ACCESS_LOCAL_WRITE |
+				     KRDMA_ACCESS_REMOTE_WRITE |
+				     KRDMA_ACCESS_REMOTE_READ |
+				     KRDMA_ACCESS_REMOTE_ATOMIC,
+				     bench_buf_len(g->max_size, depth,
+						   g->flags & BH_VALIDATE,
+						   s->o->transport, g->qps),
+				     &g->buf);
+		if (ret) {
+			srv_reject(s, ev->handle);
+			srv_group_free(s, g);
+			return;
+		}
+		bench_fill_pattern(g->buf.mem, g->buf.length);
+	}
+	adv.addr = htobe64(g->buf.addr);
+	adv.length = htobe64(g->buf.length);
+	adv.rkey = htobe32(g->buf.rkey);
+	memcpy(ac.private_data, &adv, sizeof(adv));
+	ac.flags = g->flags & BH_NOTIFY ? KRDMA_CONN_NOTIFY : 0;
+	ac.caps.max_send_wr = g->op ? (lat ? 8 : g->tx_depth + 2) : 4;
+	ac.caps.max_recv_wr = g->op && two_sided(g->op) ? depth + 2 : 4;
+	ac.caps.max_send_sge = 1;
+	/* UD: the GRH's and the payload's */
+	ac.caps.max_recv_sge = s->o->transport == KRDMA_TRANSPORT_UD ? 2 : 1;
+	ac.caps.max_inline_data = lat ? 64 : 0;
+	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	if (ret == -EINVAL && ac.caps.max_inline_data) {
+		ac.caps.max_inline_data = 0;
+		ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
+	}
+	if (ret) {
+		err_msg("bench: accept: %s", strerror(-ret));
+		xfer_destroy(s->fd, ev->handle);
+		if (!g->joined)
+			srv_group_free(s, g);
+		return;
+	}
+	g->handles[g->joined++] = ev->handle;
+	g->last_join_ms = xfer_now_ms();
+	g->live++;
+	srv_map(s, ev->handle, g - s->groups + 1);
+	if (g->joined == 1)
+		bench_uc_write_imm_warn(s->fd, ev->handle, s->o->transport,
+					g->op, s->vendor_id, g->max_size);
+	if (g->joined != g->qps || !g->op || !two_sided(g->op))
+		return;
+	srv_run(s, g);
+	/* UD: no disconnect ends the connections; the run did */
+	if (s->o->transport == KRDMA_TRANSPORT_UD)
+		srv_ud_done(s, g);
+}
+
+/*
+ * UD: a group whose client stopped connecting its QPs (it gave up, or
+ * died) is let go -T after the last, as a disconnect would have it over RC.
+ */
+static void srv_ud_sweep(struct srv *s)
+{
+	int64_t now = xfer_now_ms();
+	unsigned int i;
+
+	for (i = 0; i < SRV_MAX_GROUPS; i++) {
+		struct srv_group *g = &s->groups[i];
+
+		if (!g->used || g->joined == g->qps ||
+		    now - g->last_join_ms <= g->timeout_s * 1000LL)
+			continue;
+		if (g->joined)
+			srv_ud_done(s, g);
+		else
+			srv_group_free(s, g);
+	}
+}
+
+int bench_serve(int fd, const struct bench_opts *o)
+{
+	struct krdma_cm_listen l = {
+		.size = sizeof(l),
+		.backlog = 1024,
+		.transport = o->transport,
+	};
+	struct srv s = { .fd = fd, .o = o };
+	struct krdma_event evs[16];
+	char where[80];
+	int ret, n, i;
+
+	/* -d: on an address of that device, whose buffers the runs use */
+	if (bench_ib_listen(fd, &o->ib, o->port, &l.addr, &s.dev_index,
+			    &s.vendor_id))
+		return 1;
+	s.kproto = bench_protocol(fd);
+	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
+	if (ret) {
+		xfer_format_addr(&l.addr, where, sizeof(where));
+		if (o->ib.dev)
+			err_msg("bench: cannot listen on %s: %s", where,
+				strerror(-ret));
+		else
+			err_msg("bench: cannot listen on port %u: %s", o->port,
+				strerror(-ret));
+		return 1;
+	}
+	s.listener = l.handle;
+	if (pr_is_json()) {
+		pr_obj_begin(NULL);
+		pr_str("event", "listening");
+		pr_u64("port", l.port);
+		pr_obj_end();
+	} else if (o->ib.dev) {
+		l.addr.port = l.port;
+		xfer_format_addr(&l.addr, where, sizeof(where));
+		printf("bench: listening on port %u (%s, %s)\n", l.port,
+		       where, o->ib.dev);
+	} else {
+		printf("bench: listening on port %u\n", l.port);
+	}
+	fflush(stdout);
+	while (!xfer_stop && !(o->once && s.finished)) {
+		if (o->transport == KRDMA_TRANSPORT_UD)
+			srv_ud_sweep(&s);
+		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 200);
+		if (n == -EINTR)
+			break;
+		if (n < 0) {
+			err_msg("bench: events: %s", strerror(-n));
+			ret = n;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			switch (evs[i].type) {
+			case KRDMA_EVENT_CONNECT_REQUEST:
+				srv_request(&s, &evs[i]);
+				break;
+			case KRDMA_EVENT_DISCONNECTED:
+			case KRDMA_EVENT_CONN_ERROR:
+				srv_disconnected(&s, evs[i].handle);
+				break;
+			case KRDMA_EVENT_OVERFLOW:
+				warn_msg("bench: %d events lost (the event queue was full)",
+					 evs[i].status);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	for (i = 0; i < SRV_MAX_GROUPS; i++)
+		if (s.groups[i].used)
+			srv_group_free(&s, &s.groups[i]);
+	free(s.conn_group);
+	xfer_destroy(fd, s.listener);
+	return ret || s.run_failed ? 1 : 0;
+}
+
