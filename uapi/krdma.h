@@ -1460,6 +1460,48 @@ struct krdma_srq_create {
  */
 
 /**
+ * DOC: Benchmark wire protocol
+ *
+ * A %KRDMA_BENCH run with %KRDMA_BENCH_SERVER and the client's run on the
+ * other end speak a protocol of their own, %KRDMA_BENCH_PROTOCOL, apart
+ * from the ABI: both ends' must be the same
+ * (&struct krdma_info.bench_protocol).  Its messages are zero-length
+ * SEND_WITH_IMMs, named by their immediate data.
+ *
+ * Once its receives are posted the server sends %KRDMA_BENCH_READY_IMM on
+ * each connection (UC, UD: once the client asked, below): a client that
+ * waits for it never meets an empty receive queue (an RNR NAK, which
+ * rdma_cm connections answer with a 655 ms back-off).  It answers the end
+ * message, %KRDMA_BENCH_END_IMM (and, with %KRDMA_BENCH_VALIDATE, the last
+ * of @iters messages), with a report: immediate data that is how many of
+ * that connection's payloads failed the check (0 without
+ * %KRDMA_BENCH_VALIDATE; at most %KRDMA_BENCH_REPORT_MAX), and ends once
+ * that answer is acknowledged (UC, UD: below).  The client posts a receive
+ * for it after its own run (one posted before would be a completion that
+ * run did not post: %EBUSY; the server's RNR retries cover the wait) and
+ * before it sends the end message, and waits for the answer, not for the
+ * end message's completion: the server's QP enters the error state when
+ * the run ends, and an RC responder may deliver a message before it sends
+ * its acknowledgment.
+ *
+ * UC and UD drop a message that finds no receive posted, and nothing is
+ * resent.  A server on a UC or UD connection answers, instead of saying it
+ * is ready unasked, the client's hello: a %KRDMA_BENCH_READY_IMM that the
+ * client's caller posts before its run and repeats until the answer comes
+ * (the first ones may come before the server's receives).  Hellos before
+ * the first payload are answered, one READY for those a step of the loop
+ * found (a UD server's first only once the client's address handle is
+ * made, see &struct krdma_bench); a ping-pong client's run takes a late
+ * READY for what it is, and posts the receive it took again.  The server
+ * reports when done (end message, or @iters, validating or not), and
+ * answers each repeated end message (the caller repeats it until the
+ * report comes: it may have found no receive, or the report may have been
+ * lost) until a second (at most half @timeout_ms) after its last report,
+ * when the run ends.  A lost ping ends a ping-pong with %ETIMEDOUT; a
+ * server counts what arrived, which may be less than what was sent.
+ */
+
+/**
  * enum krdma_bench_flags - &struct krdma_bench.flags
  * @KRDMA_BENCH_LATENCY: latency instead of bandwidth: one operation at a
  *	time; SEND and SEND_WITH_IMM are a ping-pong with a %KRDMA_BENCH_SERVER
@@ -1474,24 +1516,8 @@ struct krdma_srq_create {
  * @KRDMA_BENCH_SERVER: the passive side of SEND, SEND_WITH_IMM and
  *	RDMA_WRITE_WITH_IMM: keep receives of @msg_size bytes posted, count
  *	(and in latency mode echo) what arrives, until @iters messages per
- *	connection or a SEND_WITH_IMM of %KRDMA_BENCH_END_IMM on each.  Once
- *	its receives are posted it sends a zero-length SEND_WITH_IMM of
- *	%KRDMA_BENCH_READY_IMM on each connection (UC, UD: once the client
- *	asked, below): a client that waits for
- *	it never meets an empty receive queue (an RNR NAK, which rdma_cm
- *	connections answer with a 655 ms back-off).  It answers the end
- *	message (and, with %KRDMA_BENCH_VALIDATE, the last of @iters
- *	messages) with a zero-length SEND_WITH_IMM whose immediate data is
- *	how many of that connection's payloads failed the check (0 without
- *	%KRDMA_BENCH_VALIDATE; at most %KRDMA_BENCH_REPORT_MAX), and ends
- *	once that answer is acknowledged (UC, UD: below).  The client posts
- *	a receive for it
- *	after its own run (one posted before would be a completion that run
- *	did not post: %EBUSY; the server's RNR retries cover the wait) and
- *	before it sends the end message, and waits for the answer, not for the
- *	end message's completion: the server's QP enters the error state when
- *	the run ends, and an RC responder may deliver a message before it
- *	sends its acknowledgment
+ *	connection or the client's end message, speaking the protocol of
+ *	"Benchmark wire protocol" above
  * @KRDMA_BENCH_PER_CPU: share the connections out among as many threads as
  *	the caller may use online CPUs (its affinity; at most one per
  *	connection): the caller's thread runs the first share, a kernel
@@ -1504,23 +1530,6 @@ struct krdma_srq_create {
  *	cpu.max (5.10 puts it in no cgroup v2 cgroup; from 6.18 cpu.max
  *	throttles no kernel thread), a caller outside the root cpu cgroup
  *	needs CAP_SYS_ADMIN: else %EPERM
- *
- * UC and UD drop a message that finds no receive posted, and nothing is
- * resent.  A server on a UC or UD connection answers, instead of saying it
- * is ready unasked, the client's hello: a zero-length SEND_WITH_IMM of
- * %KRDMA_BENCH_READY_IMM that the client's caller posts before its run and
- * repeats until the answer comes (the first ones may come before the
- * server's receives).  Hellos before the first payload are answered, one
- * READY for those a step of the loop found (a UD server's first only once
- * the client's address handle is made, below); a ping-pong client's run
- * takes a late READY for what it is, and posts the receive it took again.
- * The server reports when done (end message, or @iters, validating or
- * not), and answers each repeated end message (the caller repeats it until
- * the report comes: it may have found no receive, or the report may have
- * been lost) until a second (at most half @timeout_ms) after its last
- * report, when the run ends.  A lost ping ends a ping-pong with
- * %ETIMEDOUT; a server counts what arrived, which may be less than what
- * was sent.
  *
  * UD connections run SEND and SEND_WITH_IMM, all of a run's connections UD,
  * messages of one packet (@msg_size at most the port's MTU).  @local_buf
@@ -1553,11 +1562,7 @@ enum krdma_bench_flags {
 #define KRDMA_BENCH_REPORT_MAX 0xfffffff0U
 /* Latency samples a run can return. */
 #define KRDMA_BENCH_MAX_SAMPLES 1048576
-/*
- * The protocol a run speaks with the peer's run (%KRDMA_BENCH_READY_IMM,
- * %KRDMA_BENCH_END_IMM, the report), apart from the ABI: both ends' must
- * be the same (&struct krdma_info.bench_protocol).
- */
+/* The version of the benchmark wire protocol (above). */
 #define KRDMA_BENCH_PROTOCOL 1
 
 /* Byte @i of every benchmark message, for %KRDMA_BENCH_VALIDATE. */
