@@ -78,7 +78,7 @@ int cmd_bench(int argc, char **argv)
 		close(fd);
 		return 1;
 	}
-	xfer_catch_signals();
+	loop_catch_signals();
 	/* a server's JSON is a list of events, a client's one object */
 	if (pr_is_json() && !o.host)
 		pr_arr_begin(NULL);

@@ -17,9 +17,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "bench_ib.h"
 #include "krdmactl.h"
-#include "xfer.h"
+#include "loop.h"
+#include "verbs.h"
 
 #define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
 #define BENCH_VERSION 2
@@ -153,7 +155,7 @@ struct via {
 	int fd;
 	uint32_t conn;
 	const struct bench_opts *o;
-	const struct xfer_buf *buf;
+	const struct verbs_buf *buf;
 	struct bench_conn *bc;
 	struct krdma_bench *b;
 	struct bench_lat *lat;
@@ -199,7 +201,7 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 			  uint32_t *bad);
 int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
-		       const struct xfer_buf *buf, uint32_t imm,
+		       const struct verbs_buf *buf, uint32_t imm,
 		       uint32_t *answer);
 void bench_disconnect(int fd, uint32_t conn);
 

@@ -30,7 +30,7 @@ static double now_s(void)
 }
 
 static int bench_run_one(int fd, const struct bench_opts *o,
-			 struct bench_conn *conns, const struct xfer_buf *buf,
+			 struct bench_conn *conns, const struct verbs_buf *buf,
 			 uint32_t size, struct bench_result *r)
 {
 	uint32_t handles[BENCH_MAX_QPS];
@@ -170,7 +170,7 @@ void bench_uc_write_imm_warn(int fd, uint32_t conn, uint32_t transport,
  * then the end message goes as after any run, unless another signal comes.
  */
 static int bench_forever(int fd, const struct bench_opts *o,
-			 struct bench_conn *conns, const struct xfer_buf *buf)
+			 struct bench_conn *conns, const struct verbs_buf *buf)
 {
 	struct bench_result r;
 	sigset_t set, old;
@@ -179,7 +179,7 @@ static int bench_forever(int fd, const struct bench_opts *o,
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
-	while (!xfer_stop) {
+	while (!loop_stop) {
 		pthread_sigmask(SIG_BLOCK, &set, &old);
 		ret = bench_run_one(fd, o, conns, buf, o->size, &r);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -195,7 +195,7 @@ static int bench_forever(int fd, const struct bench_opts *o,
 	}
 	/* the signal asked for the end, which goes on (another one ends it) */
 	if (!ret)
-		xfer_stop = 0;
+		loop_stop = 0;
 	return ret;
 }
 
@@ -203,7 +203,7 @@ int bench_client(int fd, const struct bench_opts *o)
 {
 	struct bench_conn *conns;
 	struct krdma_sockaddr dst;
-	struct xfer_buf buf = {};
+	struct verbs_buf buf = {};
 	struct bench_result r;
 	struct bench_ib_ends *ends = NULL;
 	uint32_t group, i, size, max_size, vendor_id = 0;
@@ -213,7 +213,7 @@ int bench_client(int fd, const struct bench_opts *o)
 	uint64_t server_bad = 0;
 	int ret, status = 0;
 
-	ret = xfer_parse_addr("bench", "HOST", o->host, o->port, &dst);
+	ret = addr_parse("bench", "HOST", o->host, o->port, &dst);
 	if (ret)
 		return ret;
 	conns = calloc(o->qps, sizeof(*conns));
@@ -257,11 +257,11 @@ int bench_client(int fd, const struct bench_opts *o)
 	}
 	bench_uc_write_imm_warn(fd, conns[0].handle, o->transport, o->op,
 				vendor_id, max_size);
-	ret = xfer_buf_alloc(fd, conns[0].dev_index,
-			     KRDMA_ACCESS_LOCAL_WRITE,
-			     bench_buf_len(max_size,
-					   o->latency ? 1 : o->tx_depth,
-					   o->validate, o->transport, o->qps),
+	ret = verbs_buf_alloc(fd, conns[0].dev_index,
+			      KRDMA_ACCESS_LOCAL_WRITE,
+			      bench_buf_len(max_size,
+					    o->latency ? 1 : o->tx_depth,
+					    o->validate, o->transport, o->qps),
 			     &buf);
 	if (ret)
 		goto out;
@@ -276,7 +276,7 @@ int bench_client(int fd, const struct bench_opts *o)
 						 &wc.imm_data);
 		else
 			ret = bench_wait_wc(fd, conns[i].handle, KRDMA_OP_RECV,
-					    true, xfer_now_ms(),
+					    true, loop_now_ms(),
 					    o->timeout_s * 1000, &wc);
 		if (ret) {
 			err_msg("bench: the server never said it was ready: %s",
@@ -367,7 +367,7 @@ out:
 	for (i = 0; i < o->qps; i++)
 		if (conns[i].handle)
 			bench_disconnect(fd, conns[i].handle);
-	xfer_buf_free(fd, &buf);
+	verbs_buf_free(fd, &buf);
 	free(conns);
 	free(ends);
 	return ret ? 1 : 0;
@@ -405,7 +405,7 @@ int bench_conns(int fd, const struct bench_opts *o)
 	double t0, t1;
 	int ret = 0;
 
-	ret = xfer_parse_addr("bench", "HOST", o->host, o->port, &dst);
+	ret = addr_parse("bench", "HOST", o->host, o->port, &dst);
 	if (ret)
 		return ret;
 	if (bench_ib_source(fd, &o->ib, &dst, &bench_src))
@@ -415,7 +415,7 @@ int bench_conns(int fd, const struct bench_opts *o)
 		return 1;
 	used0 = mem_used_kb(&slab0);
 	t0 = now_s();
-	for (i = 0; i < o->conns && !xfer_stop; i++) {
+	for (i = 0; i < o->conns && !loop_stop; i++) {
 		ret = bench_connect(fd, o, &dst, 0, i, o->conns, &conns[i],
 				    false);
 		if (ret)

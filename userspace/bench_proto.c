@@ -46,12 +46,12 @@ uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
 static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
 {
 	struct krdma_event evs[8];
-	int64_t deadline = xfer_now_ms() + 2000;
+	int64_t deadline = loop_now_ms() + 2000;
 	const struct bench_adv *a;
 	int i, n;
 
 	do {
-		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 100);
+		n = verbs_get_events(fd, evs, ARRAY_SIZE(evs), 100);
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++) {
@@ -67,7 +67,7 @@ static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
 			adv->rkey = be32toh(a->rkey);
 			return 0;
 		}
-	} while (xfer_now_ms() < deadline);
+	} while (loop_now_ms() < deadline);
 	return -ETIMEDOUT;
 }
 
@@ -164,7 +164,7 @@ int bench_connect(int fd, const struct bench_opts *o,
 	if (two_sided(o->op) && o->transport == KRDMA_TRANSPORT_RC) {
 		struct krdma_wr wr = { .wr_id = 1, .opcode = KRDMA_OP_RECV };
 
-		ret = xfer_post_one(fd, c->handle, &wr);
+		ret = verbs_post_one(fd, c->handle, &wr);
 		if (ret)
 			return ret;
 	}
@@ -206,8 +206,8 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 	struct krdma_wc wc[4];
 	int i, n;
 
-	while (xfer_now_ms() < deadline) {
-		n = xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 100);
+	while (loop_now_ms() < deadline) {
+		n = verbs_poll(fd, conn, wc, ARRAY_SIZE(wc), 100);
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++) {
@@ -219,7 +219,7 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 				return 0;
 			}
 		}
-		if (xfer_stop)
+		if (loop_stop)
 			return -EINTR;
 	}
 	return -ETIMEDOUT;
@@ -235,7 +235,7 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 			  uint32_t *bad)
 {
-	int64_t start = xfer_now_ms();
+	int64_t start = loop_now_ms();
 	struct krdma_wr rwr = { .wr_id = 3, .opcode = KRDMA_OP_RECV };
 	struct krdma_wr wr = {
 		.wr_id = 2,
@@ -246,9 +246,9 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 	struct krdma_wc wc;
 	int ret;
 
-	ret = xfer_post_one(fd, conn, &rwr);
+	ret = verbs_post_one(fd, conn, &rwr);
 	if (!ret)
-		ret = xfer_post_one(fd, conn, &wr);
+		ret = verbs_post_one(fd, conn, &wr);
 	if (!ret)
 		ret = bench_wait_wc(fd, conn, KRDMA_OP_RECV, true, start,
 				    timeout_s * 1000, &wc);
@@ -263,15 +263,15 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
  * kernel's runs put them too).
  */
 static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
-			    const struct xfer_buf *buf, uint64_t wr_id)
+			    const struct verbs_buf *buf, uint64_t wr_id)
 {
 	struct krdma_wr wr = { .wr_id = wr_id, .opcode = KRDMA_OP_RECV };
 
 	if (transport == KRDMA_TRANSPORT_UD)
-		return xfer_post_recv(fd, conn, wr_id, buf->handle,
-				      buf->length - KRDMA_GRH_LEN,
-				      KRDMA_GRH_LEN);
-	return xfer_post_one(fd, conn, &wr);
+		return verbs_post_recv(fd, conn, wr_id, buf->handle,
+				       buf->length - KRDMA_GRH_LEN,
+				       KRDMA_GRH_LEN);
+	return verbs_post_one(fd, conn, &wr);
 }
 
 /*
@@ -283,10 +283,10 @@ static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
  * before the run starts, which would take one for a stranger's (EBUSY).
  */
 int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
-		       const struct xfer_buf *buf, uint32_t imm,
+		       const struct verbs_buf *buf, uint32_t imm,
 		       uint32_t *answer)
 {
-	int64_t deadline = xfer_now_ms() + o->timeout_s * 1000LL, next = 0;
+	int64_t deadline = loop_now_ms() + o->timeout_s * 1000LL, next = 0;
 	struct krdma_wr wr = {
 		.wr_id = 2,
 		.opcode = KRDMA_OP_SEND_WITH_IMM,
@@ -300,16 +300,16 @@ int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 
 	ret = post_answer_recv(fd, conn, o->transport, buf, 3);
 	while (!ret && (!answered || sends_done < sent)) {
-		if (xfer_stop)
+		if (loop_stop)
 			return -EINTR;
-		if (xfer_now_ms() >= deadline)
+		if (loop_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		if (!answered && xfer_now_ms() >= next) {
-			ret = xfer_post_one(fd, conn, &wr);
+		if (!answered && loop_now_ms() >= next) {
+			ret = verbs_post_one(fd, conn, &wr);
 			sent++;
-			next = xfer_now_ms() + HELLO_REPEAT_MS;
+			next = loop_now_ms() + HELLO_REPEAT_MS;
 		}
-		n = ret ? 0 : xfer_poll(fd, conn, wc, ARRAY_SIZE(wc), 20);
+		n = ret ? 0 : verbs_poll(fd, conn, wc, ARRAY_SIZE(wc), 20);
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++) {
@@ -339,6 +339,6 @@ void bench_disconnect(int fd, uint32_t conn)
 	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = conn };
 
 	krdma_ioctl_quiet(fd, KRDMA_CM_DISCONNECT, &d);
-	xfer_destroy(fd, conn);
+	verbs_destroy(fd, conn);
 }
 

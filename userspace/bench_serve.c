@@ -27,7 +27,7 @@ struct srv_group {
 	uint32_t live;
 	uint32_t timeout_s;
 	uint32_t *handles;
-	struct xfer_buf buf;
+	struct verbs_buf buf;
 	bool ran;
 	int64_t last_join_ms;
 };
@@ -77,7 +77,7 @@ static struct srv_group *srv_group(struct srv *s, uint32_t id,
 		g->tx_depth = be32toh(h->tx_depth);
 		g->qps = be16toh(h->qps);
 		g->timeout_s = be32toh(h->timeout_s);
-		g->last_join_ms = xfer_now_ms();
+		g->last_join_ms = loop_now_ms();
 		g->handles = calloc(g->qps, sizeof(*g->handles));
 		if (!g->handles || g->op >= (int)ARRAY_SIZE(bench_ops) ||
 		    !g->tx_depth || !g->max_size) {
@@ -92,7 +92,7 @@ static struct srv_group *srv_group(struct srv *s, uint32_t id,
 
 static void srv_group_free(struct srv *s, struct srv_group *g)
 {
-	xfer_buf_free(s->fd, &g->buf);
+	verbs_buf_free(s->fd, &g->buf);
 	free(g->handles);
 	g->used = false;
 }
@@ -200,7 +200,7 @@ static void srv_disconnected(struct srv *s, uint32_t handle)
 	struct srv_group *g;
 	uint32_t gi;
 
-	xfer_destroy(s->fd, handle);
+	verbs_destroy(s->fd, handle);
 	if (handle >= s->conn_group_len || !s->conn_group[handle])
 		return;
 	gi = s->conn_group[handle] - 1;
@@ -283,7 +283,7 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		 * to end the connection
 		 */
 		if (ret || s->o->transport == KRDMA_TRANSPORT_UD)
-			xfer_destroy(s->fd, ev->handle);
+			verbs_destroy(s->fd, ev->handle);
 		return;
 	}
 	g = srv_group(s, be32toh(h->group), h);
@@ -295,14 +295,14 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	lat = g->flags & BH_LATENCY;
 	depth = lat ? 4 : 2 * g->tx_depth;
 	if (g->op && !g->buf.handle) {
-		ret = xfer_buf_alloc(s->fd, s->dev_index,
-				     KRDMA_ACCESS_LOCAL_WRITE |
-				     KRDMA_ACCESS_REMOTE_WRITE |
-				     KRDMA_ACCESS_REMOTE_READ |
-				     KRDMA_ACCESS_REMOTE_ATOMIC,
-				     bench_buf_len(g->max_size, depth,
-						   g->flags & BH_VALIDATE,
-						   s->o->transport, g->qps),
+		ret = verbs_buf_alloc(s->fd, s->dev_index,
+				      KRDMA_ACCESS_LOCAL_WRITE |
+				      KRDMA_ACCESS_REMOTE_WRITE |
+				      KRDMA_ACCESS_REMOTE_READ |
+				      KRDMA_ACCESS_REMOTE_ATOMIC,
+				      bench_buf_len(g->max_size, depth,
+						    g->flags & BH_VALIDATE,
+						    s->o->transport, g->qps),
 				     &g->buf);
 		if (ret) {
 			srv_reject(s, ev->handle);
@@ -329,13 +329,13 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	}
 	if (ret) {
 		err_msg("bench: accept: %s", strerror(-ret));
-		xfer_destroy(s->fd, ev->handle);
+		verbs_destroy(s->fd, ev->handle);
 		if (!g->joined)
 			srv_group_free(s, g);
 		return;
 	}
 	g->handles[g->joined++] = ev->handle;
-	g->last_join_ms = xfer_now_ms();
+	g->last_join_ms = loop_now_ms();
 	g->live++;
 	srv_map(s, ev->handle, g - s->groups + 1);
 	if (g->joined == 1)
@@ -355,7 +355,7 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
  */
 static void srv_ud_sweep(struct srv *s)
 {
-	int64_t now = xfer_now_ms();
+	int64_t now = loop_now_ms();
 	unsigned int i;
 
 	for (i = 0; i < SRV_MAX_GROUPS; i++) {
@@ -390,7 +390,7 @@ int bench_serve(int fd, const struct bench_opts *o)
 	s.kproto = bench_protocol(fd);
 	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
 	if (ret) {
-		xfer_format_addr(&l.addr, where, sizeof(where));
+		addr_format(&l.addr, where, sizeof(where));
 		if (o->ib.dev)
 			err_msg("bench: cannot listen on %s: %s", where,
 				strerror(-ret));
@@ -407,17 +407,17 @@ int bench_serve(int fd, const struct bench_opts *o)
 		pr_obj_end();
 	} else if (o->ib.dev) {
 		l.addr.port = l.port;
-		xfer_format_addr(&l.addr, where, sizeof(where));
+		addr_format(&l.addr, where, sizeof(where));
 		printf("bench: listening on port %u (%s, %s)\n", l.port,
 		       where, o->ib.dev);
 	} else {
 		printf("bench: listening on port %u\n", l.port);
 	}
 	fflush(stdout);
-	while (!xfer_stop && !(o->once && s.finished)) {
+	while (!loop_stop && !(o->once && s.finished)) {
 		if (o->transport == KRDMA_TRANSPORT_UD)
 			srv_ud_sweep(&s);
-		n = xfer_get_events(fd, evs, ARRAY_SIZE(evs), 200);
+		n = verbs_get_events(fd, evs, ARRAY_SIZE(evs), 200);
 		if (n == -EINTR)
 			break;
 		if (n < 0) {
@@ -447,7 +447,7 @@ int bench_serve(int fd, const struct bench_opts *o)
 		if (s.groups[i].used)
 			srv_group_free(&s, &s.groups[i]);
 	free(s.conn_group);
-	xfer_destroy(fd, s.listener);
+	verbs_destroy(fd, s.listener);
 	return ret || s.run_failed ? 1 : 0;
 }
 

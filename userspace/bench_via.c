@@ -187,7 +187,7 @@ static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 	if (ioctl(v->fd, KRDMA_POLL, &p))
 		return -errno;
 	if (!p.num_wcs) {
-		now = xfer_now_ms();
+		now = loop_now_ms();
 		if (!v->idle_since_ms)
 			v->idle_since_ms = now;
 		else if (now - v->idle_since_ms >= v->o->timeout_s * 1000LL)
@@ -224,7 +224,7 @@ int bench_via_run(struct via *v, uint32_t size)
 	while (!ret) {
 		uint64_t t0, now;
 
-		if (xfer_stop) {
+		if (loop_stop) {
 			ret = -EINTR;
 			break;
 		}
@@ -257,7 +257,7 @@ int bench_via_run(struct via *v, uint32_t size)
 				}
 				if (i < n)
 					break;
-				n = xfer_stop ? -EINTR :
+				n = loop_stop ? -EINTR :
 				    via_poll(v, wc, ARRAY_SIZE(wc));
 			}
 			if (n < 0) {

@@ -232,3 +232,9 @@ const char *wc_status_name(uint32_t status)
 
 	return LOOKUP(names, status);
 }
+
+const char *transport_name(uint32_t transport)
+{
+	return transport < nr_transport_names ? transport_names[transport] :
+						"?";
+}

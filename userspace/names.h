@@ -28,5 +28,7 @@ const char *gid_type_name(uint32_t type);
 const char *speed_name(uint32_t speed);
 const char *width_name(uint32_t width);
 const char *wc_status_name(uint32_t status);	/* struct krdma_wc.status */
+/* enum krdma_transport's lowercase name, or "?" */
+const char *transport_name(uint32_t transport);
 
 #endif /* KRDMACTL_NAMES_H */

@@ -26,10 +26,11 @@
 #include <krdma.h>
 
 #include "krdmactl.h"
+#include "loop.h"
 #include "names.h"
 #include "pingpong.h"
 #include "print.h"
-#include "xfer.h"
+#include "verbs.h"
 
 #define PP_DEFAULT_PORT 18515
 #define PP_DEFAULT_SIZE 4096
@@ -497,14 +498,14 @@ static int pp_post_send(struct pp_ctx *ctx)
 
 static int pp_alloc_buf(struct pp_ctx *ctx)
 {
-	struct xfer_buf b;
+	struct verbs_buf b;
 	int ret;
 
 	ctx->send_offset = ctx->o->transport == KRDMA_TRANSPORT_UD ?
 			   PP_GRH_SIZE : 0;
 	ctx->buf_len = ctx->size + ctx->send_offset;
-	ret = xfer_buf_alloc(ctx->fd, ctx->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
-			     ctx->buf_len, &b);
+	ret = verbs_buf_alloc(ctx->fd, ctx->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			      ctx->buf_len, &b);
 	if (ret)
 		return ret;
 	ctx->buf = b.handle;
@@ -703,8 +704,8 @@ static int pp_poll(struct pp_ctx *ctx, struct krdma_wc *wcs, uint32_t max)
 		if (ret)
 			return ret == -ETIMEDOUT ? 0 : ret;
 	}
-	ret = xfer_poll(ctx->fd, ctx->conn, wcs, max,
-			ctx->o->events ? 0 : timeout_ms);
+	ret = verbs_poll(ctx->fd, ctx->conn, wcs, max,
+			 ctx->o->events ? 0 : timeout_ms);
 	if (ret < 0)
 		krdma_report(KRDMA_POLL, ret);
 	return ret;
@@ -713,7 +714,7 @@ static int pp_poll(struct pp_ctx *ctx, struct krdma_wc *wcs, uint32_t max)
 static int pp_loop(struct pp_ctx *ctx)
 {
 	int64_t idle_limit = (int64_t)ctx->o->timeout_s * 1000;
-	int64_t last = xfer_now_ms();
+	int64_t last = loop_now_ms();
 	struct krdma_wc wcs[PP_POLL_BATCH];
 	int n, i, ret;
 
@@ -721,7 +722,7 @@ static int pp_loop(struct pp_ctx *ctx)
 		n = pp_poll(ctx, wcs, PP_POLL_BATCH);
 		if (n < 0)
 			return n;
-		if (!n && xfer_now_ms() - last >= idle_limit) {
+		if (!n && loop_now_ms() - last >= idle_limit) {
 			err_msg("pingpong: no completion in %u s (sent %u, "
 				"received %u of %u): is the peer still there?",
 				ctx->o->timeout_s, ctx->scnt, ctx->rcnt,
@@ -729,7 +730,7 @@ static int pp_loop(struct pp_ctx *ctx)
 			return -ETIMEDOUT;
 		}
 		if (n)
-			last = xfer_now_ms();
+			last = loop_now_ms();
 		for (i = 0; i < n; i++) {
 			ret = pp_handle_wc(ctx, &wcs[i]);
 			if (ret)

@@ -38,9 +38,10 @@
 #include <krdma.h>
 
 #include "krdmactl.h"
+#include "loop.h"
 #include "names.h"
 #include "print.h"
-#include "xfer.h"
+#include "verbs.h"
 
 #define RPING_PORT 7174
 #define RPING_DEFAULT_SIZE 64
@@ -128,9 +129,9 @@ struct rp_ctx {
 	uint32_t conn;
 	bool disconnected;
 	/* control: RECV at 0, SEND at 16 */
-	struct xfer_buf ctrl;
-	struct xfer_buf start;	/* client: READ source it advertises */
-	struct xfer_buf rdma;	/* client: WRITE sink; server: READ target */
+	struct verbs_buf ctrl;
+	struct verbs_buf start;	/* client: READ source it advertises */
+	struct verbs_buf rdma;	/* client: WRITE sink; server: READ target */
 	unsigned int sends_pending;
 	/* the peer's last advertisement */
 	uint64_t remote_addr;
@@ -371,19 +372,19 @@ out:
 
 /* ---- buffers ---- */
 
-static int rp_buf_alloc(struct rp_ctx *ctx, struct xfer_buf *b, uint64_t len,
+static int rp_buf_alloc(struct rp_ctx *ctx, struct verbs_buf *b, uint64_t len,
 			uint32_t access)
 {
 	int ret;
 
-	ret = xfer_buf_alloc(ctx->fd, ctx->dev_index, access, len, b);
+	ret = verbs_buf_alloc(ctx->fd, ctx->dev_index, access, len, b);
 	if (ret)
 		return ret;
 	memset(b->mem, 0, len);
 	return 0;
 }
 
-static void rp_buf_unmap(struct xfer_buf *b)
+static void rp_buf_unmap(struct verbs_buf *b)
 {
 	if (b->mem)
 		munmap(b->mem, b->map_len);
@@ -416,7 +417,7 @@ static int rp_alloc_bufs(struct rp_ctx *ctx)
 
 static int rp_post(struct rp_ctx *ctx, struct krdma_wr *wr)
 {
-	return xfer_post_one(ctx->fd, ctx->conn, wr);
+	return verbs_post_one(ctx->fd, ctx->conn, wr);
 }
 
 static int rp_post_recv(struct rp_ctx *ctx)
@@ -477,7 +478,7 @@ static int rp_post_rdma(struct rp_ctx *ctx, uint32_t opcode, uint32_t len)
 }
 
 /* rping_format_send(): advertise one of our buffers. */
-static void rp_format_send(struct rp_ctx *ctx, const struct xfer_buf *b)
+static void rp_format_send(struct rp_ctx *ctx, const struct verbs_buf *b)
 {
 	struct rping_rdma_info info = {
 		.buf = htobe64(b->addr),
@@ -511,7 +512,7 @@ static int rp_drain_events(struct rp_ctx *ctx, uint32_t timeout_ms,
 	struct krdma_event evs[RPING_EVENT_BATCH];
 	int i, n;
 
-	n = xfer_get_events(ctx->fd, evs, RPING_EVENT_BATCH, timeout_ms);
+	n = verbs_get_events(ctx->fd, evs, RPING_EVENT_BATCH, timeout_ms);
 	if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
 		return 0;
 	if (n < 0) {
@@ -549,7 +550,7 @@ static int rp_wait_fd(struct rp_ctx *ctx, int64_t deadline)
 	int n, tmo = -1;
 
 	if (deadline) {
-		int64_t left = deadline - xfer_now_ms();
+		int64_t left = deadline - loop_now_ms();
 
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -572,7 +573,7 @@ static int rp_wait_fd(struct rp_ctx *ctx, int64_t deadline)
 static int rp_next_wc(struct rp_ctx *ctx, struct krdma_wc *wc)
 {
 	int64_t deadline = ctx->o->timeout_s ?
-			   xfer_now_ms() + ctx->o->timeout_s * 1000LL : 0;
+			   loop_now_ms() + ctx->o->timeout_s * 1000LL : 0;
 	int ret;
 
 	for (;;) {
@@ -580,8 +581,8 @@ static int rp_next_wc(struct rp_ctx *ctx, struct krdma_wc *wc)
 			*wc = ctx->wcs[ctx->wc_next++];
 			return 0;
 		}
-		ret = xfer_poll(ctx->fd, ctx->conn, ctx->wcs, RPING_POLL_BATCH,
-				0);
+		ret = verbs_poll(ctx->fd, ctx->conn, ctx->wcs, RPING_POLL_BATCH,
+				 0);
 		if (ret < 0) {
 			krdma_report(KRDMA_POLL, ret);
 			return ret;
@@ -610,9 +611,9 @@ static int rp_next_wc(struct rp_ctx *ctx, struct krdma_wc *wc)
  */
 static bool rp_peer_left(struct rp_ctx *ctx)
 {
-	int64_t deadline = xfer_now_ms() + 3000;
+	int64_t deadline = loop_now_ms() + 3000;
 
-	while (!ctx->disconnected && xfer_now_ms() < deadline)
+	while (!ctx->disconnected && loop_now_ms() < deadline)
 		if (rp_drain_events(ctx, 200, NULL) < 0)
 			break;
 	return ctx->disconnected;
@@ -771,7 +772,7 @@ static int rp_connect(struct rp_ctx *ctx)
  * Client: once the last send is done, advertise @b to the server and wait
  * for its go-ahead (@what names it in a timeout message).
  */
-static int rp_advertise(struct rp_ctx *ctx, const struct xfer_buf *b,
+static int rp_advertise(struct rp_ctx *ctx, const struct verbs_buf *b,
 			const char *what)
 {
 	int ret;
@@ -858,7 +859,7 @@ static int rp_listen(struct rp_ctx *ctx)
 static int rp_accept(struct rp_ctx *ctx)
 {
 	int64_t deadline = ctx->o->timeout_s ?
-			   xfer_now_ms() + ctx->o->timeout_s * 1000LL : 0;
+			   loop_now_ms() + ctx->o->timeout_s * 1000LL : 0;
 	struct krdma_cm_accept ca = {
 		.size = sizeof(ca),
 		.flags = KRDMA_CONN_NOTIFY,
@@ -878,7 +879,7 @@ static int rp_accept(struct rp_ctx *ctx)
 		uint32_t tmo = 1000;
 
 		if (deadline) {
-			int64_t left = deadline - xfer_now_ms();
+			int64_t left = deadline - loop_now_ms();
 
 			if (left <= 0) {
 				err_msg("rping: no client in %u s",

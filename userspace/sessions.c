@@ -12,10 +12,10 @@
 
 #include <krdma.h>
 
+#include "addr.h"
 #include "krdmactl.h"
 #include "names.h"
 #include "print.h"
-#include "xfer.h"
 
 /* A session that opens or closes between sizing and fetching costs a try. */
 #define QUERY_SESSIONS_TRIES 5
@@ -212,12 +212,12 @@ static void print_conn(const struct dev_snapshot *devs,
 		else
 			pr_u64("dev_index", c->dev_index);
 		pr_u64("port", c->port_num);
-		pr_str("transport", xfer_transport_name(c->transport));
+		pr_str("transport", transport_name(c->transport));
 		pr_str("state", conn_state_name(c->state));
 		pr_u64("qpn", c->qp_num);
 		pr_u64("dest_qpn", c->dest_qp_num);
 		if (c->peer.family) {
-			xfer_format_addr(&c->peer, peer, sizeof(peer));
+			addr_format(&c->peer, peer, sizeof(peer));
 			pr_str("peer", peer);
 		}
 		pr_u64("wrs_posted", c->wrs_posted);

@@ -3,49 +3,17 @@
  * krdmactl serve and its clients: shared helpers (see xfer.h for the
  * protocol).
  */
-#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "krdmactl.h"
 #include "names.h"
 #include "xfer.h"
-
-volatile int xfer_stop;
-
-static void xfer_on_signal(int sig)
-{
-	xfer_stop = sig;
-}
-
-/* No SA_RESTART: a blocking ioctl or poll(2) returns EINTR. */
-void xfer_catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = xfer_on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
-int64_t xfer_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const char *xfer_msg_name(uint32_t type)
 {
@@ -148,98 +116,6 @@ int xfer_open_file(const char *cmd, const char *path, struct stat *st)
 	return fd;
 }
 
-int xfer_parse_addr(const char *cmd, const char *what, const char *arg,
-		    uint32_t default_port, struct krdma_sockaddr *sa)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	char host[256], *colon, *end;
-	unsigned long port = default_port;
-	int ret;
-
-	const char *portstr = NULL, *close;
-
-	if (!*arg)
-		goto bad;
-	if (arg[0] == '[') {
-		close = strchr(arg, ']');
-		if (!close || (close[1] && close[1] != ':'))
-			goto bad;
-		if ((size_t)(close - arg - 1) >= sizeof(host))
-			goto bad;
-		memcpy(host, arg + 1, close - arg - 1);
-		host[close - arg - 1] = 0;
-		if (close[1] == ':')
-			portstr = close + 2;
-	} else {
-		if (strlen(arg) >= sizeof(host))
-			goto bad;
-		strcpy(host, arg);
-		colon = strchr(host, ':');
-		if (colon && colon == strrchr(host, ':')) {
-			*colon = 0;	/* else a bare IPv6 address */
-			portstr = arg + (colon - host) + 1;
-		}
-	}
-	if (portstr) {
-		errno = 0;
-		port = strtoul(portstr, &end, 10);
-		if (errno || end == portstr || *end || port < 1 ||
-		    port > 65535) {
-			err_msg("%s: %s: bad port in \"%s\"", cmd, what, arg);
-			return EXIT_USAGE;
-		}
-	}
-	if (!*host)
-		goto bad;
-	ret = getaddrinfo(host, NULL, &hints, &res);
-	if (ret) {
-		err_msg("%s: %s: %s: %s", cmd, what, host, gai_strerror(ret));
-		return EXIT_USAGE;
-	}
-	memset(sa, 0, sizeof(*sa));
-	for (ai = res; ai; ai = ai->ai_next) {
-		if (ai->ai_family == AF_INET) {
-			struct sockaddr_in *sin = (void *)ai->ai_addr;
-
-			sa->family = AF_INET;
-			memcpy(sa->addr, &sin->sin_addr, 4);
-			break;
-		}
-		if (ai->ai_family == AF_INET6) {
-			struct sockaddr_in6 *sin6 = (void *)ai->ai_addr;
-
-			sa->family = AF_INET6;
-			sa->scope_id = sin6->sin6_scope_id;
-			memcpy(sa->addr, &sin6->sin6_addr, 16);
-			break;
-		}
-	}
-	freeaddrinfo(res);
-	if (!sa->family)
-		goto bad;
-	sa->port = port;
-	return 0;
-bad:
-	err_msg("%s: %s: \"%s\" is not HOST[:PORT]", cmd, what, arg);
-	return EXIT_USAGE;
-}
-
-void xfer_format_addr(const struct krdma_sockaddr *sa, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN] = "?";
-
-	if (sa->family == AF_INET) {
-		inet_ntop(AF_INET, sa->addr, a, sizeof(a));
-		snprintf(buf, len, "%s:%u", a, sa->port);
-	} else if (sa->family == AF_INET6) {
-		inet_ntop(AF_INET6, sa->addr, a, sizeof(a));
-		snprintf(buf, len, "[%s]:%u", a, sa->port);
-	} else {
-		snprintf(buf, len, "?");
-	}
-}
-
 static int xfer_transport_of(const char *name, size_t len)
 {
 	unsigned int i;
@@ -272,12 +148,6 @@ int xfer_parse_transport(const char *cmd, const char *arg, bool list,
 			return 0;
 		p += len + 1;
 	}
-}
-
-const char *xfer_transport_name(uint32_t transport)
-{
-	return transport < nr_transport_names ? transport_names[transport] :
-						"?";
 }
 
 uint32_t xfer_port_mtu(int fd, uint32_t dev_index)
@@ -328,102 +198,22 @@ void xfer_msg_text(struct xfer_msg *m, const char *fmt, ...)
 	va_end(ap);
 }
 
-int xfer_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
-		   uint64_t length, struct xfer_buf *b)
-{
-	struct krdma_buf_alloc ba = {
-		.size = sizeof(ba),
-		.dev_index = dev_index,
-		.access = access,
-		.length = length,
-	};
-	long page = sysconf(_SC_PAGESIZE);
-	void *mem;
-	int ret;
-
-	memset(b, 0, sizeof(*b));
-	ret = krdma_ioctl(fd, KRDMA_BUF_ALLOC, &ba);
-	if (ret)
-		return ret;
-	b->handle = ba.handle;
-	b->lkey = ba.lkey;
-	b->rkey = ba.rkey;
-	b->addr = ba.addr;
-	b->length = length;
-	b->map_len = (length + page - 1) / page * page;
-	mem = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		   ba.mmap_offset);
-	if (mem == MAP_FAILED) {
-		ret = -errno;
-		err_msg("mmap of a %llu-byte buffer: %s",
-			(unsigned long long)length, strerror(-ret));
-		xfer_destroy(fd, b->handle);
-		b->handle = 0;
-		return ret;
-	}
-	b->mem = mem;
-	return 0;
-}
-
-void xfer_buf_free(int fd, struct xfer_buf *b)
-{
-	if (b->mem)
-		munmap(b->mem, b->map_len);
-	if (b->handle)
-		xfer_destroy(fd, b->handle);
-	memset(b, 0, sizeof(*b));
-}
-
-int xfer_destroy(int fd, uint32_t handle)
-{
-	struct krdma_destroy d = { .size = sizeof(d), .handle = handle };
-
-	return krdma_ioctl_quiet(fd, KRDMA_DESTROY, &d);
-}
-
-int xfer_post_one(int fd, uint32_t conn, struct krdma_wr *wr)
-{
-	struct krdma_post post = {
-		.size = sizeof(post),
-		.handle = conn,
-		.num_wrs = 1,
-		.wr_entry_size = sizeof(*wr),
-		.wrs_uptr = (uintptr_t)wr,
-	};
-
-	return krdma_ioctl(fd, KRDMA_POST, &post);
-}
-
-int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
-		   uint64_t offset, uint32_t length)
-{
-	struct krdma_wr wr = {
-		.wr_id = wr_id,
-		.opcode = KRDMA_OP_RECV,
-		.num_sge = 1,
-		.sge[0] = { .buf_handle = buf, .offset = offset,
-			    .length = length },
-	};
-
-	return xfer_post_one(fd, conn, &wr);
-}
-
 /*
  * Every slot's message starts XFER_GRH_LEN bytes in; a UD receive starts
  * at the slot itself, so that its GRH lands in front of the message.
  */
 int xfer_post_slot(int fd, uint32_t conn, uint64_t wr_id,
-		   const struct xfer_buf *buf, uint32_t slot,
+		   const struct verbs_buf *buf, uint32_t slot,
 		   uint32_t transport)
 {
 	uint32_t grh = transport == KRDMA_TRANSPORT_UD ? XFER_GRH_LEN : 0;
 
-	return xfer_post_recv(fd, conn, wr_id, buf->handle,
-			      (uint64_t)slot * XFER_SLOT + XFER_GRH_LEN - grh,
-			      XFER_MSG_MAX + grh);
+	return verbs_post_recv(fd, conn, wr_id, buf->handle,
+			       (uint64_t)slot * XFER_SLOT + XFER_GRH_LEN - grh,
+			       XFER_MSG_MAX + grh);
 }
 
-const struct xfer_msg *xfer_slot_msg(const struct xfer_buf *buf,
+const struct xfer_msg *xfer_slot_msg(const struct verbs_buf *buf,
 				     uint32_t slot, uint32_t transport,
 				     uint32_t byte_len, uint32_t *len)
 {
@@ -432,45 +222,4 @@ const struct xfer_msg *xfer_slot_msg(const struct xfer_buf *buf,
 	*len = byte_len > grh ? byte_len - grh : 0;
 	return (const void *)(buf->mem + (uint64_t)slot * XFER_SLOT +
 			      XFER_GRH_LEN);
-}
-
-/*
- * Up to @max completions of @conn within @timeout_ms: how many, or -errno
- * (reports nothing).
- */
-int xfer_poll(int fd, uint32_t conn, struct krdma_wc *wcs, uint32_t max,
-	      uint32_t timeout_ms)
-{
-	struct krdma_poll p = {
-		.size = sizeof(p),
-		.handle = conn,
-		.num_wcs = max,
-		.wc_entry_size = sizeof(*wcs),
-		.timeout_ms = timeout_ms,
-		.wcs_uptr = (uintptr_t)wcs,
-	};
-	int ret;
-
-	ret = krdma_ioctl_quiet(fd, KRDMA_POLL, &p);
-	return ret ? ret : (int)p.num_wcs;
-}
-
-/*
- * Up to @max CM events within @timeout_ms: how many, or -errno (reports
- * nothing).
- */
-int xfer_get_events(int fd, struct krdma_event *evs, uint32_t max,
-		    uint32_t timeout_ms)
-{
-	struct krdma_get_events ge = {
-		.size = sizeof(ge),
-		.num_events = max,
-		.event_entry_size = sizeof(*evs),
-		.timeout_ms = timeout_ms,
-		.events_uptr = (uintptr_t)evs,
-	};
-	int ret;
-
-	ret = krdma_ioctl_quiet(fd, KRDMA_GET_EVENTS, &ge);
-	return ret ? ret : (int)ge.num_events;
 }

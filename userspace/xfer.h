@@ -98,6 +98,8 @@
 
 #include <krdma.h>
 
+#include "verbs.h"
+
 #define XFER_DEFAULT_PORT 18516
 #define XFER_DEFAULT_TIMEOUT 10		/* seconds, -T */
 #define XFER_DEFAULT_SIZE (1U << 20)	/* serve --size */
@@ -193,9 +195,6 @@ _Static_assert(sizeof(struct xfer_adv) == 40, "xfer_adv");
 _Static_assert(sizeof(struct xfer_msg) == 200, "xfer_msg");
 
 /* xfer.c */
-extern volatile int xfer_stop;	/* set by SIGINT/SIGTERM */
-void xfer_catch_signals(void);
-int64_t xfer_now_ms(void);
 const char *xfer_msg_name(uint32_t type);
 uint32_t xfer_crc32(uint32_t crc, const void *data, size_t len);
 uint8_t xfer_pattern_byte(uint64_t seed, uint64_t off);
@@ -203,19 +202,14 @@ void xfer_pattern_fill(uint8_t *p, uint64_t seed, uint64_t off, size_t len);
 /* index of the first byte that differs, or -1 */
 int64_t xfer_pattern_check(const uint8_t *p, uint64_t seed, uint64_t off,
 			   size_t len, bool zero);
-/* "HOST[:PORT]", "[V6]:PORT": 0, or EXIT_USAGE (reported) */
 struct stat;
 int xfer_open_file(const char *cmd, const char *path, struct stat *st);
-int xfer_parse_addr(const char *cmd, const char *what, const char *arg,
-		    uint32_t default_port, struct krdma_sockaddr *sa);
-void xfer_format_addr(const struct krdma_sockaddr *sa, char *buf, size_t len);
 /*
  * -t: one of rc, uc, ud or, with @list, a comma-separated set of them; a
  * mask of (1 << KRDMA_TRANSPORT_*): 0, or EXIT_USAGE (reported).
  */
 int xfer_parse_transport(const char *cmd, const char *arg, bool list,
 			 uint32_t *mask);
-const char *xfer_transport_name(uint32_t transport);
 /* the smallest active MTU of the device's ports, or 0 (reported) */
 uint32_t xfer_port_mtu(int fd, uint32_t dev_index);
 void xfer_msg_init(struct xfer_msg *m, uint32_t type);
@@ -224,36 +218,12 @@ const char *xfer_msg_check(const struct xfer_msg *m, uint32_t byte_len);
 void xfer_msg_text(struct xfer_msg *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* A kernel buffer mmap()ed; returns 0 or -errno (reported). */
-struct xfer_buf {
-	uint32_t handle;
-	uint32_t lkey;
-	uint32_t rkey;
-	uint64_t addr;
-	uint64_t length;
-	uint8_t *mem;
-	size_t map_len;
-};
-
-int xfer_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
-		   uint64_t length, struct xfer_buf *b);
-void xfer_buf_free(int fd, struct xfer_buf *b);
-int xfer_post_one(int fd, uint32_t conn, struct krdma_wr *wr);
-int xfer_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
-		   uint64_t offset, uint32_t length);
 /* Receive slot @slot (of XFER_SLOT bytes from offset 0) of @buf. */
 int xfer_post_slot(int fd, uint32_t conn, uint64_t wr_id,
-		   const struct xfer_buf *buf, uint32_t slot,
+		   const struct verbs_buf *buf, uint32_t slot,
 		   uint32_t transport);
 /* The message a completion of slot @slot brought, its length in @len. */
-const struct xfer_msg *xfer_slot_msg(const struct xfer_buf *buf,
+const struct xfer_msg *xfer_slot_msg(const struct verbs_buf *buf,
 				     uint32_t slot, uint32_t transport,
 				     uint32_t byte_len, uint32_t *len);
-int xfer_destroy(int fd, uint32_t handle);
-/* KRDMA_POLL, KRDMA_GET_EVENTS: how many came, or -errno (not reported) */
-int xfer_poll(int fd, uint32_t conn, struct krdma_wc *wcs, uint32_t max,
-	      uint32_t timeout_ms);
-int xfer_get_events(int fd, struct krdma_event *evs, uint32_t max,
-		    uint32_t timeout_ms);
-
 #endif /* KRDMACTL_XFER_H */

@@ -30,7 +30,9 @@
 
 #include <krdma.h>
 
+#include "addr.h"
 #include "krdmactl.h"
+#include "loop.h"
 #include "names.h"
 #include "print.h"
 #include "sha256.h"
@@ -92,7 +94,7 @@ struct xc {
 	uint32_t conn;
 	uint32_t dev_index;
 	struct xfer_adv adv;	/* host order */
-	struct xfer_buf buf;
+	struct verbs_buf buf;
 	uint64_t data_len;
 	uint32_t max_msg;	/* bytes one control message may have */
 	unsigned int done;	/* XC_SEND_WRID, XC_RDMA_WRID completions seen */
@@ -257,11 +259,11 @@ static int xc_get_adv(struct xc *x)
 {
 	struct krdma_event evs[8];
 	const struct xfer_adv *a;
-	int64_t deadline = xfer_now_ms() + 1000;
+	int64_t deadline = loop_now_ms() + 1000;
 	int i, n;
 
 	do {
-		n = xfer_get_events(x->fd, evs, ARRAY_SIZE(evs), 100);
+		n = verbs_get_events(x->fd, evs, ARRAY_SIZE(evs), 100);
 		if (n < 0) {
 			krdma_report(KRDMA_GET_EVENTS, n);
 			return n;
@@ -288,7 +290,7 @@ static int xc_get_adv(struct xc *x)
 			x->adv.length = be64toh(a->length);
 			return 0;
 		}
-	} while (xfer_now_ms() < deadline);
+	} while (loop_now_ms() < deadline);
 	return xc_fail(x, "no ESTABLISHED event for the connection");
 }
 
@@ -316,7 +318,7 @@ static void xc_retry_bound(const struct xc *x, const struct krdma_wc *wc)
 	err_msg("%s: the %s failed %lld ms after it was posted; the QP's "
 		"bound: (retry_cnt %u + 1) x 4.096 us x 2^%u (timeout) = %llu "
 		"ms", x->o->cmd, xc_wrid_name(wc->wr_id),
-		(long long)(xfer_now_ms() - x->posted), retry,
+		(long long)(loop_now_ms() - x->posted), retry,
 		XFER_CM_ACK_TIMEOUT, (unsigned long long)bound_us / 1000);
 }
 
@@ -361,12 +363,12 @@ static int xc_wait_until(struct xc *x, unsigned int want, int64_t deadline)
 	int i, n, ret;
 
 	while (!xc_have(x, want)) {
-		left = deadline - xfer_now_ms();
-		if (xfer_stop)
+		left = deadline - loop_now_ms();
+		if (loop_stop)
 			return xc_fail(x, "interrupted");
 		if (left <= 0)
 			return 1;
-		n = xfer_poll(x->fd, x->conn, wcs, ARRAY_SIZE(wcs), left);
+		n = verbs_poll(x->fd, x->conn, wcs, ARRAY_SIZE(wcs), left);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
@@ -385,7 +387,7 @@ static int xc_wait_until(struct xc *x, unsigned int want, int64_t deadline)
 
 static int64_t xc_deadline(const struct xc *x)
 {
-	return xfer_now_ms() + x->o->timeout_s * 1000;
+	return loop_now_ms() + x->o->timeout_s * 1000;
 }
 
 static int xc_timed_out(struct xc *x, const char *what)
@@ -421,8 +423,8 @@ static int xc_send(struct xc *x, uint32_t extra, bool with_imm, uint32_t imm)
 			    .length = sizeof(struct xfer_msg) + extra },
 	};
 
-	x->posted = xfer_now_ms();
-	if (xfer_post_one(x->fd, x->conn, &wr))
+	x->posted = loop_now_ms();
+	if (verbs_post_one(x->fd, x->conn, &wr))
 		return -EIO;
 	return xc_wait(x, XC_SEND_WRID);
 }
@@ -496,11 +498,11 @@ static int xc_ask(struct xc *x, const char *what)
 
 	if (xc_is(x, KRDMA_TRANSPORT_RC))
 		return xc_request(x, 0, false, 0);
-	while (xfer_now_ms() < deadline) {
+	while (loop_now_ms() < deadline) {
 		ret = xc_send(x, 0, false, 0);
 		if (ret)
 			return ret;
-		next = xfer_now_ms() + XFER_RETRY_MS;
+		next = loop_now_ms() + XFER_RETRY_MS;
 		ret = xc_await(x, next < deadline ? next : deadline);
 		if (ret)
 			return ret;
@@ -519,11 +521,11 @@ static int xc_hello(struct xc *x)
 	uint32_t seq;
 	int ret;
 
-	for (seq = 0; xfer_now_ms() < deadline; seq++) {
+	for (seq = 0; loop_now_ms() < deadline; seq++) {
 		xfer_msg_init(m, XM_HELLO);
 		m->seq = htobe32(seq);
 		ret = xc_send(x, 0, false, 0);
-		next = xfer_now_ms() + XFER_RETRY_MS;
+		next = loop_now_ms() + XFER_RETRY_MS;
 		if (!ret)
 			ret = xc_await(x, next < deadline ? next : deadline);
 		if (ret > 0 && ret != XM_OK)
@@ -535,7 +537,7 @@ static int xc_hello(struct xc *x)
 	}
 	return xc_fail(x, "no answer from %s in %u s: is \"" PROG_NAME
 		       " serve -t %s\" running there?", x->peer,
-		       x->o->timeout_s, xfer_transport_name(x->o->transport));
+		       x->o->timeout_s, transport_name(x->o->transport));
 }
 
 /* The largest control message: the server's, and over UD the path MTU. */
@@ -576,7 +578,7 @@ static int xc_cm_connect(struct xc *x, uint16_t op)
 		.version = htobe16(XFER_VERSION),
 		.op = htobe16(op),
 	};
-	const char *t = xfer_transport_name(x->o->transport);
+	const char *t = transport_name(x->o->transport);
 	int ret;
 
 	memcpy(cc.private_data, &hello, sizeof(hello));
@@ -627,8 +629,8 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 	if (ret)
 		return ret;
 	x->data_len = data_len;
-	ret = xfer_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
-			     XC_DATA_OFF + (data_len ? data_len : 8), &x->buf);
+	ret = verbs_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			      XC_DATA_OFF + (data_len ? data_len : 8), &x->buf);
 	if (ret)
 		return ret;
 	for (i = 0; i < XC_SLOTS; i++)
@@ -638,7 +640,7 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 	if (!x->shown) {
 		x->shown = true;
 		pr_str("server", x->peer);
-		pr_str("transport", xfer_transport_name(x->o->transport));
+		pr_str("transport", transport_name(x->o->transport));
 		pr_u64("buffer_size", x->adv.length);
 		pr_str("fill", x->adv.fill == XFER_FILL_ZERO ? "zero" :
 		       "pattern");
@@ -684,8 +686,8 @@ static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
 			    .offset = XC_DATA_OFF + loff, .length = len },
 	};
 
-	x->posted = xfer_now_ms();
-	if (xfer_post_one(x->fd, x->conn, &wr))
+	x->posted = loop_now_ms();
+	if (verbs_post_one(x->fd, x->conn, &wr))
 		return -EIO;
 	return xc_wait(x, XC_RDMA_WRID);
 }
@@ -716,7 +718,7 @@ static int xc_read_file(struct xc *x, const char *path, uint8_t **data,
 	p = malloc(room);
 	while (p && got < room) {
 		n = read(fd, p + got, room - got);
-		if (n < 0 && errno == EINTR && !xfer_stop)
+		if (n < 0 && errno == EINTR && !loop_stop)
 			continue;
 		if (n <= 0)
 			break;
@@ -897,7 +899,7 @@ static int xc_do_write(struct xc *x)
 	ret = xc_connect(x, XFER_OP_WRITE, len);
 	if (ret)
 		return ret;
-	seed = ((uint64_t)getpid() << 32 ^ (uint64_t)xfer_now_ms()) | 1;
+	seed = ((uint64_t)getpid() << 32 ^ (uint64_t)loop_now_ms()) | 1;
 	xfer_pattern_fill(xc_data(x), seed, o->offset, len);
 	crc = xfer_crc32(0, xc_data(x), len);
 	ret = xc_rdma(x, KRDMA_OP_RDMA_WRITE, 0, o->offset, len, 0, 0);
@@ -1110,11 +1112,11 @@ static void xc_reset(struct xc *x)
 {
 	struct krdma_event evs[8];
 
-	xfer_buf_free(x->fd, &x->buf);
+	verbs_buf_free(x->fd, &x->buf);
 	if (x->conn)
-		xfer_destroy(x->fd, x->conn);
+		verbs_destroy(x->fd, x->conn);
 	x->conn = 0;
-	while (xfer_get_events(x->fd, evs, ARRAY_SIZE(evs), 0) > 0)
+	while (verbs_get_events(x->fd, evs, ARRAY_SIZE(evs), 0) > 0)
 		;
 	x->done = 0;
 	x->recv_next = 0;
@@ -1150,14 +1152,14 @@ static int xc_do_copy(struct xc *x)
 		return -ENOMEM;
 	}
 	sha256_init(&sha);
-	while (!xfer_stop && (n = read(f.fd, tmp, 1 << 16)) > 0) {
+	while (!loop_stop && (n = read(f.fd, tmp, 1 << 16)) > 0) {
 		sha256_update(&sha, tmp, n);
 		hashed += n;
 	}
-	ret = xfer_stop ? -EINTR : n < 0 ? -errno : 0;
+	ret = loop_stop ? -EINTR : n < 0 ? -errno : 0;
 	free(tmp);
 	if (ret) {
-		err_msg("%s: %s: %s", o->cmd, o->file, xfer_stop ?
+		err_msg("%s: %s: %s", o->cmd, o->file, loop_stop ?
 			"interrupted" : strerror(-ret));
 		close(f.fd);
 		return ret;
@@ -1175,7 +1177,7 @@ static int xc_do_copy(struct xc *x)
 
 	for (;;) {
 		ret = xc_copy_once(x, &f);
-		if (ret >= 0 || ret == -EPROTO || xfer_stop ||
+		if (ret >= 0 || ret == -EPROTO || loop_stop ||
 		    again >= o->reconnect)
 			break;
 		again++;
@@ -1223,7 +1225,7 @@ static int xc_check_transport(const struct xc_opts *o)
 	if (o->transports & 1U << o->transport)
 		return 0;
 	err_msg("%s: no %s over -t %s: %s only", o->cmd, o->needs,
-		xfer_transport_name(o->transport),
+		transport_name(o->transport),
 		o->transports & 1U << KRDMA_TRANSPORT_UC ? "RC and UC" : "RC");
 	return EXIT_USAGE;
 }
@@ -1244,7 +1246,7 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 		return ret;
 	if (o->have_retry && o->transport != KRDMA_TRANSPORT_RC) {
 		err_msg("%s: --retry is for -t rc (%s has no retries)", o->cmd,
-			xfer_transport_name(o->transport));
+			transport_name(o->transport));
 		return EXIT_USAGE;
 	}
 	if (fn == xc_do_atomic) {
@@ -1299,12 +1301,12 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 			return EXIT_USAGE;
 		}
 	}
-	ret = xfer_parse_addr(o->cmd, "HOST", o->host, XFER_DEFAULT_PORT,
-			      &x.dst);
+	ret = addr_parse(o->cmd, "HOST", o->host, XFER_DEFAULT_PORT,
+			 &x.dst);
 	if (ret)
 		return ret;
-	xfer_format_addr(&x.dst, x.peer, sizeof(x.peer));
-	xfer_catch_signals();
+	addr_format(&x.dst, x.peer, sizeof(x.peer));
+	loop_catch_signals();
 	x.fd = krdma_open();
 	if (x.fd < 0) {
 		krdma_report_open(x.fd);
@@ -1313,7 +1315,7 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 	pr_obj_begin(NULL);
 	ret = fn(&x);
 	pr_obj_end();
-	xfer_buf_free(x.fd, &x.buf);
+	verbs_buf_free(x.fd, &x.buf);
 	/* closing the fd destroys the connection */
 	close(x.fd);
 	return ret == EXIT_USAGE ? EXIT_USAGE : ret ? 1 : 0;

@@ -32,7 +32,9 @@
 
 #include <krdma.h>
 
+#include "addr.h"
 #include "krdmactl.h"
+#include "loop.h"
 #include "names.h"
 #include "print.h"
 #include "sha256.h"
@@ -105,7 +107,7 @@ struct sv_client {
 	uint16_t op;
 	uint16_t req_type;	/* the request being answered */
 	uint32_t req_seq;
-	struct xfer_buf ctrl;
+	struct verbs_buf ctrl;
 	char peer[80];
 	int64_t last;
 	/* the reply's @offset and @length (sv_reply clears them) */
@@ -141,7 +143,7 @@ struct sv {
 	uint32_t listeners[KRDMA_TRANSPORT_UD + 1];	/* by transport */
 	uint32_t ud_mtu;	/* the device's smallest active MTU */
 	bool accept_waits;	/* a module without async accepts: ACCEPT waits */
-	struct xfer_buf data;
+	struct verbs_buf data;
 	struct sv_client clients[SV_MAX_CLIENTS];
 	struct sv_copy copy;
 	uint32_t served;
@@ -301,9 +303,9 @@ static int sv_listen(struct sv *s, struct krdma_sockaddr *addr,
 
 	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_LISTEN, &l);
 	if (ret) {
-		xfer_format_addr(addr, where, sizeof(where));
+		addr_format(addr, where, sizeof(where));
 		err_msg("serve: cannot listen on %s for %s: %s", where,
-			xfer_transport_name(transport), strerror(-ret));
+			transport_name(transport), strerror(-ret));
 		return ret;
 	}
 	s->listeners[transport] = l.handle;
@@ -329,12 +331,12 @@ static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 			ret = -ENODEV;
 	}
 	if (!ret)
-		ret = xfer_buf_alloc(s->fd, s->dev_index,
-				     KRDMA_ACCESS_LOCAL_WRITE |
-				     KRDMA_ACCESS_REMOTE_WRITE |
-				     KRDMA_ACCESS_REMOTE_READ |
-				     KRDMA_ACCESS_REMOTE_ATOMIC,
-				     s->o->size, &s->data);
+		ret = verbs_buf_alloc(s->fd, s->dev_index,
+				      KRDMA_ACCESS_LOCAL_WRITE |
+				      KRDMA_ACCESS_REMOTE_WRITE |
+				      KRDMA_ACCESS_REMOTE_READ |
+				      KRDMA_ACCESS_REMOTE_ATOMIC,
+				      s->o->size, &s->data);
 	if (ret)
 		return ret;
 	if (s->o->fill == XFER_FILL_ZERO)
@@ -346,7 +348,7 @@ static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 			ret = sv_listen(s, addr, t);
 	if (ret)
 		return ret;
-	xfer_format_addr(addr, where, sizeof(where));
+	addr_format(addr, where, sizeof(where));
 	sv_event("listening", NULL);
 	pr_str("addr", where);
 	pr_bits("transport", s->o->transports, transport_names,
@@ -382,7 +384,7 @@ static void sv_reject(struct sv *s, const struct krdma_event *ev,
 	};
 	char peer[80];
 
-	xfer_format_addr(&ev->peer, peer, sizeof(peer));
+	addr_format(&ev->peer, peer, sizeof(peer));
 	krdma_ioctl_quiet(s->fd, KRDMA_CM_REJECT, &rj);
 	sv_event("reject", NULL);
 	pr_str("peer", peer);
@@ -473,11 +475,11 @@ static int sv_accept(struct sv *s, struct sv_client *c)
 	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
 	if (ret)
 		err_msg("serve: accepting %s over %s: %s", c->peer,
-			xfer_transport_name(c->transport), strerror(-ret));
+			transport_name(c->transport), strerror(-ret));
 	c->qpn = ac.qp_num;
 	/* UD's passive side has no ESTABLISHED: the SIDR reply ends it */
 	if (!ret && !s->accept_waits && !ud)
-		c->accepting = xfer_now_ms();
+		c->accepting = loop_now_ms();
 	return ret;
 }
 
@@ -485,9 +487,9 @@ static int sv_accept(struct sv *s, struct sv_client *c)
 static void sv_established(struct sv_client *c)
 {
 	c->accepting = 0;
-	c->last = xfer_now_ms();
+	c->last = loop_now_ms();
 	sv_event("connect", c);
-	pr_str("transport", xfer_transport_name(c->transport));
+	pr_str("transport", transport_name(c->transport));
 	pr_u64("qpn", c->qpn);
 	sv_event_end();
 }
@@ -495,10 +497,10 @@ static void sv_established(struct sv_client *c)
 /* What a client holds, released; its slot free again. */
 static void sv_release(struct sv *s, struct sv_client *c)
 {
-	xfer_destroy(s->fd, c->conn);
+	verbs_destroy(s->fd, c->conn);
 	if (c->ah)
-		xfer_destroy(s->fd, c->ah);
-	xfer_buf_free(s->fd, &c->ctrl);
+		verbs_destroy(s->fd, c->ah);
+	verbs_buf_free(s->fd, &c->ctrl);
 	free(c->seen);
 	c->seen = NULL;
 	c->used = false;
@@ -508,7 +510,7 @@ static void sv_release(struct sv *s, struct sv_client *c)
 static void sv_accept_failed(struct sv *s, struct sv_client *c, int err)
 {
 	err_msg("serve: accepting %s over %s: %s", c->peer,
-		xfer_transport_name(c->transport), strerror(err));
+		transport_name(c->transport), strerror(err));
 	sv_release(s, c);
 	s->failures++;
 }
@@ -536,7 +538,7 @@ static void sv_accept_event(struct sv *s, struct sv_client *c,
 		 * any client's after a disconnect).
 		 */
 		sv_established(c);
-		c->disconnected = xfer_now_ms();
+		c->disconnected = loop_now_ms();
 		break;
 	case KRDMA_EVENT_CONN_ERROR:
 		sv_accept_failed(s, c, ECONNRESET);
@@ -593,9 +595,9 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 	c->conn = ev->handle;
 	c->op = be16toh(h->op);
 	c->transport = sv_transport_of(s, ev->listener);
-	xfer_format_addr(&ev->peer, c->peer, sizeof(c->peer));
-	ret = xfer_buf_alloc(s->fd, s->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
-			     SV_SEND_OFF + XFER_MSG_MAX, &c->ctrl);
+	addr_format(&ev->peer, c->peer, sizeof(c->peer));
+	ret = verbs_buf_alloc(s->fd, s->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			      SV_SEND_OFF + XFER_MSG_MAX, &c->ctrl);
 	if (ret) {
 		sv_reject(s, ev, "out of buffers");
 		return;
@@ -609,7 +611,7 @@ static void sv_request(struct sv *s, const struct krdma_event *ev)
 		return;
 	}
 	c->used = true;
-	c->last = xfer_now_ms();
+	c->last = loop_now_ms();
 	for (i = 0; i < SV_SLOTS; i++)
 		if (xfer_post_slot(s->fd, c->conn, i + 1, &c->ctrl, i,
 				   c->transport))
@@ -661,7 +663,7 @@ static void sv_finish(struct sv *s, struct sv_client *c, const char *why)
 	/* its connection is lost: keep what was saved for a resume */
 	if (s->copy.fd >= 0 && s->copy.owner == c) {
 		s->copy.owner = NULL;
-		s->copy.parked = xfer_now_ms();
+		s->copy.parked = loop_now_ms();
 		sv_event("park", c);
 		pr_str("file", s->copy.name);
 		pr_fmt_u64("bytes", "%" PRIu64 " bytes saved", s->copy.got);
@@ -715,7 +717,7 @@ static int sv_reply(struct sv *s, struct sv_client *c, uint32_t type,
 	}
 	if (type == XM_BAD || type == XM_ERR)
 		c->failed = true;
-	if (xfer_post_one(s->fd, c->conn, &wr)) {
+	if (verbs_post_one(s->fd, c->conn, &wr)) {
 		c->failed = c->gone = true;
 		return -EIO;
 	}
@@ -1174,7 +1176,7 @@ static void sv_poll_client(struct sv *s, struct sv_client *c)
 	int i, n;
 
 	for (;;) {
-		n = xfer_poll(s->fd, c->conn, wcs, ARRAY_SIZE(wcs), 0);
+		n = verbs_poll(s->fd, c->conn, wcs, ARRAY_SIZE(wcs), 0);
 		if (n == -EINTR)
 			return;
 		if (n < 0) {
@@ -1184,7 +1186,7 @@ static void sv_poll_client(struct sv *s, struct sv_client *c)
 		}
 		if (!n)
 			return;
-		c->last = xfer_now_ms();
+		c->last = loop_now_ms();
 		for (i = 0; i < n; i++) {
 			const struct krdma_wc *wc = &wcs[i];
 
@@ -1223,7 +1225,7 @@ static void sv_events(struct sv *s)
 	int i, n;
 
 	do {
-		n = xfer_get_events(s->fd, evs, ARRAY_SIZE(evs), 0);
+		n = verbs_get_events(s->fd, evs, ARRAY_SIZE(evs), 0);
 		if (n < 0) {
 			if (n != -EINTR)
 				krdma_report(KRDMA_GET_EVENTS, n);
@@ -1261,7 +1263,7 @@ static void sv_events(struct sv *s)
 			 */
 			if (c && ev->type == KRDMA_EVENT_DISCONNECTED &&
 			    !c->disconnected)
-				c->disconnected = xfer_now_ms();
+				c->disconnected = loop_now_ms();
 			if (c && (ev->type == KRDMA_EVENT_CONN_ERROR ||
 				  ev->type == KRDMA_EVENT_DEVICE_REMOVAL))
 				c->gone = true;
@@ -1275,12 +1277,12 @@ static void sv_loop(struct sv *s)
 	int64_t idle = (int64_t)s->o->timeout_s * 1000;
 	unsigned int i;
 
-	while (!xfer_stop && !s->device_gone) {
+	while (!loop_stop && !s->device_gone) {
 		if (s->o->count && s->served >= s->o->count)
 			break;
 		poll(&pfd, 1, 200);
 		sv_events(s);
-		if (s->copy.parked && xfer_now_ms() - s->copy.parked > idle)
+		if (s->copy.parked && loop_now_ms() - s->copy.parked > idle)
 			sv_copy_drop_parked(s, "parked copy not resumed in time");
 		for (i = 0; i < SV_MAX_CLIENTS; i++) {
 			struct sv_client *c = &s->clients[i];
@@ -1296,17 +1298,17 @@ static void sv_loop(struct sv *s)
 			if (c->accepting && c->gone)
 				sv_established(c);
 			if (c->accepting) {
-				if (xfer_now_ms() - c->accepting > idle)
+				if (loop_now_ms() - c->accepting > idle)
 					sv_accept_failed(s, c, ETIMEDOUT);
 				continue;
 			}
 			if (c->disconnected &&
-			    xfer_now_ms() - c->disconnected > SV_DRAIN_MS)
+			    loop_now_ms() - c->disconnected > SV_DRAIN_MS)
 				c->gone = true;
 			if (c->gone)
 				sv_finish(s, c, c->bye ? NULL :
 					  "gone without BYE");
-			else if (xfer_now_ms() - c->last > idle) {
+			else if (loop_now_ms() - c->last > idle) {
 				c->failed = true;
 				sv_finish(s, c, "idle timeout");
 			}
@@ -1333,12 +1335,12 @@ int cmd_serve(int argc, char **argv)
 	/* -a HOST:PORT: its port, else -p's */
 	addr.port = o.port;
 	if (o.addr) {
-		ret = xfer_parse_addr("serve", "-a/--addr", o.addr, o.port,
-				      &addr);
+		ret = addr_parse("serve", "-a/--addr", o.addr, o.port,
+				 &addr);
 		if (ret)
 			return ret;
 	}
-	xfer_catch_signals();
+	loop_catch_signals();
 	s.fd = krdma_open();
 	if (s.fd < 0) {
 		krdma_report_open(s.fd);
@@ -1366,7 +1368,7 @@ int cmd_serve(int argc, char **argv)
 		pr_u64("failed", s.failures);
 	}
 	pr_obj_end();
-	xfer_buf_free(s.fd, &s.data);
+	verbs_buf_free(s.fd, &s.data);
 	close(s.fd);
 	return ret || s.failures || s.device_gone ? 1 : 0;
 }

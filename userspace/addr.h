@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdmactl: the addresses of rdma_cm connections, parsed from a command
+ * line and printed.  addr.c.
+ */
+#ifndef KRDMACTL_ADDR_H
+#define KRDMACTL_ADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <krdma.h>
+
+/* "HOST[:PORT]", "[V6]:PORT": 0, or EXIT_USAGE (reported) */
+int addr_parse(const char *cmd, const char *what, const char *arg,
+	       uint32_t default_port, struct krdma_sockaddr *sa);
+void addr_format(const struct krdma_sockaddr *sa, char *buf, size_t len);
+
+#endif /* KRDMACTL_ADDR_H */

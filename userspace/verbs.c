@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl: buffers, posts, polls, CM events and destroys through
+ * /dev/krdma's ioctls, for every command's data path.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "krdmactl.h"
+#include "verbs.h"
+
+int verbs_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
+		    uint64_t length, struct verbs_buf *b)
+{
+	struct krdma_buf_alloc ba = {
+		.size = sizeof(ba),
+		.dev_index = dev_index,
+		.access = access,
+		.length = length,
+	};
+	long page = sysconf(_SC_PAGESIZE);
+	void *mem;
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	ret = krdma_ioctl(fd, KRDMA_BUF_ALLOC, &ba);
+	if (ret)
+		return ret;
+	b->handle = ba.handle;
+	b->lkey = ba.lkey;
+	b->rkey = ba.rkey;
+	b->addr = ba.addr;
+	b->length = length;
+	b->map_len = (length + page - 1) / page * page;
+	mem = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   ba.mmap_offset);
+	if (mem == MAP_FAILED) {
+		ret = -errno;
+		err_msg("mmap of a %llu-byte buffer: %s",
+			(unsigned long long)length, strerror(-ret));
+		verbs_destroy(fd, b->handle);
+		b->handle = 0;
+		return ret;
+	}
+	b->mem = mem;
+	return 0;
+}
+
+void verbs_buf_free(int fd, struct verbs_buf *b)
+{
+	if (b->mem)
+		munmap(b->mem, b->map_len);
+	if (b->handle)
+		verbs_destroy(fd, b->handle);
+	memset(b, 0, sizeof(*b));
+}
+
+int verbs_destroy(int fd, uint32_t handle)
+{
+	struct krdma_destroy d = { .size = sizeof(d), .handle = handle };
+
+	return krdma_ioctl_quiet(fd, KRDMA_DESTROY, &d);
+}
+
+int verbs_post_one(int fd, uint32_t conn, struct krdma_wr *wr)
+{
+	struct krdma_post post = {
+		.size = sizeof(post),
+		.handle = conn,
+		.num_wrs = 1,
+		.wr_entry_size = sizeof(*wr),
+		.wrs_uptr = (uintptr_t)wr,
+	};
+
+	return krdma_ioctl(fd, KRDMA_POST, &post);
+}
+
+int verbs_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
+		    uint64_t offset, uint32_t length)
+{
+	struct krdma_wr wr = {
+		.wr_id = wr_id,
+		.opcode = KRDMA_OP_RECV,
+		.num_sge = 1,
+		.sge[0] = { .buf_handle = buf, .offset = offset,
+			    .length = length },
+	};
+
+	return verbs_post_one(fd, conn, &wr);
+}
+
+/*
+ * Up to @max completions of @conn within @timeout_ms: how many, or -errno
+ * (reports nothing).
+ */
+int verbs_poll(int fd, uint32_t conn, struct krdma_wc *wcs, uint32_t max,
+	       uint32_t timeout_ms)
+{
+	struct krdma_poll p = {
+		.size = sizeof(p),
+		.handle = conn,
+		.num_wcs = max,
+		.wc_entry_size = sizeof(*wcs),
+		.timeout_ms = timeout_ms,
+		.wcs_uptr = (uintptr_t)wcs,
+	};
+	int ret;
+
+	ret = krdma_ioctl_quiet(fd, KRDMA_POLL, &p);
+	return ret ? ret : (int)p.num_wcs;
+}
+
+/*
+ * Up to @max CM events within @timeout_ms: how many, or -errno (reports
+ * nothing).
+ */
+int verbs_get_events(int fd, struct krdma_event *evs, uint32_t max,
+		     uint32_t timeout_ms)
+{
+	struct krdma_get_events ge = {
+		.size = sizeof(ge),
+		.num_events = max,
+		.event_entry_size = sizeof(*evs),
+		.timeout_ms = timeout_ms,
+		.events_uptr = (uintptr_t)evs,
+	};
+	int ret;
+
+	ret = krdma_ioctl_quiet(fd, KRDMA_GET_EVENTS, &ge);
+	return ret ? ret : (int)ge.num_events;
+}
