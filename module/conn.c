@@ -795,6 +795,21 @@ static u32 krdma_conn_dest_qpn(struct krdma_conn *conn,
 	return READ_ONCE(conn->dest_qp_num);
 }
 
+/* The PSNs a connected RC or UC QP sends next and expects next, else 0. */
+static void krdma_conn_query_psns(const struct krdma_conn *conn,
+				  const struct ib_qp_attr *attr,
+				  struct krdma_conn_query *cmd)
+{
+	cmd->sq_psn = 0;
+	cmd->rq_psn = 0;
+	if (conn->transport == KRDMA_TRANSPORT_UD)
+		return;
+	if (attr->qp_state >= IB_QPS_RTR)
+		cmd->rq_psn = attr->rq_psn;
+	if (attr->qp_state >= IB_QPS_RTS)
+		cmd->sq_psn = attr->sq_psn;
+}
+
 int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_conn_query *cmd = ucmd->cmd;
@@ -811,7 +826,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	if (ret)
 		return ret;
 	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE | IB_QP_PATH_MTU |
-			  IB_QP_DEST_QPN, &init);
+			  IB_QP_DEST_QPN | IB_QP_SQ_PSN | IB_QP_RQ_PSN, &init);
 	if (!ret) {
 		cmd->state = attr.qp_state;
 		cmd->transport = conn->transport;
@@ -819,6 +834,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		cmd->dest_qp_num = krdma_conn_dest_qpn(conn, &attr);
 		cmd->path_mtu = krdma_conn_query_mtu(conn, &attr);
 		cmd->last_wc_status = READ_ONCE(conn->last_wc_status);
+		krdma_conn_query_psns(conn, &attr, cmd);
 	}
 	krdma_conn_unlock_put(conn);
 	return ret ?: krdma_ucmd_respond(ucmd, sizeof(*cmd));

@@ -855,6 +855,11 @@ enum krdma_conn_state {
  * @last_wc_status: out, status of the last failed completion that was not
  *	a flush, whoever reaped it (%KRDMA_POLL or a %KRDMA_BENCH run); 0 if none
  * @__reserved: must be 0
+ * @sq_psn: out, the PSN of the next packet the QP sends (RC, UC once in
+ *	RTS; else 0): before its first send, the PSN it started from, which
+ *	the peer's QP expects (rdma_cm chooses it for a connection it makes)
+ * @rq_psn: out, the PSN the QP expects next from the peer (RC, UC from
+ *	RTR; else 0): before the peer's first send, the peer's starting PSN
  */
 struct krdma_conn_query {
 	__u32 size;
@@ -867,6 +872,8 @@ struct krdma_conn_query {
 	__u32 path_mtu;
 	__u32 last_wc_status;
 	__u32 __reserved;
+	__u32 sq_psn;
+	__u32 rq_psn;
 };
 
 #define KRDMA_CONN_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_QUERY)

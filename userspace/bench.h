@@ -127,6 +127,8 @@ struct bench_opts {
 	bool report_gbits;
 	int output;		/* OUT_* */
 	bool run_infinitely;
+	bool histogram;		/* -H: every latency, sorted */
+	bool unsorted;		/* -U: every latency, in order */
 };
 
 /* A latency run's figures, made of its samples (ns) here. */
@@ -175,7 +177,8 @@ void bench_print_header(const struct bench_opts *o, const char *dev,
 			bool latency, const struct bench_ib_ends *ends);
 void bench_print_row(const struct bench_opts *o,
 		     const struct bench_result *r, bool latency);
-void bench_lat_figures(struct bench_lat *l, uint64_t *s, uint64_t n);
+void bench_lat_figures(const struct bench_opts *o, struct bench_lat *l,
+		       uint64_t *s, uint64_t n);
 uint64_t bench_lat_max_samples(uint64_t iters);
 const char *bench_errno_hint(int err);
 extern struct krdma_bench_progress bench_progress;

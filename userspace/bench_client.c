@@ -96,7 +96,7 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 		pthread_join(tid, NULL);
 	}
 	if (samples)
-		bench_lat_figures(&r->lat, samples,
+		bench_lat_figures(o, &r->lat, samples,
 				  b->lat_samples < b->max_samples ?
 				  b->lat_samples : b->max_samples);
 	free(samples);

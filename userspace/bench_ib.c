@@ -14,10 +14,9 @@
  * differs rather than run elsewhere.  A server with -d listens on an
  * address of that device.
  *
- * krdma reports each connection's QP numbers (the local one as `rdma
- * resource show qp` lists it, the peer's) and its port, whose LID and
- * GIDs KRDMA_QUERY_DEVICES gives; not the PSN rdma_cm chose, which the
- * address lines leave out.
+ * krdma reports each connection's QP numbers and PSNs (the local ones as
+ * `rdma resource show qp` lists them, the peer's) and its port, whose LID
+ * and GIDs KRDMA_QUERY_DEVICES gives.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -460,6 +459,8 @@ int bench_ib_check(int fd, const struct bench_ib_want *w, uint32_t handle,
 	e->qpn = qp_num;
 	if (krdma_ioctl_quiet(fd, KRDMA_CONN_QUERY, &cq) == 0) {
 		e->rqpn = cq.dest_qp_num;
+		e->psn = cq.sq_psn;
+		e->rpsn = cq.rq_psn;
 		e->path_mtu = cq.path_mtu;
 	}
 	e->port = conn_port(fd, dev_index, qp_num);
@@ -563,11 +564,13 @@ void bench_ib_print(const struct bench_ib_ends *e, uint32_t n)
 			pr_obj_begin(NULL);
 			pr_u64("local_lid", c->lid);
 			pr_u64("local_qpn", c->qpn);
+			pr_u64("local_psn", c->psn);
 			if (c->have_gid)
 				pr_str("local_gid", gid);
 			if (c->link_layer == KRDMA_LINK_LAYER_ETHERNET)
 				pr_u64("remote_lid", 0);
 			pr_u64("remote_qpn", c->rqpn);
+			pr_u64("remote_psn", c->rpsn);
 			if (c->have_rgid)
 				pr_str("remote_gid", rgid);
 			pr_u64("port", c->port);
@@ -575,16 +578,18 @@ void bench_ib_print(const struct bench_ib_ends *e, uint32_t n)
 			pr_obj_end();
 			continue;
 		}
-		printf(" local address: LID 0x%04x QPN 0x%04x%s%s\n", c->lid,
-		       c->qpn, c->have_gid ? " GID " : "",
+		printf(" local address: LID 0x%04x QPN 0x%04x PSN 0x%06x%s%s\n",
+		       c->lid, c->qpn, c->psn, c->have_gid ? " GID " : "",
 		       c->have_gid ? gid : "");
 		/* a RoCE peer's LID is 0; an InfiniBand one's krdma does not know */
 		if (c->link_layer == KRDMA_LINK_LAYER_ETHERNET)
-			printf(" remote address: LID 0x%04x QPN 0x%04x%s%s\n", 0U,
-			       c->rqpn, c->have_rgid ? " GID " : "",
+			printf(" remote address: LID 0x%04x QPN 0x%04x PSN 0x%06x%s%s\n",
+			       0U, c->rqpn, c->rpsn,
+			       c->have_rgid ? " GID " : "",
 			       c->have_rgid ? rgid : "");
 		else
-			printf(" remote address: QPN 0x%04x\n", c->rqpn);
+			printf(" remote address: QPN 0x%04x PSN 0x%06x\n",
+			       c->rqpn, c->rpsn);
 	}
 	if (pr_is_json())
 		pr_arr_end();

@@ -58,6 +58,10 @@ static const char bench_usage[] =
 	"      --output=bandwidth|latency\n"
 	"                       print only BW average (bandwidth) or t_typical\n"
 	"                       (--lat), one number a line\n"
+	"  -H, --report-histogram\n"
+	"                       --lat: every latency, sorted, before the figures\n"
+	"  -U, --report-unsorted\n"
+	"                       --lat: every latency, in the order measured\n"
 	"  -d, --ib-dev DEV     connect from (serve: listen on) an address of\n"
 	"                       DEV's netdev; refused if a connection is not\n"
 	"                       on DEV\n"
@@ -130,6 +134,10 @@ static int bench_check_opts(const struct bench_opts *o,
 		why = "--output and -j exclude each other";
 	else if (o->report_gbits && o->latency)
 		why = "--report_gbits is for a bandwidth run";
+	else if ((o->histogram || o->unsorted) && !o->latency)
+		why = "-H and -U print a latency run's samples: --lat";
+	else if ((o->histogram || o->unsorted) && (pr_is_json() || o->output))
+		why = "-H and -U print text (not with -j or --output)";
 	else if (o->have_iters && o->duration_s)
 		why = "-n and -D exclude each other";
 	else if (o->all && o->have_size)
@@ -194,6 +202,8 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "report_gbits", no_argument, NULL, OPT_GBITS },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "run_infinitely", no_argument, NULL, OPT_RUN_INF },
+		{ "report-histogram", no_argument, NULL, 'H' },
+		{ "report-unsorted", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = "bench";
@@ -207,7 +217,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 	o->timeout_s = 10;
 	o->ib.gid_index = -1;
 	while ((c = getopt_long(argc, argv,
-				":s:an:D:q:t:Q:I:c:ep:P:T:hjd:i:x:m:FV",
+				":s:an:D:q:t:Q:I:c:ep:P:T:hjd:i:x:m:FVHU",
 				long_opts, (longidx = -1, &longidx))) != -1) {
 		/*
 		 * what a server takes: -p, -T, -c, -d, -F, -V, --once, -j,
@@ -344,6 +354,12 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		}
 		case OPT_GBITS:
 			o->report_gbits = true;
+			break;
+		case 'H':
+			o->histogram = true;
+			break;
+		case 'U':
+			o->unsorted = true;
 			break;
 		case OPT_OUTPUT:
 			if (!strcmp(optarg, "bandwidth")) {

@@ -146,8 +146,22 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The figures perftest prints, of @n samples (sorted here). */
-void bench_lat_figures(struct bench_lat *l, uint64_t *s, uint64_t n)
+/* -H, -U: every latency, one a line, as perftest prints them */
+static void print_samples(const uint64_t *s, uint64_t n)
+{
+	uint64_t i;
+
+	printf("#, usec\n");
+	for (i = 0; i < n; i++)
+		printf("%" PRIu64 ", %g\n", i + 1, s[i] / 1e3);
+}
+
+/*
+ * The figures perftest prints, of @n samples (sorted here); with -U the
+ * samples before, with -H after they are sorted.
+ */
+void bench_lat_figures(const struct bench_opts *o, struct bench_lat *l,
+		       uint64_t *s, uint64_t n)
 {
 	double sum = 0, var = 0;
 	uint64_t i, k;
@@ -156,7 +170,11 @@ void bench_lat_figures(struct bench_lat *l, uint64_t *s, uint64_t n)
 	l->samples = n;
 	if (!n)
 		return;
+	if (o->unsorted)
+		print_samples(s, n);
 	qsort(s, n, sizeof(*s), cmp_u64);
+	if (o->histogram)
+		print_samples(s, n);
 	for (i = 0; i < n; i++)
 		sum += s[i];
 	l->avg = sum / n;

@@ -326,7 +326,7 @@ int bench_via_run(struct via *v, uint32_t size)
 	if (v->b->elapsed_ns)
 		v->b->peak_bps = v->b->bytes_done * 1e9 / v->b->elapsed_ns;
 	if (samples)
-		bench_lat_figures(v->lat, samples, n_samples);
+		bench_lat_figures(o, v->lat, samples, n_samples);
 	free(samples);
 	return ret;
 }

@@ -27,7 +27,7 @@ static const char devices_usage[] =
 	"  -d, --device NAME   only the device NAME (e.g. rxe0)\n"
 	"  -i, --index N       only the device with krdma index N\n"
 	"  -j, --json          JSON output\n"
-	"  -p, --pretty        pretty-printed JSON (implies -j)\n"
+	"      --pretty        pretty-printed JSON (implies -j)\n"
 	"  -h, --help          this help\n";
 
 struct devices_opts {

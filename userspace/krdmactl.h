@@ -71,12 +71,16 @@ void free_snapshot(struct dev_snapshot *s);
 void __printf(1, 2) err_msg(const char *fmt, ...);
 void __printf(1, 2) warn_msg(const char *fmt, ...);
 
-/* getopt_long pieces every command includes */
-#define COMMON_SHORT_OPTS "hjp"
+/*
+ * getopt_long pieces every command includes.  -p is a port wherever a
+ * command has one, so pretty-printing has no short option.
+ */
+#define OPT_COMMON_PRETTY 0x80
+#define COMMON_SHORT_OPTS "hj"
 #define COMMON_LONG_OPTS					\
 	{ "help", no_argument, NULL, 'h' },			\
 	{ "json", no_argument, NULL, 'j' },			\
-	{ "pretty", no_argument, NULL, 'p' }
+	{ "pretty", no_argument, NULL, OPT_COMMON_PRETTY }
 
 bool opt_common(int c);
 struct option;

@@ -59,7 +59,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "Options:\n"
 	      "  -j, --json      JSON output\n"
-	      "  -p, --pretty    pretty-printed JSON (implies -j)\n"
+	      "      --pretty    pretty-printed JSON (implies -j)\n"
 	      "  -V, --version   krdmactl's version and the ABI it speaks\n"
 	      "  -h, --help      this help\n"
 	      "\n"

@@ -27,7 +27,7 @@ static const char sessions_usage[] =
 	"numbers, rdma_cm peer.\n"
 	"\n"
 	"  -j, --json          JSON output\n"
-	"  -p, --pretty        pretty-printed JSON (implies -j)\n"
+	"      --pretty        pretty-printed JSON (implies -j)\n"
 	"  -h, --help          this help\n";
 
 /* One KRDMA_QUERY_SESSIONS answer. */

@@ -48,7 +48,7 @@ bool opt_common(int c)
 	case 'j':
 		pr_set_json(true);
 		return true;
-	case 'p':
+	case OPT_COMMON_PRETTY:
 		pr_set_pretty(true);
 		return true;
 	}
@@ -94,6 +94,9 @@ int opt_fail(const char *cmd, int c, char **argv, const char *usage)
 	else if (is_long && optopt && arg[arg_len])
 		err_msg("%s%soption %.*s takes no argument", where, sep,
 			arg_len, arg);
+	else if (short_opt && optopt == 'p')
+		err_msg("%s%sunknown option -p (a port, where a command has "
+			"one; pretty-printed JSON is --pretty)", where, sep);
 	else if (short_opt)
 		err_msg("%s%sunknown option -%c", where, sep, optopt);
 	else

@@ -18,7 +18,7 @@ static const char version_usage[] =
 	"opcodes and transports.\n"
 	"\n"
 	"  -j, --json      JSON output\n"
-	"  -p, --pretty    pretty-printed JSON (implies -j)\n"
+	"      --pretty    pretty-printed JSON (implies -j)\n"
 	"  -h, --help      this help\n";
 
 static int parse_version_opts(int argc, char **argv)

@@ -76,6 +76,7 @@ struct xc_opts {
 	uint64_t swap;
 	bool have_swap;
 	uint32_t count;
+	uint32_t port;		/* -p: HOST's port unless HOST names one */
 	uint32_t reconnect;	/* copy: connections after the first */
 	uint32_t retry;		/* RC: the QPs' retry_cnt (--retry) */
 	bool have_retry;
@@ -123,6 +124,7 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "transport", required_argument, NULL, 't' },
+		{ "port", required_argument, NULL, 'p' },
 		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "retry", required_argument, NULL, OPT_RETRY },
@@ -134,13 +136,14 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 	uint32_t mask;
 	char name[32];
 
-	while ((c = getopt_long(argc, argv, ":s:o:f:n:T:t:hjp", long_opts,
+	while ((c = getopt_long(argc, argv, ":s:o:f:n:T:t:p:hj", long_opts,
 				(longidx = -1, &longidx))) != -1) {
 		if (c == 'h') {
 			fputs(o->usage, stdout);
 			return -1;
 		}
-		if (c != ':' && c != '?' && !opt_common(c) &&
+		/* -p: every client connects to a port */
+		if (c != ':' && c != '?' && c != 'p' && !opt_common(c) &&
 		    !strchr(allowed, c < 0x100 ? c : 'A' + (c - OPT_DATA))) {
 			err_msg("%s: option %s is not used by this command", cmd,
 				opt_name(c, long_opts, longidx, name,
@@ -150,7 +153,11 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		}
 		switch (c) {
 		case 'j':
+		case OPT_COMMON_PRETTY:
+			break;
 		case 'p':
+			ret = parse_u32(cmd, "-p/--port", optarg, 1, 65535,
+					&o->port);
 			break;
 		case 's':
 			o->have_size = true;
@@ -1301,8 +1308,8 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 			return EXIT_USAGE;
 		}
 	}
-	ret = addr_parse(o->cmd, "HOST", o->host, XFER_DEFAULT_PORT,
-			 &x.dst);
+	ret = addr_parse(o->cmd, "HOST", o->host,
+			 o->port ?: XFER_DEFAULT_PORT, &x.dst);
 	if (ret)
 		return ret;
 	addr_format(&x.dst, x.peer, sizeof(x.peer));
@@ -1326,8 +1333,10 @@ static int xc_run(struct xc_opts *o, int argc, char **argv,
 	"                       (default 10)\n"				\
 	"      --retry N        rc: transport retries of both QPs, 0-7\n"	\
 	"                       (default 7, which rxe retries forever)\n"	\
+	"  -p, --port N         the server's port when HOST names none\n" \
+	"                       (default 18516)\n"			\
 	"  -j, --json           JSON output\n"				\
-	"  -p, --pretty         pretty-printed JSON\n"			\
+	"      --pretty         pretty-printed JSON\n"			\
 	"  -h, --help           this help\n"				\
 	"\n"								\
 	"HOST[:PORT] is where \"" PROG_NAME " serve -t T\" listens (default\n" \

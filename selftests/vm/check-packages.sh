@@ -199,7 +199,7 @@ t_man_completion() {
 	completes "bandwidth latency" krdmactl bench --output = ""
 	completes "uc ud" krdmactl serve -t u
 	completes "" krdmactl bench -s ""
-	completes "-j --json -p --pretty -V --version -h --help" krdmactl -
+	completes "-j --json --pretty -V --version -h --help" krdmactl -
 }
 
 t_dkms_signed() {
