@@ -17,16 +17,10 @@ FIXTURE(obj)
 
 FIXTURE_SETUP(obj)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
 	self->psz = sysconf(_SC_PAGESIZE);
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
 }
 
@@ -47,7 +41,7 @@ KRDMA_TEST_F(obj, ah_create_not_ud)
 	uint32_t ah, t;
 
 	for (t = KRDMA_TRANSPORT_RC; t <= KRDMA_TRANSPORT_UC; t++) {
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev, t, 0, NULL, &c));
+		test_cmd_conn_create(&self->dev, t, 0, NULL, &c);
 		EXPECT_ERRNO(EINVAL, kt_ah_create(self->fd, c.handle, self->dev.gid, &ah),
 			     "transport %u", t);
 	}
@@ -58,10 +52,10 @@ KRDMA_TEST_F(obj, ah_create_unknown_conn)
 	struct kt_buf b;
 	uint32_t ah;
 
-	EXPECT_ERRNO(ENOENT, kt_ah_create(self->fd, 0, self->dev.gid, &ah));
-	EXPECT_ERRNO(ENOENT, kt_ah_create(self->fd, 777777, self->dev.gid, &ah));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
-	EXPECT_ERRNO(ENOENT, kt_ah_create(self->fd, b.handle, self->dev.gid, &ah));
+	test_err_ah_create(ENOENT, 0, self->dev.gid, &ah);
+	test_err_ah_create(ENOENT, 777777, self->dev.gid, &ah);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
+	test_err_ah_create(ENOENT, b.handle, self->dev.gid, &ah);
 }
 
 KRDMA_TEST_F(obj, ah_create_flags_reserved)
@@ -70,8 +64,7 @@ KRDMA_TEST_F(obj, ah_create_flags_reserved)
 	struct kt_conn c;
 	unsigned int bit;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
-				 NULL, &c));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &c);
 	for (bit = 0; bit < 32; bit++) {
 		memset(&a, 0, sizeof(a));
 		a.size = sizeof(a);
@@ -86,11 +79,11 @@ KRDMA_TEST_F(obj, ah_create_flags_reserved)
 	a.conn_handle = c.handle;
 	memcpy(a.dest_gid, self->dev.gid, 16);
 	a.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
+	test_err_ioctl(EINVAL, KRDMA_AH_CREATE, &a);
 	/* a LID is 16 bits: more is refused, not cut */
 	a.__reserved = 0;
 	a.dest_lid = 1u << 16;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_AH_CREATE, &a));
+	test_err_ioctl(EINVAL, KRDMA_AH_CREATE, &a);
 }
 
 /* An AH is a handle of its own: destroyed, posting with it is ENOENT. */
@@ -100,21 +93,19 @@ KRDMA_TEST_F(obj, ah_create_destroy)
 	struct krdma_wr wr;
 	uint32_t ah, ah2;
 
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
-			       &c));
-	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
-	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah2));
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, NULL, &c);
+	test_cmd_ah_create(c.handle, self->dev.gid, &ah);
+	test_cmd_ah_create(c.handle, self->dev.gid, &ah2);
 	EXPECT_NE(ah, ah2);
 	EXPECT_NE(c.handle, ah);
-	ASSERT_OK(kt_destroy(self->fd, ah));
+	test_cmd_destroy(ah);
 	kt_wr_init(&wr, 1, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	wr.ah_handle = ah;
 	wr.remote_qpn = c.qp_num;
-	EXPECT_ERRNO(ENOENT, kt_post1(self->fd, c.handle, &wr));
+	test_err_post1(ENOENT, c.handle, &wr);
 	/* an AH outlives the connection it was made on */
-	ASSERT_OK(kt_destroy(self->fd, c.handle));
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
-			       &c));
+	test_cmd_destroy(c.handle);
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, NULL, &c);
 	wr.ah_handle = ah2;
 	wr.remote_qpn = c.qp_num;
 	EXPECT_OK(kt_post1(self->fd, c.handle, &wr));

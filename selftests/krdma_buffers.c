@@ -18,16 +18,10 @@ FIXTURE(obj)
 
 FIXTURE_SETUP(obj)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
 	self->psz = sysconf(_SC_PAGESIZE);
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
 }
 
@@ -69,7 +63,7 @@ KRDMA_TEST_F(obj, buf_alloc_outputs)
 		buf_alloc_init(&a, self->dev.dev_index, accesses[i], 100 + i);
 		a.handle = a.lkey = a.rkey = 0xdeadbeef;
 		a.addr = a.mmap_offset = 0xdeadbeef;
-		ASSERT_OK(ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+		test_cmd_ioctl(KRDMA_BUF_ALLOC, &a);
 		handles[i] = a.handle;
 		EXPECT_NE(0u, a.handle);
 		EXPECT_NE(0xdeadbeefu, a.lkey);
@@ -100,14 +94,14 @@ KRDMA_TEST_F(obj, buf_alloc_zeroed)
 	p = malloc(len);
 	ASSERT_NE(NULL, p);
 	for (round = 0; round < 3; round++) {
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, len, &b));
+		test_cmd_buf_alloc(self->dev.dev_index, 0, len, &b);
 		memset(p, 0xff, len);
-		ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, p, len));
+		test_cmd_buf_read(b.handle, 0, p, len);
 		EXPECT_EQ(-1, kt_check_byte(p, len, 0));
 		/* dirty it for the next allocation to maybe reuse */
 		memset(p, 0x77, len);
-		ASSERT_OK(kt_buf_write(self->fd, b.handle, 0, p, len));
-		ASSERT_OK(kt_destroy(self->fd, b.handle));
+		test_cmd_buf_write(b.handle, 0, p, len);
+		test_cmd_destroy(b.handle);
 	}
 	free(p);
 }
@@ -130,10 +124,10 @@ KRDMA_TEST_F(obj, buf_alloc_remote_write_without_local_write)
 	struct krdma_buf_alloc a;
 
 	buf_alloc_init(&a, self->dev.dev_index, KRDMA_ACCESS_REMOTE_WRITE, 4096);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 	buf_alloc_init(&a, self->dev.dev_index,
 		       KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_READ, 4096);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 }
 
 KRDMA_TEST_F(obj, buf_alloc_remote_atomic_without_local_write)
@@ -141,10 +135,10 @@ KRDMA_TEST_F(obj, buf_alloc_remote_atomic_without_local_write)
 	struct krdma_buf_alloc a;
 
 	buf_alloc_init(&a, self->dev.dev_index, KRDMA_ACCESS_REMOTE_ATOMIC, 4096);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 	buf_alloc_init(&a, self->dev.dev_index,
 		       KRDMA_ACCESS_REMOTE_ATOMIC | KRDMA_ACCESS_REMOTE_READ, 4096);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 }
 
 KRDMA_TEST_F(obj, buf_alloc_mw_bind)
@@ -153,9 +147,9 @@ KRDMA_TEST_F(obj, buf_alloc_mw_bind)
 
 	buf_alloc_init(&a, self->dev.dev_index,
 		       KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_MW_BIND, 4096);
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_BUF_ALLOC, &a);
 	buf_alloc_init(&a, self->dev.dev_index, KRDMA_ACCESS_MW_BIND, 4096);
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_BUF_ALLOC, &a);
 }
 
 KRDMA_TEST_F(obj, buf_alloc_flags)
@@ -177,9 +171,9 @@ KRDMA_TEST_F(obj, buf_alloc_reserved)
 
 	buf_alloc_init(&a, self->dev.dev_index, 0, 4096);
 	a.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 	a.__reserved = 0x80000000u;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 }
 
 KRDMA_TEST_F(obj, buf_alloc_length_zero)
@@ -187,7 +181,7 @@ KRDMA_TEST_F(obj, buf_alloc_length_zero)
 	struct krdma_buf_alloc a;
 
 	buf_alloc_init(&a, self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 0);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_ALLOC, &a));
+	test_err_ioctl(EINVAL, KRDMA_BUF_ALLOC, &a);
 }
 
 /* More than max_mr_size, or than one MR can map: EINVAL (or ENOMEM). */
@@ -613,18 +607,18 @@ KRDMA_TEST_F(obj, buf_rw_roundtrip)
 	in = malloc(len);
 	out = malloc(len);
 	ASSERT_TRUE(in && out);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, len, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, len, &b);
 	kt_fill(in, len, 1);
-	ASSERT_OK(kt_buf_write(self->fd, b.handle, 0, in, len));
-	ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, out, len));
+	test_cmd_buf_write(b.handle, 0, in, len);
+	test_cmd_buf_read(b.handle, 0, out, len);
 	EXPECT_EQ(0, memcmp(in, out, len));
 	for (i = 0; i < ARRAY_SIZE(offs); i++) {
 		uint64_t n = len - offs[i] < 20000 ? len - offs[i] : 20000;
 
 		kt_fill(in, n, 100 + i);
-		ASSERT_OK(kt_buf_write(self->fd, b.handle, offs[i], in, n));
+		test_cmd_buf_write(b.handle, offs[i], in, n);
 		memset(out, 0, n);
-		ASSERT_OK(kt_buf_read(self->fd, b.handle, offs[i], out, n));
+		test_cmd_buf_read(b.handle, offs[i], out, n);
 		EXPECT_EQ(0, memcmp(in, out, n)) {
 			TH_LOG("offset %llu", (unsigned long long)offs[i]);
 		}
@@ -649,7 +643,7 @@ KRDMA_TEST_F(obj, buf_rw_beyond_end)
 
 	p = calloc(1, 2 * len);
 	ASSERT_NE(NULL, p);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, len, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, len, &b);
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
 		for (w = 0; w < 2; w++)
 			EXPECT_ERRNO(EINVAL, kt_buf_rw(self->fd, b.handle, bad[i].off,
@@ -670,7 +664,7 @@ KRDMA_TEST_F(obj, buf_rw_overflow)
 	uint8_t p[16];
 	unsigned int i, w;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 8192, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 8192, &b);
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
 		for (w = 0; w < 2; w++)
 			EXPECT_ERRNO(EINVAL, kt_buf_rw(self->fd, b.handle, bad[i].off,
@@ -697,12 +691,11 @@ KRDMA_TEST_F(obj, buf_rw_conn_handle)
 	uint32_t ah;
 	uint8_t p[16];
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
-				 NULL, &c));
-	EXPECT_ERRNO(ENOENT, kt_buf_read(self->fd, c.handle, 0, p, 16));
-	EXPECT_ERRNO(ENOENT, kt_buf_write(self->fd, c.handle, 0, p, 16));
-	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
-	EXPECT_ERRNO(ENOENT, kt_buf_read(self->fd, ah, 0, p, 16));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &c);
+	test_err_buf_read(ENOENT, c.handle, 0, p, 16);
+	test_err_buf_write(ENOENT, c.handle, 0, p, 16);
+	test_cmd_ah_create(c.handle, self->dev.gid, &ah);
+	test_err_buf_read(ENOENT, ah, 0, p, 16);
 }
 
 KRDMA_TEST_F(obj, buf_rw_destroyed_handle)
@@ -710,9 +703,9 @@ KRDMA_TEST_F(obj, buf_rw_destroyed_handle)
 	struct kt_buf b;
 	uint8_t p[16];
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 16, &b));
-	ASSERT_OK(kt_destroy(self->fd, b.handle));
-	EXPECT_ERRNO(ENOENT, kt_buf_read(self->fd, b.handle, 0, p, 16));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 16, &b);
+	test_cmd_destroy(b.handle);
+	test_err_buf_read(ENOENT, b.handle, 0, p, 16);
 }
 
 KRDMA_TEST_F(obj, buf_rw_unknown_flags)
@@ -722,7 +715,7 @@ KRDMA_TEST_F(obj, buf_rw_unknown_flags)
 	uint8_t p[16];
 	unsigned int bit;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 16, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 16, &b);
 	for (bit = 1; bit < 32; bit++) {
 		memset(&rw, 0, sizeof(rw));
 		rw.size = sizeof(rw);
@@ -741,14 +734,14 @@ KRDMA_TEST_F(obj, buf_rw_reserved)
 	struct kt_buf b;
 	uint8_t p[16];
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 16, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 16, &b);
 	memset(&rw, 0, sizeof(rw));
 	rw.size = sizeof(rw);
 	rw.handle = b.handle;
 	rw.length = 16;
 	rw.data_uptr = (uintptr_t)p;
 	rw.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_RW, &rw));
+	test_err_ioctl(EINVAL, KRDMA_BUF_RW, &rw);
 }
 
 KRDMA_TEST_F(obj, buf_rw_efault)
@@ -756,12 +749,12 @@ KRDMA_TEST_F(obj, buf_rw_efault)
 	struct kt_buf b;
 	void *ro;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 8192, &b));
-	EXPECT_ERRNO(EFAULT, kt_buf_read(self->fd, b.handle, 0, NULL, 16));
-	EXPECT_ERRNO(EFAULT, kt_buf_write(self->fd, b.handle, 0, NULL, 16));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 8192, &b);
+	test_err_buf_read(EFAULT, b.handle, 0, NULL, 16);
+	test_err_buf_write(EFAULT, b.handle, 0, NULL, 16);
 	ro = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
-	EXPECT_ERRNO(EFAULT, kt_buf_read(self->fd, b.handle, 0, ro, 8192));
+	test_err_buf_read(EFAULT, b.handle, 0, ro, 8192);
 	EXPECT_OK(kt_buf_write(self->fd, b.handle, 0, ro, 8192));
 	munmap(ro, 8192);
 }
@@ -783,8 +776,8 @@ KRDMA_TEST_F(obj, mmap_coherent)
 
 		p = malloc(len);
 		ASSERT_NE(NULL, p);
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KRDMA_ACCESS_LOCAL_WRITE, len, &b));
+		test_cmd_buf_alloc(self->dev.dev_index,
+				   KRDMA_ACCESS_LOCAL_WRITE, len, &b);
 		map = kt_buf_mmap(self->fd, &b);
 		ASSERT_NE(MAP_FAILED, map) {
 			TH_LOG("mmap of %llu bytes: %s", (unsigned long long)len,
@@ -792,14 +785,14 @@ KRDMA_TEST_F(obj, mmap_coherent)
 		}
 		/* BUF_RW in, mapping out */
 		kt_fill(p, len, 10 + i);
-		ASSERT_OK(kt_buf_write(self->fd, b.handle, 0, p, len));
+		test_cmd_buf_write(b.handle, 0, p, len);
 		EXPECT_EQ(-1, kt_check(map, len, 10 + i)) {
 			TH_LOG("len %llu: mapping differs from BUF_RW",
 			       (unsigned long long)len);
 		}
 		/* mapping in, BUF_RW out */
 		kt_fill(map, len, 20 + i);
-		ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, p, len));
+		test_cmd_buf_read(b.handle, 0, p, len);
 		EXPECT_EQ(-1, kt_check(p, len, 20 + i)) {
 			TH_LOG("len %llu: BUF_RW differs from the mapping",
 			       (unsigned long long)len);
@@ -824,8 +817,7 @@ KRDMA_TEST_F(obj, mmap_beyond_buffer)
 	struct kt_buf b;
 	void *p;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0,
-			       2 * self->psz + 1, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 2 * self->psz + 1, &b);
 	/* 3 pages hold it: 4 pages is past the end */
 	p = mmap(NULL, 4 * self->psz, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 self->fd, b.mmap_offset);
@@ -853,8 +845,7 @@ KRDMA_TEST_F(obj, mmap_not_a_buffer)
 	struct kt_conn c;
 	void *p;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &c));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &c);
 	p = mmap(NULL, self->psz, PROT_READ, MAP_SHARED, self->fd,
 		 (off_t)c.handle * self->psz);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -874,7 +865,7 @@ KRDMA_TEST_F(obj, mmap_private_refused)
 	void *p;
 
 	/* one page (one chunk) and 2 MiB + 1 (more than one chunk) */
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, self->psz, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, self->psz, &b);
 	for (i = 0; i < 2; i++) {
 		p = mmap(NULL, self->psz, prots[i], MAP_PRIVATE, self->fd,
 			 b.mmap_offset);
@@ -883,8 +874,7 @@ KRDMA_TEST_F(obj, mmap_private_refused)
 		if (p != MAP_FAILED)
 			munmap(p, self->psz);
 	}
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0,
-			       (2 << 20) + 1, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, (2 << 20) + 1, &b);
 	p = mmap(NULL, (2 << 20) + self->psz, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE, self->fd, b.mmap_offset);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -908,14 +898,14 @@ KRDMA_TEST_F(obj, mmap_survives_destroy)
 	int status;
 	pid_t pid;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, len, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, len,
+			   &b);
 	map = kt_buf_mmap(self->fd, &b);
 	ASSERT_NE(MAP_FAILED, map);
 	kt_fill(map, len, 77);
-	ASSERT_OK(kt_destroy(self->fd, b.handle));
-	EXPECT_ERRNO(ENOENT, kt_buf_read(self->fd, b.handle, 0, map, 1));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, b.handle));
+	test_cmd_destroy(b.handle);
+	test_err_buf_read(ENOENT, b.handle, 0, map, 1);
+	test_err_destroy(ENOENT, b.handle);
 	EXPECT_EQ(-1, kt_check(map, len, 77));
 	kt_fill(map, len, 78);
 	EXPECT_EQ(-1, kt_check(map, len, 78));
@@ -984,8 +974,8 @@ KRDMA_TEST_F(obj, mmap_ordinary_pages)
 		SKIP(return, "before 5.11 krdma maps a buffer as PFNs");
 	p = malloc(len);
 	ASSERT_NE(NULL, p);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, len, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, len,
+			   &b);
 	map = kt_buf_mmap(self->fd, &b);
 	ASSERT_NE(MAP_FAILED, map);
 	memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
@@ -1005,7 +995,7 @@ KRDMA_TEST_F(obj, mmap_ordinary_pages)
 		       strerror(errno));
 	}
 	memset(p, 0, len);
-	ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, p, len));
+	test_cmd_buf_read(b.handle, 0, p, len);
 	EXPECT_EQ(-1, kt_check(p, len, 42));
 	EXPECT_EQ(-1, kt_check(map, len, 42));
 	close(memfd);
@@ -1020,7 +1010,7 @@ KRDMA_TEST_F(obj, mmap_ordinary_pages)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	ASSERT_OK(kt_buf_read(self->fd, b.handle, 0, p, len));
+	test_cmd_buf_read(b.handle, 0, p, len);
 	EXPECT_EQ(-1, kt_check(p, len, 43));
 	kt_buf_munmap(map, &b);
 	EXPECT_OK(kt_destroy(self->fd, b.handle));

@@ -19,16 +19,10 @@ FIXTURE(obj)
 
 FIXTURE_SETUP(obj)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
 	self->psz = sysconf(_SC_PAGESIZE);
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
 }
 
@@ -48,13 +42,12 @@ KRDMA_TEST_F(obj, destroy_twice)
 	struct kt_buf b;
 	struct kt_conn c;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
 	EXPECT_OK(kt_destroy(self->fd, b.handle));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, b.handle));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &c));
+	test_err_destroy(ENOENT, b.handle);
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &c);
 	EXPECT_OK(kt_destroy(self->fd, c.handle));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, c.handle));
+	test_err_destroy(ENOENT, c.handle);
 }
 
 KRDMA_TEST_F(obj, destroy_unknown)
@@ -73,7 +66,7 @@ KRDMA_TEST_F(obj, destroy_flags)
 	struct kt_buf b;
 	unsigned int bit;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
 	for (bit = 0; bit < 32; bit++) {
 		memset(&d, 0, sizeof(d));
 		d.size = sizeof(d);
@@ -91,12 +84,12 @@ KRDMA_TEST_F(obj, destroy_reserved)
 	struct krdma_destroy d;
 	struct kt_buf b;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
 	memset(&d, 0, sizeof(d));
 	d.size = sizeof(d);
 	d.handle = b.handle;
 	d.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_DESTROY, &d));
+	test_err_ioctl(EINVAL, KRDMA_DESTROY, &d);
 	EXPECT_OK(kt_destroy(self->fd, b.handle));
 }
 
@@ -109,7 +102,7 @@ KRDMA_TEST_F(obj, destroy_other_session)
 
 	fd2 = krdma_open();
 	ASSERT_LE(0, fd2);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
 	EXPECT_ERRNO(ENOENT, kt_destroy(fd2, b.handle));
 	EXPECT_ERRNO(ENOENT, kt_buf_read(fd2, b.handle, 0, p, 8));
 	EXPECT_OK(kt_buf_read(self->fd, b.handle, 0, p, 8));
@@ -150,16 +143,16 @@ static void destroy_race(struct __test_metadata *_metadata,
 		if (conn) {
 			struct kt_conn c;
 
-			ASSERT_OK(kt_conn_create(self->fd, &self->dev,
-						 i % 3, i % 2 ? KRDMA_CONN_NOTIFY : 0,
-						 NULL, &c));
+			test_cmd_conn_create(&self->dev, i % 3,
+					     i % 2 ? KRDMA_CONN_NOTIFY : 0,
+					     NULL, &c);
 			h = c.handle;
 		} else {
 			struct kt_buf b;
 
-			ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-					       i % 2 ? KT_ACCESS_ALL : 0,
-					       1 + (i % 7) * 3000, &b));
+			test_cmd_buf_alloc(self->dev.dev_index,
+					   i % 2 ? KT_ACCESS_ALL : 0,
+					   1 + (i % 7) * 3000, &b);
 			h = b.handle;
 		}
 		r[0] = r[1] = (struct racer){ .fd = self->fd, .handle = h,
@@ -173,7 +166,7 @@ static void destroy_race(struct __test_metadata *_metadata,
 			       strerror(r[0].err), r[1].ret, strerror(r[1].err));
 		}
 		wins[r[0].ret ? 1 : 0]++;
-		EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, h));
+		test_err_destroy(ENOENT, h);
 	}
 	TH_LOG("%d iterations: main thread won %d, other thread %d", iters,
 	       wins[0], wins[1]);
@@ -201,26 +194,25 @@ KRDMA_TEST_F(obj, destroy_buffer_under_posted_recv)
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 
-	ASSERT_OK(kt_conn_pair(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-			       NULL, &a, &b));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 4096, &dst));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 4096,
+			   &dst);
 	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, dst.handle, 0, 4096);
-	ASSERT_OK(kt_post1(self->fd, b.handle, &wr));
-	ASSERT_OK(kt_destroy(self->fd, dst.handle));
+	test_cmd_post1(b.handle, &wr);
+	test_cmd_destroy(dst.handle);
 	/* reuse the memory for something else, with a pattern */
 	{
 		struct kt_buf other;
 		uint8_t p[4096];
 
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &other));
+		test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &other);
 		memset(p, 0x3c, sizeof(p));
-		ASSERT_OK(kt_buf_write(self->fd, other.handle, 0, p, sizeof(p)));
+		test_cmd_buf_write(other.handle, 0, p, sizeof(p));
 		kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, src.handle, 0, 4096);
-		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+		test_cmd_post1(a.handle, &wr);
 		ASSERT_EQ(1, kt_poll_n(self->fd, b.handle, &wc, 1, POLL_MS));
 		EXPECT_EQ(1u, wc.wr_id);
 		EXPECT_NE(0u, wc.status);
@@ -229,7 +221,7 @@ KRDMA_TEST_F(obj, destroy_buffer_under_posted_recv)
 		EXPECT_EQ(2u, wc.wr_id);
 		EXPECT_NE(0u, wc.status);
 		TH_LOG("its send: status %u", wc.status);
-		ASSERT_OK(kt_buf_read(self->fd, other.handle, 0, p, sizeof(p)));
+		test_cmd_buf_read(other.handle, 0, p, sizeof(p));
 		EXPECT_EQ(-1, kt_check_byte(p, sizeof(p), 0x3c));
 	}
 }
@@ -242,16 +234,14 @@ KRDMA_TEST_F(obj, destroy_conn_with_outstanding_wrs)
 	struct krdma_wr wrs[16];
 	unsigned int i;
 
-	ASSERT_OK(kt_conn_pair(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-			       NULL, &a, &b));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 1 << 20, &big));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       1 << 20, &dst));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 1 << 20, &big);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 1 << 20, &dst);
 	for (i = 0; i < 16; i++) {
 		kt_wr_init(&wrs[i], i, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&wrs[i], dst.handle, 0, 1 << 20);
 	}
-	ASSERT_OK(kt_post(self->fd, b.handle, wrs, 16, NULL));
+	test_cmd_post(b.handle, wrs, 16, NULL);
 	for (i = 0; i < 8; i++) {
 		kt_wr_init(&wrs[i], 100 + i, i % 2 ? KRDMA_OP_SEND : KRDMA_OP_RDMA_WRITE,
 			   KRDMA_WR_SIGNALED);
@@ -261,19 +251,18 @@ KRDMA_TEST_F(obj, destroy_conn_with_outstanding_wrs)
 			wrs[i].rkey = dst.rkey;
 		}
 	}
-	ASSERT_OK(kt_post(self->fd, a.handle, wrs, 8, NULL));
+	test_cmd_post(a.handle, wrs, 8, NULL);
 	/* both ends go while data moves */
 	EXPECT_OK(kt_destroy(self->fd, b.handle));
 	EXPECT_OK(kt_destroy(self->fd, dst.handle));
 	EXPECT_OK(kt_destroy(self->fd, a.handle));
 	EXPECT_OK(kt_destroy(self->fd, big.handle));
 	/* the device still works */
-	ASSERT_OK(kt_conn_pair(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-			       NULL, &a, &b));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
 	kt_wr_init(&wrs[0], 7, KRDMA_OP_RECV, 0);
-	ASSERT_OK(kt_post1(self->fd, b.handle, &wrs[0]));
+	test_cmd_post1(b.handle, &wrs[0]);
 	kt_wr_init(&wrs[0], 8, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wrs[0]));
+	test_cmd_post1(a.handle, &wrs[0]);
 	{
 		struct krdma_wc wc;
 
@@ -300,9 +289,7 @@ static void busy_session(const struct kt_dev *dev, bool block)
 	fd = krdma_open();
 	if (fd < 0)
 		_exit(10);
-	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &caps, &a) ||
-	    kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &caps, &b) ||
-	    kt_conn_connect(fd, &a, &b) || kt_conn_connect(fd, &b, &a))
+	if (kt_conn_pair(fd, dev, KRDMA_TRANSPORT_RC, 0, &caps, &a, &b))
 		_exit(11);
 	if (kt_buf_alloc(fd, dev->dev_index, 0, 1 << 20, &big) ||
 	    kt_buf_alloc(fd, dev->dev_index, KT_ACCESS_ALL, 1 << 20, &dst))
@@ -331,9 +318,8 @@ static void busy_session(const struct kt_dev *dev, bool block)
 	if (!block)
 		_exit(0);
 	/* a NOTIFY connection nobody will ever complete on: sleep in POLL */
-	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, KRDMA_CONN_NOTIFY, NULL, &n1) ||
-	    kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, KRDMA_CONN_NOTIFY, NULL, &n2) ||
-	    kt_conn_connect(fd, &n1, &n2) || kt_conn_connect(fd, &n2, &n1))
+	if (kt_conn_pair(fd, dev, KRDMA_TRANSPORT_RC, KRDMA_CONN_NOTIFY, NULL,
+			 &n1, &n2))
 		_exit(16);
 	kt_poll(fd, n1.handle, &wc, 1, 60000);
 	_exit(17);

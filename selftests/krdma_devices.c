@@ -15,13 +15,9 @@ FIXTURE(devices)
 
 FIXTURE_SETUP(devices)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
 }
 
@@ -549,7 +545,7 @@ KRDMA_TEST_F(hotplug, add_delete)
 	q.size = sizeof(q);
 	q.flags = KRDMA_QUERY_DEVICES_ONE;
 	q.dev_index = idx;
-	EXPECT_ERRNO(ENODEV, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_err_ioctl(ENODEV, KRDMA_QUERY_DEVICES, &q);
 	ASSERT_OK(wait_info(self->fd, &info, self->before.num_devices,
 			    self->before.num_device_contexts));
 	EXPECT_EQ(self->before.num_devices, info.num_devices);
@@ -582,14 +578,14 @@ KRDMA_TEST_F(hotplug, readd_new_index)
 	q.size = sizeof(q);
 	q.flags = KRDMA_QUERY_DEVICES_ONE;
 	q.dev_index = idx1;
-	EXPECT_ERRNO(ENODEV, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_err_ioctl(ENODEV, KRDMA_QUERY_DEVICES, &q);
 	q.dev_index = idx2;
-	EXPECT_ERRNO(EMSGSIZE, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_err_ioctl(EMSGSIZE, KRDMA_QUERY_DEVICES, &q);
 	EXPECT_EQ(1u, q.num_devices);
 
 	ASSERT_EQ(0, del_test_dev());
 	q.num_devices = q.num_ports = q.num_gids = 0;
-	EXPECT_ERRNO(ENODEV, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_err_ioctl(ENODEV, KRDMA_QUERY_DEVICES, &q);
 }
 
 /* A session opened before the delete keeps working for the other devices. */

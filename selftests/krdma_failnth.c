@@ -662,14 +662,8 @@ static int fn_pair(fn_t *self, uint32_t flags)
 {
 	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
 
-	if (kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, flags,
-			   &caps, &self->a) ||
-	    kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, flags,
-			   &caps, &self->b) ||
-	    kt_conn_connect(self->fd, &self->a, &self->b) ||
-	    kt_conn_connect(self->fd, &self->b, &self->a))
-		return -1;
-	return 0;
+	return kt_conn_pair(self->fd, &self->dev, KRDMA_TRANSPORT_RC, flags,
+			    &caps, &self->a, &self->b);
 }
 
 static int fn_buf(fn_t *self)

@@ -195,21 +195,20 @@ FIXTURE(kf) {
 
 FIXTURE_SETUP(kf)
 {
-	const char *peer = getenv("PEER_ADDR"), *why = krdma_unavailable();
+	const char *peer = getenv("PEER_ADDR");
 	const char *port = getenv("KF_PORT");
 
 	self->fd = self->sock = -1;
 	if (!peer || !*peer)
 		SKIP(return, "PEER_ADDR not set (a second VM runs krdma_faults --serve)");
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(kt_dev_pick(self->fd, "rxe0", &self->dev));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &self->conn));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, KF_BUF, &self->buf));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL,
+			     &self->conn);
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			   KF_BUF, &self->buf);
 	self->sock = kf_dial(peer, port ? atoi(port) : KF_PORT);
 	ASSERT_LE(0, self->sock) {
 		TH_LOG("%s: %s", peer, strerror(errno));
@@ -257,7 +256,7 @@ static void kf_connect(struct __test_metadata *_metadata,
 	m.retry_cnt = retry_cnt;
 	m.rnr_retry = rnr_retry;
 	m.min_rnr_timer = 12;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_cmd_ioctl(KRDMA_CONN_MODIFY, &m);
 }
 
 /* Post one WR of @opcode (@len bytes), its completion within KF_WAIT_MS */
@@ -276,7 +275,7 @@ static void kf_post_wait(struct __test_metadata *_metadata,
 		wr.rkey = self->srv.rkey;
 	}
 	t0 = kt_now_ms();
-	ASSERT_OK(kt_post1(self->fd, self->conn.handle, &wr));
+	test_cmd_post1(self->conn.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->conn.handle, wc, 1,
 			       KF_WAIT_MS)) {
 		TH_LOG("no completion in %u ms: the QP hangs", KF_WAIT_MS);

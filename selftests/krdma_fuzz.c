@@ -1401,13 +1401,9 @@ FIXTURE(fuzz)
 
 FIXTURE_SETUP(fuzz)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_info_get(self->fd, &self->info));
 	if (fz_env("KRDMA_FUZZ_HOTPLUG", 1) && krdma_have_cmd("rdma")) {
 		if (fz_path_exists(SYSFS_IB "/%s", FZ_DEV))

@@ -32,28 +32,17 @@ FIXTURE_VARIANT_ADD(inval, user_buffer) { .user = true };
 
 FIXTURE_SETUP(inval)
 {
-	const char *why = krdma_unavailable();
 	uint32_t len = GUARD + LEN + GUARD;
 
-	self->fd = -1;
 	self->user = NULL;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &self->a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, LEN,
-			       &self->src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 4096,
-			       &self->scratch));
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &self->a,
+			   &self->b);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, LEN, &self->src);
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 4096,
+			   &self->scratch);
 	if (variant->user) {
 		self->user = mmap(NULL, len, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -62,8 +51,8 @@ FIXTURE_SETUP(inval)
 					  KT_ACCESS_ALL, self->user, len,
 					  &self->dst));
 	} else {
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KT_ACCESS_ALL, len, &self->dst));
+		test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, len,
+				   &self->dst);
 	}
 	EXPECT_EQ(self->dst.lkey, self->dst.rkey);
 }
@@ -83,8 +72,8 @@ static void dst_read(struct __test_metadata *_metadata,
 	if (self->user)
 		memcpy(out, self->user, GUARD + LEN + GUARD);
 	else
-		ASSERT_OK(kt_buf_read(self->fd, self->dst.handle, 0, out,
-				      GUARD + LEN + GUARD));
+		test_cmd_buf_read(self->dst.handle, 0, out,
+				  GUARD + LEN + GUARD);
 }
 
 /* dst: guards of @guard, the middle pattern @seed (0: @guard too). */
@@ -112,8 +101,7 @@ static void dst_fill(struct __test_metadata *_metadata,
 	if (self->user)
 		memcpy(self->user, buf, sizeof(buf));
 	else
-		ASSERT_OK(kt_buf_write(self->fd, self->dst.handle, 0, buf,
-				       sizeof(buf)));
+		test_cmd_buf_write(self->dst.handle, 0, buf, sizeof(buf));
 }
 
 /* a RDMA-WRITEs LEN bytes of @seed into dst's middle; the status. */
@@ -146,7 +134,7 @@ static void local_inv(struct __test_metadata *_metadata,
 
 	kt_wr_init(&wr, 0x1111, KRDMA_OP_LOCAL_INV, KRDMA_WR_SIGNALED);
 	wr.imm_data = self->dst.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 	EXPECT_EQ(0x1111u, wc.wr_id);
@@ -176,10 +164,10 @@ KRDMA_TEST_F_TIMEOUT(inval, local_inv_kills_the_lkey, 60)
 	local_inv(_metadata, self);
 	kt_wr_init(&wr, 0x2222, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, self->scratch.handle, 0, 64);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	kt_wr_init(&wr, 0x3333, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->dst.handle, GUARD, 64);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ(0x3333u, wc.wr_id);
 	/*
@@ -209,11 +197,11 @@ KRDMA_TEST_F_TIMEOUT(inval, send_with_inv_revokes_remote_write, 60)
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 3));
 	kt_wr_init(&wr, 0x4444, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, self->scratch.handle, 0, 64);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	kt_wr_init(&wr, 0x5555, KRDMA_OP_SEND_WITH_INV, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->src.handle, 0, 16);
 	wr.imm_data = self->dst.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
@@ -236,14 +224,13 @@ KRDMA_TEST_F_TIMEOUT(inval, other_buffers_unaffected, 60)
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       LEN, &other));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, LEN, &other);
 	local_inv(_metadata, self);
 	kt_wr_init(&wr, 0x6666, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->src.handle, 0, LEN);
 	wr.remote_addr = other.addr;
 	wr.rkey = other.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 }
@@ -270,7 +257,7 @@ KRDMA_TEST_F_TIMEOUT(inval, other_session_rkey_refused, 60)
 	kt_wr_sge(&wr, self->src.handle, 0, LEN);
 	wr.remote_addr = other.addr;
 	wr.rkey = other.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
 	ASSERT_OK(kt_buf_read(ofd, other.handle, 0, got, LEN));
@@ -313,9 +300,7 @@ static int nobody_send_with_inv(const struct kt_dev *dev, uint32_t rkey)
 	fd = krdma_open();
 	if (fd < 0)
 		return 102;
-	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &a) ||
-	    kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &b) ||
-	    kt_conn_connect(fd, &a, &b) || kt_conn_connect(fd, &b, &a))
+	if (kt_conn_pair(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b))
 		return 103;
 	if (kt_buf_alloc(fd, dev->dev_index, KRDMA_ACCESS_LOCAL_WRITE, 64,
 			 &buf))

@@ -26,18 +26,15 @@ FIXTURE(netns)
 
 FIXTURE_SETUP(netns)
 {
-	const char *why = krdma_unavailable();
 	struct krdma_info info;
 
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	if (geteuid())
 		SKIP(return, "needs root, for a network namespace of its own");
 	if (access("/proc/self/ns/net", F_OK))
 		SKIP(return, "no network namespaces (CONFIG_NET_NS)");
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
 	if (kt_dev_pick(self->fd, NULL, &self->dev))
 		SKIP(return, "no device with an active port");
 	if (self->dev.port.link_layer != KRDMA_LINK_LAYER_ETHERNET)

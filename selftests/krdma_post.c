@@ -40,22 +40,15 @@ static const struct krdma_qp_caps post_caps = {
 
 FIXTURE_SETUP(post)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_conn_pair(self->fd, &self->dev, variant->transport, 0,
-			       &post_caps, &self->a, &self->b));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       65536, &self->buf));
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
+	test_cmd_conn_pair(&self->dev, variant->transport, 0, &post_caps,
+			   &self->a, &self->b);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 65536,
+			   &self->buf);
 	if (variant->transport == KRDMA_TRANSPORT_UD)
-		ASSERT_OK(kt_ah_create(self->fd, self->a.handle, self->b.gid,
-				       &self->ah));
+		test_cmd_ah_create(self->a.handle, self->b.gid, &self->ah);
 }
 
 FIXTURE_TEARDOWN(post)
@@ -103,7 +96,7 @@ KRDMA_TEST_F(post, num_wrs_zero)
 	struct krdma_wr wr;
 
 	good_send(self, &wr, 1, 8);
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, &wr, 0, NULL));
+	test_err_post(EINVAL, self->a.handle, &wr, 0, NULL);
 }
 
 KRDMA_TEST_F(post, num_wrs_too_many)
@@ -119,7 +112,7 @@ KRDMA_TEST_F(post, num_wrs_too_many)
 	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, max + 1, NULL),
 		     "%u WRs, queues of %u/%u", max + 1, self->a.caps.max_send_wr,
 		     self->a.caps.max_recv_wr);
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, UINT32_MAX, NULL));
+	test_err_post(EINVAL, self->a.handle, wrs, UINT32_MAX, NULL);
 	nothing_posted(_metadata, self);
 	free(wrs);
 }
@@ -169,14 +162,14 @@ static void post_strided_pair(struct __test_metadata *_metadata,
 	p.num_wrs = 2;
 	p.wr_entry_size = stride;
 	p.wrs_uptr = (uintptr_t)e;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	test_cmd_ioctl(KRDMA_POST, &p);
 	EXPECT_EQ(2u, p.num_wrs);
 	memset(e, 0, 2 * stride);
 	good_send(self, w0, 5, 0);
 	good_send(self, w1, 6, 0);
 	p.handle = self->a.handle;
 	p.num_wrs = 2;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	test_cmd_ioctl(KRDMA_POST, &p);
 	EXPECT_EQ(2u, p.num_wrs);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ(5u, wc.wr_id);
@@ -244,7 +237,7 @@ KRDMA_TEST_F(post, flags_reserved)
 	}
 	p.flags = 0;
 	p.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EINVAL, KRDMA_POST, &p);
 	nothing_posted(_metadata, self);
 }
 
@@ -274,7 +267,7 @@ static void post_peer_recv(struct __test_metadata *_metadata,
 
 	kt_wr_init(&rwr, id, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, self->buf.handle, 32768, 4096);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	test_cmd_post1(self->b.handle, &rwr);
 }
 
 /* Without KRDMA_POST_POLL its fields must be zero: EINVAL, nothing posted. */
@@ -310,7 +303,7 @@ KRDMA_TEST_F(post, with_poll_num_wcs_zero)
 
 	good_send(self, &wr, 1, 8);
 	post_poll_init(self, &p, &wr, &wc, 0, 10);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EINVAL, KRDMA_POST, &p);
 	nothing_posted(_metadata, self);
 }
 
@@ -342,7 +335,7 @@ KRDMA_TEST_F(post, with_poll_reserved)
 	good_send(self, &wr, 1, 8);
 	post_poll_init(self, &p, &wr, &wc, 1, 10);
 	p.__reserved2 = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EINVAL, KRDMA_POST, &p);
 	nothing_posted(_metadata, self);
 }
 
@@ -356,7 +349,7 @@ KRDMA_TEST_F(post, with_poll_old_size)
 	good_send(self, &wr, 1, 8);
 	post_poll_init(self, &p, &wr, &wc, 1, 10);
 	p.size = offsetof(struct krdma_post, num_wcs);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EINVAL, KRDMA_POST, &p);
 	nothing_posted(_metadata, self);
 }
 
@@ -371,7 +364,7 @@ KRDMA_TEST_F(post, with_poll_reaps)
 	good_send(self, &wr, 8, 8);
 	post_poll_init(self, &p, &wr, wcs, ARRAY_SIZE(wcs), POLL_MS);
 	memset(wcs, 0xa5, sizeof(wcs));
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	test_cmd_ioctl(KRDMA_POST, &p);
 	EXPECT_EQ(1u, p.num_wrs);
 	ASSERT_EQ(1u, p.num_wcs);
 	EXPECT_EQ(8u, wcs[0].wr_id);
@@ -396,7 +389,7 @@ KRDMA_TEST_F(post, with_poll_nothing_yet)
 	good_send(self, &wr, 10, 8);
 	wr.flags &= ~KRDMA_WR_SIGNALED;
 	post_poll_init(self, &p, &wr, &wc, 1, 0);
-	ASSERT_OK(ioctl(self->fd, KRDMA_POST, &p));
+	test_cmd_ioctl(KRDMA_POST, &p);
 	EXPECT_EQ(1u, p.num_wrs);
 	EXPECT_EQ(0u, p.num_wcs);
 	/* it went all the same */
@@ -456,7 +449,7 @@ KRDMA_TEST_F(post, with_poll_efault)
 	good_send(self, &wr, 12, 8);
 	post_poll_init(self, &p, &wr, NULL, 1, POLL_MS);
 	p.wcs_uptr = 1;
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EFAULT, KRDMA_POST, &p);
 	EXPECT_EQ(1u, p.num_wrs);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &rwc, 1, POLL_MS));
 	EXPECT_EQ(11u, rwc.wr_id);
@@ -467,9 +460,9 @@ KRDMA_TEST_F(post, unknown_conn)
 	struct krdma_wr wr;
 
 	good_send(self, &wr, 1, 8);
-	EXPECT_ERRNO(ENOENT, kt_post(self->fd, 999999, &wr, 1, NULL));
-	EXPECT_ERRNO(ENOENT, kt_post(self->fd, self->buf.handle, &wr, 1, NULL));
-	EXPECT_ERRNO(ENOENT, kt_post(self->fd, 0, &wr, 1, NULL));
+	test_err_post(ENOENT, 999999, &wr, 1, NULL);
+	test_err_post(ENOENT, self->buf.handle, &wr, 1, NULL);
+	test_err_post(ENOENT, 0, &wr, 1, NULL);
 }
 
 KRDMA_TEST_F(post, efault)
@@ -481,11 +474,11 @@ KRDMA_TEST_F(post, efault)
 		.wr_entry_size = sizeof(struct krdma_wr),
 	};
 
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EFAULT, KRDMA_POST, &p);
 	EXPECT_EQ(0u, p.num_wrs);	/* WR 0 was the one refused */
 	p.num_wrs = 1;
 	p.wrs_uptr = (uintptr_t)1;
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EFAULT, KRDMA_POST, &p);
 }
 
 KRDMA_TEST_F(post, mixed_chain)
@@ -495,12 +488,12 @@ KRDMA_TEST_F(post, mixed_chain)
 
 	good_send(self, &wrs[0], 1, 8);
 	kt_wr_init(&wrs[1], 2, KRDMA_OP_RECV, 0);
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, 2, &acc));
+	test_err_post(EINVAL, self->a.handle, wrs, 2, &acc);
 	EXPECT_EQ(1u, acc);
 	kt_wr_init(&wrs[0], 3, KRDMA_OP_RECV, 0);
 	good_send(self, &wrs[1], 4, 8);
 	acc = 99;
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, 2, &acc));
+	test_err_post(EINVAL, self->a.handle, wrs, 2, &acc);
 	EXPECT_EQ(1u, acc);
 	nothing_posted(_metadata, self);
 }
@@ -587,9 +580,8 @@ KRDMA_TEST_F(post, opcode_invalidate)
 	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV of another session's key");
 	close(ofd);
 	/* a key of the session's that went with its buffer */
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &other));
-	ASSERT_OK(kt_destroy(self->fd, other.handle));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &other);
+	test_cmd_destroy(other.handle);
 	wr.imm_data = other.lkey;
 	EXPECT_POST1_ERRNO(EINVAL, &wr, "LOCAL_INV of a destroyed buffer's key");
 	nothing_posted(_metadata, self);
@@ -818,13 +810,13 @@ KRDMA_TEST_F_TIMEOUT(post, conn_error_event, 60)
 	kt_wr_sge(&wr, self->buf.handle, 0, 8);
 	wr.remote_addr = self->buf.addr;
 	wr.rkey = self->buf.rkey ^ 0xff;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
 	ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
 	/* later failures (a flushed WR) tell nothing new */
 	wr.wr_id = 2;
 	wr.rkey = self->buf.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->a.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ((uint32_t)KT_WC_WR_FLUSH_ERR, wc.status);
 	n = kc_events(self->fd, ev, ARRAY_SIZE(ev), 200);
@@ -952,7 +944,7 @@ KRDMA_TEST_F(post, ud_message_too_big)
 	/* inline too */
 	good_send(self, &wr, 4, mtu + 1);
 	wr.flags |= KRDMA_WR_INLINE;
-	EXPECT_ERRNO(EINVAL, kt_post1(self->fd, self->a.handle, &wr));
+	test_err_post1(EINVAL, self->a.handle, &wr);
 	nothing_posted(_metadata, self);
 }
 
@@ -986,12 +978,12 @@ KRDMA_TEST_F(post, refused_call_writes_zero)
 	p.num_wrs = 1;
 	p.wr_entry_size = sizeof(wr);
 	p.wrs_uptr = (uintptr_t)&wr;
-	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(ENOENT, KRDMA_POST, &p);
 	EXPECT_EQ(0u, p.num_wrs);
 	p.handle = self->a.handle;
 	p.num_wrs = 1;
 	p.flags = 1u << 9;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_POST, &p);
 	EXPECT_EQ(0u, p.num_wrs);
 	nothing_posted(_metadata, self);
 }
@@ -1049,7 +1041,7 @@ KRDMA_TEST_F(post, inline_only_sends)
 	/* a SEND that got out would land here and complete at once */
 	kt_wr_init(&rwr, 30, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, self->buf.handle, 0, 4096);
-	ASSERT_OK(kt_post(self->fd, self->b.handle, &rwr, 1, &acc));
+	test_cmd_post(self->b.handle, &rwr, 1, &acc);
 	for (i = 0; i < ARRAY_SIZE(ops); i++) {
 		good_send(self, &wrs[0], 1, 8);
 		kt_wr_init(&wrs[1], 2, ops[i], KRDMA_WR_SIGNALED | KRDMA_WR_INLINE);
@@ -1081,12 +1073,12 @@ KRDMA_TEST_F(post, error_index)
 	for (i = 0; i < 4; i++)
 		good_send(self, &wrs[i], 10 + i, 8);
 	wrs[2].sge[0].buf_handle = 424242;
-	EXPECT_ERRNO(ENOENT, kt_post(self->fd, self->a.handle, wrs, 4, &acc));
+	test_err_post(ENOENT, self->a.handle, wrs, 4, &acc);
 	EXPECT_EQ(2u, acc);
 	acc = 99;
 	wrs[2].sge[0].buf_handle = self->buf.handle;
 	wrs[3].opcode = KRDMA_OP_MAX;
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, 4, &acc));
+	test_err_post(EINVAL, self->a.handle, wrs, 4, &acc);
 	EXPECT_EQ(3u, acc);
 	nothing_posted(_metadata, self);
 
@@ -1096,13 +1088,13 @@ KRDMA_TEST_F(post, error_index)
 	kt_wr_init(&wrs[1], 21, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wrs[1], 424242, 0, 64);
 	acc = 99;
-	EXPECT_ERRNO(ENOENT, kt_post(self->fd, self->b.handle, wrs, 2, &acc));
+	test_err_post(ENOENT, self->b.handle, wrs, 2, &acc);
 	EXPECT_EQ(1u, acc);
 	kt_wr_init(&rwr, 22, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, self->buf.handle, 0, 4096);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	test_cmd_post1(self->b.handle, &rwr);
 	good_send(self, &wrs[0], 23, 8);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wrs[0]));
+	test_cmd_post1(self->a.handle, &wrs[0]);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ(22u, wc.wr_id) {
 		TH_LOG("the RECV of the refused chain was posted");
@@ -1123,11 +1115,11 @@ KRDMA_TEST_F(post, chain_lengths)
 			kt_wr_init(&wrs[i], 100 * n + i, KRDMA_OP_RECV, 0);
 			kt_wr_sge(&wrs[i], self->buf.handle, 0, 4096);
 		}
-		ASSERT_OK(kt_post(self->fd, self->b.handle, wrs, n, &acc));
+		test_cmd_post(self->b.handle, wrs, n, &acc);
 		EXPECT_EQ(n, acc);
 		for (i = 0; i < n; i++)
 			good_send(self, &wrs[i], 1000 * n + i, 0);
-		ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, n, &acc));
+		test_cmd_post(self->a.handle, wrs, n, &acc);
 		EXPECT_EQ(n, acc);
 		ASSERT_EQ((int)n, kt_poll_n(self->fd, self->b.handle, wcs, n, POLL_MS));
 		for (i = 0; i < n; i++)
@@ -1187,15 +1179,15 @@ KRDMA_TEST_F(post, send_queue_full_until_polled)
 	ASSERT_GE(64u, depth);
 	for (i = 0; i < depth; i++) {
 		quiet_send(self, &wr, i, KRDMA_WR_SIGNALED);
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 	}
 	/* done on the device, but the CQ holds their completions */
 	let_complete();
 	quiet_send(self, &wr, depth, KRDMA_WR_SIGNALED);
-	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->a.handle, &wr, 1, &acc));
+	test_err_post(ENOMEM, self->a.handle, &wr, 1, &acc);
 	EXPECT_EQ(0u, acc);
 	reap_ok(_metadata, self->fd, self->a.handle, depth);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	reap_ok(_metadata, self->fd, self->a.handle, 1);
 }
 
@@ -1210,20 +1202,19 @@ KRDMA_TEST_F(post, unsignaled_sends_retired_by_signaled)
 	for (i = 0; i < depth; i++)
 		quiet_send(self, &wrs[i], i,
 			   i == depth - 1 ? KRDMA_WR_SIGNALED : 0);
-	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, depth, &acc));
+	test_cmd_post(self->a.handle, wrs, depth, &acc);
 	let_complete();
-	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->a.handle, wrs, 1, &acc));
+	test_err_post(ENOMEM, self->a.handle, wrs, 1, &acc);
 	EXPECT_EQ(0u, acc);
 	reap_ok(_metadata, self->fd, self->a.handle, 1);
 	/* all of them done: room for a whole queue again */
 	for (i = 0; i < half; i++)
 		quiet_send(self, &wrs[i], 100 + i, KRDMA_WR_SIGNALED);
-	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, half, &acc));
+	test_cmd_post(self->a.handle, wrs, half, &acc);
 	/* a chain longer than the room left: the part that fits goes */
 	for (i = 0; i < depth; i++)
 		quiet_send(self, &wrs[i], 200 + i, KRDMA_WR_SIGNALED);
-	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->a.handle, wrs, depth,
-				     &acc));
+	test_err_post(ENOMEM, self->a.handle, wrs, depth, &acc);
 	EXPECT_EQ(depth - half, acc);
 	reap_ok(_metadata, self->fd, self->a.handle, depth);
 }
@@ -1238,19 +1229,19 @@ KRDMA_TEST_F(post, recv_queue_full_until_polled)
 		kt_wr_init(&wrs[i], i, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&wrs[i], self->buf.handle, 0, 4096);
 	}
-	ASSERT_OK(kt_post(self->fd, self->b.handle, wrs, depth, &acc));
+	test_cmd_post(self->b.handle, wrs, depth, &acc);
 	for (i = 0; i < depth; i++)
 		good_send(self, &wrs[i], 100 + i, 0);
-	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, depth, &acc));
+	test_cmd_post(self->a.handle, wrs, depth, &acc);
 	reap_ok(_metadata, self->fd, self->a.handle, depth);
 	/* every receive was consumed; their completions wait on b's CQ */
 	let_complete();
 	kt_wr_init(&wrs[0], 999, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wrs[0], self->buf.handle, 0, 4096);
-	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->b.handle, wrs, 1, &acc));
+	test_err_post(ENOMEM, self->b.handle, wrs, 1, &acc);
 	EXPECT_EQ(0u, acc);
 	reap_ok(_metadata, self->fd, self->b.handle, depth);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wrs[0]));
+	test_cmd_post1(self->b.handle, &wrs[0]);
 }
 
 /* ------------------------------------------------------------------------
@@ -1286,9 +1277,9 @@ KRDMA_TEST_F(post, poll_errors)
 	}
 	p.flags = 0;
 	p.handle = 999999;
-	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_POLL, &p));
+	test_err_ioctl(ENOENT, KRDMA_POLL, &p);
 	p.handle = self->buf.handle;
-	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_POLL, &p));
+	test_err_ioctl(ENOENT, KRDMA_POLL, &p);
 }
 
 /* A larger wc entry: the kernel's fields, then zeros, at the caller's stride. */
@@ -1305,9 +1296,9 @@ KRDMA_TEST_F(post, poll_entry_size_large)
 	for (i = 0; i < 2; i++) {
 		kt_wr_init(&wr, 50 + i, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&wr, self->buf.handle, 0, 4096);
-		ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+		test_cmd_post1(self->b.handle, &wr);
 		good_send(self, &wr, 60 + i, 0);
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 	}
 	ASSERT_EQ(2, kt_poll_n(self->fd, self->a.handle, &e[0].wc, 1, POLL_MS) +
 		     kt_poll_n(self->fd, self->a.handle, &e[0].wc, 1, POLL_MS));
@@ -1321,7 +1312,7 @@ KRDMA_TEST_F(post, poll_entry_size_large)
 	p.wc_entry_size = sizeof(e[0]);
 	p.timeout_ms = POLL_MS;
 	p.wcs_uptr = (uintptr_t)e;
-	ASSERT_OK(ioctl(self->fd, KRDMA_POLL, &p));
+	test_cmd_ioctl(KRDMA_POLL, &p);
 	ASSERT_LE(1u, p.num_wcs);
 	for (i = 0; i < p.num_wcs; i++) {
 		EXPECT_EQ(50u + i, e[i].wc.wr_id);
@@ -1351,9 +1342,9 @@ KRDMA_TEST_F(post, poll_efault)
 
 	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, self->buf.handle, 0, 4096);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	good_send(self, &wr, 2, 0);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	memset(&p, 0, sizeof(p));
 	p.size = sizeof(p);
 	p.handle = self->a.handle;
@@ -1361,7 +1352,7 @@ KRDMA_TEST_F(post, poll_efault)
 	p.wc_entry_size = sizeof(struct krdma_wc);
 	p.timeout_ms = POLL_MS;
 	p.wcs_uptr = 8;
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_POLL, &p));
+	test_err_ioctl(EFAULT, KRDMA_POLL, &p);
 }
 
 TEST_HARNESS_MAIN

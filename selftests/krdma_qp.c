@@ -16,16 +16,10 @@ FIXTURE(obj)
 
 FIXTURE_SETUP(obj)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
 	self->psz = sysconf(_SC_PAGESIZE);
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
 }
 
@@ -60,7 +54,7 @@ KRDMA_TEST_F(obj, conn_create_outputs)
 	for (t = KRDMA_TRANSPORT_RC; t <= KRDMA_TRANSPORT_UD; t++) {
 		conn_create_init(&c, &self->dev, t);
 		c.handle = c.qp_num = c.psn = c.lid = 0xdeadbeef;
-		ASSERT_OK(ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+		test_cmd_ioctl(KRDMA_CONN_CREATE, &c);
 		EXPECT_NE(0u, c.handle);
 		EXPECT_NE(0u, c.qp_num);
 		EXPECT_GT(1u << 24, c.qp_num);
@@ -76,7 +70,7 @@ KRDMA_TEST_F(obj, conn_create_outputs)
 		EXPECT_LE(c.caps.max_send_wr + c.caps.max_recv_wr, c.caps.cq_depth);
 		EXPECT_EQ(0u, c.srq_handle);
 
-		ASSERT_OK(kt_conn_query(self->fd, c.handle, &q));
+		test_cmd_conn_query(c.handle, &q);
 		EXPECT_EQ((__u32)KRDMA_CONN_RESET, q.state);
 		EXPECT_EQ(t, q.transport);
 		EXPECT_EQ(c.qp_num, q.qp_num);
@@ -100,7 +94,7 @@ KRDMA_TEST_F(obj, conn_create_caps_granted)
 	c.caps.max_recv_sge = 2;
 	c.caps.max_inline_data = 64;
 	c.caps.cq_depth = 40;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_cmd_ioctl(KRDMA_CONN_CREATE, &c);
 	EXPECT_LE(17u, c.caps.max_send_wr);
 	EXPECT_LE(9u, c.caps.max_recv_wr);
 	EXPECT_LE(3u, c.caps.max_send_sge);
@@ -191,10 +185,10 @@ KRDMA_TEST_F(obj, conn_create_caps_too_big)
 	/* UINT32_MAX everywhere too */
 	conn_create_init(&c, &self->dev, KRDMA_TRANSPORT_UD);
 	c.caps.max_send_wr = UINT32_MAX;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_CONN_CREATE, &c);
 	conn_create_init(&c, &self->dev, KRDMA_TRANSPORT_UD);
 	c.caps.max_send_sge = KRDMA_MAX_SGE + 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_CONN_CREATE, &c);
 }
 
 KRDMA_TEST_F(obj, conn_create_unknown_flags)
@@ -215,12 +209,12 @@ KRDMA_TEST_F(obj, conn_create_srq_handle)
 	struct krdma_conn_create c;
 	struct kt_buf b;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
 	conn_create_init(&c, &self->dev, KRDMA_TRANSPORT_RC);
 	c.srq_handle = b.handle;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_CONN_CREATE, &c);
 	c.srq_handle = 12345;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_CONN_CREATE, &c);
 }
 
 KRDMA_TEST_F(obj, conn_create_reserved)
@@ -229,7 +223,7 @@ KRDMA_TEST_F(obj, conn_create_reserved)
 
 	conn_create_init(&c, &self->dev, KRDMA_TRANSPORT_RC);
 	c.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_CONN_CREATE, &c);
 }
 
 KRDMA_TEST_F(obj, conn_create_enodev)
@@ -238,7 +232,7 @@ KRDMA_TEST_F(obj, conn_create_enodev)
 
 	conn_create_init(&c, &self->dev, KRDMA_TRANSPORT_RC);
 	c.dev_index = krdma_snap_unused_index(&self->snap);
-	EXPECT_ERRNO(ENODEV, ioctl(self->fd, KRDMA_CONN_CREATE, &c));
+	test_err_ioctl(ENODEV, KRDMA_CONN_CREATE, &c);
 }
 
 /* ------------------------------------------------------------------------
@@ -250,7 +244,7 @@ static void modify_setup(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(obj) *self, uint32_t transport,
 			 struct kt_conn *c, struct krdma_conn_modify *m)
 {
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, transport, 0, NULL, c));
+	test_cmd_conn_create(&self->dev, transport, 0, NULL, c);
 	kt_modify_init(m, c, c);
 }
 
@@ -270,10 +264,10 @@ static void modify_still_usable(struct __test_metadata *_metadata,
 {
 	struct krdma_conn_query q;
 
-	ASSERT_OK(kt_conn_query(self->fd, c->handle, &q));
+	test_cmd_conn_query(c->handle, &q);
 	EXPECT_EQ((__u32)KRDMA_CONN_RESET, q.state);
 	EXPECT_OK(kt_conn_connect(self->fd, c, c));
-	ASSERT_OK(kt_conn_query(self->fd, c->handle, &q));
+	test_cmd_conn_query(c->handle, &q);
 	EXPECT_EQ((__u32)KRDMA_CONN_RTS, q.state);
 }
 
@@ -284,9 +278,8 @@ KRDMA_TEST_F(obj, conn_modify_query_rts)
 	uint32_t t;
 
 	for (t = KRDMA_TRANSPORT_RC; t <= KRDMA_TRANSPORT_UD; t++) {
-		ASSERT_OK(kt_conn_pair(self->fd, &self->dev, t, 0, NULL, &a,
-				       &b));
-		ASSERT_OK(kt_conn_query(self->fd, a.handle, &q));
+		test_cmd_conn_pair(&self->dev, t, 0, NULL, &a, &b);
+		test_cmd_conn_query(a.handle, &q);
 		EXPECT_EQ((__u32)KRDMA_CONN_RTS, q.state);
 		EXPECT_EQ(t, q.transport);
 		EXPECT_EQ(a.qp_num, q.qp_num);
@@ -308,13 +301,13 @@ KRDMA_TEST_F(obj, conn_modify_twice)
 	struct krdma_conn_query q;
 
 	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	ASSERT_OK(kt_conn_query(self->fd, c.handle, &q));
+	test_cmd_ioctl(KRDMA_CONN_MODIFY, &m);
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
+	test_cmd_conn_query(c.handle, &q);
 	EXPECT_EQ((__u32)KRDMA_CONN_RTS, q.state);
 	modify_setup(_metadata, self, KRDMA_TRANSPORT_UD, &c, &m);
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_cmd_ioctl(KRDMA_CONN_MODIFY, &m);
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
 }
 
 KRDMA_TEST_F(obj, conn_modify_path_mtu_invalid)
@@ -363,8 +356,8 @@ KRDMA_TEST_F(obj, conn_modify_path_mtu_valid)
 	for (mtu = 256; mtu <= self->dev.port.active_mtu; mtu *= 2) {
 		modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
 		m.path_mtu = mtu;
-		ASSERT_OK(ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-		ASSERT_OK(kt_conn_query(self->fd, c.handle, &q));
+		test_cmd_ioctl(KRDMA_CONN_MODIFY, &m);
+		test_cmd_conn_query(c.handle, &q);
 		EXPECT_EQ(mtu, q.path_mtu);
 		kt_destroy(self->fd, c.handle);
 	}
@@ -423,12 +416,12 @@ KRDMA_TEST_F(obj, conn_modify_checks_before_lookup)
 	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
 	m.handle = 0xfffff;
 	m.flags = 1u << 7;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_CONN_MODIFY, &m);
 	m.flags = 0;
 	m.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
 	m.__reserved = 0;
-	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(ENOENT, KRDMA_CONN_MODIFY, &m);
 	modify_still_usable(_metadata, self, &c);
 }
 
@@ -440,7 +433,7 @@ KRDMA_TEST_F(obj, conn_modify_timeout_zero)
 	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
 	rc_attrs(&m, KT_ACCESS_RC);
 	m.timeout = 0;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
 	modify_still_usable(_metadata, self, &c);
 }
 
@@ -520,10 +513,10 @@ KRDMA_TEST_F(obj, conn_modify_rd_atomic_too_big)
 
 	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
 	m.max_rd_atomic = self->dev.info.max_qp_init_rd_atom + 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
 	kt_modify_init(&m, &c, &c);
 	m.max_dest_rd_atomic = self->dev.info.max_qp_rd_atom + 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
 	modify_still_usable(_metadata, self, &c);
 }
 
@@ -550,7 +543,7 @@ KRDMA_TEST_F(obj, conn_modify_reserved)
 
 	modify_setup(_metadata, self, KRDMA_TRANSPORT_RC, &c, &m);
 	m.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(EINVAL, KRDMA_CONN_MODIFY, &m);
 	modify_still_usable(_metadata, self, &c);
 }
 
@@ -562,10 +555,10 @@ KRDMA_TEST_F(obj, conn_modify_unknown_handle)
 
 	kt_modify_init(&m, &c, &c);
 	m.handle = 424242;
-	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
+	test_err_ioctl(ENOENT, KRDMA_CONN_MODIFY, &m);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
 	m.handle = b.handle;
-	EXPECT_ERRNO(ENOENT, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
+	test_err_ioctl(ENOENT, KRDMA_CONN_MODIFY, &m);
 }
 
 /* UD ignores the destination fields. */
@@ -580,8 +573,8 @@ KRDMA_TEST_F(obj, conn_modify_ud_ignores_dest)
 	m.dest_psn = UINT32_MAX;
 	m.dest_lid = 77;
 	memset(m.dest_gid, 0xee, 16);
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	ASSERT_OK(kt_conn_query(self->fd, c.handle, &q));
+	test_cmd_ioctl(KRDMA_CONN_MODIFY, &m);
+	test_cmd_conn_query(c.handle, &q);
 	EXPECT_EQ((__u32)KRDMA_CONN_RTS, q.state);
 }
 
@@ -641,23 +634,22 @@ KRDMA_TEST_F(obj, conn_query_errors)
 	struct kt_buf b;
 	unsigned int bit;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &c));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &c);
 	for (bit = 0; bit < 32; bit++) {
 		memset(&q, 0, sizeof(q));
 		q.size = sizeof(q);
 		q.handle = c.handle;
 		q.flags = 1u << bit;
-		EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_CONN_QUERY, &q));
+		test_err_ioctl(EOPNOTSUPP, KRDMA_CONN_QUERY, &q);
 	}
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
 	q.handle = c.handle;
 	q.__reserved = 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_CONN_QUERY, &q));
-	EXPECT_ERRNO(ENOENT, kt_conn_query(self->fd, 999999, &q));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &b));
-	EXPECT_ERRNO(ENOENT, kt_conn_query(self->fd, b.handle, &q));
+	test_err_ioctl(EINVAL, KRDMA_CONN_QUERY, &q);
+	test_err_conn_query(ENOENT, 999999, &q);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &b);
+	test_err_conn_query(ENOENT, b.handle, &q);
 }
 
 TEST_HARNESS_MAIN

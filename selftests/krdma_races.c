@@ -142,13 +142,9 @@ FIXTURE(races)
 
 FIXTURE_SETUP(races)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_info_get(self->fd, &self->info));
 	self->have_dev = !kt_dev_pick(self->fd, NULL, &self->dev);
 }
@@ -652,9 +648,8 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_race_address_handles, 180)
 
 	if (!self->have_dev || !(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no manual connections or no device");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
-				 NULL, &c));
-	ASSERT_OK(kt_conn_connect(self->fd, &c, NULL));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &c);
+	test_cmd_conn_connect(&c, NULL);
 	kr_ud_conn = c.handle;
 	kr_destroy_race(_metadata, self->fd, kr_make_ah, self, 100);
 }
@@ -723,19 +718,20 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_while_in_use, 180)
 
 	if (!self->have_dev)
 		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &(struct krdma_qp_caps){ .max_recv_wr = 1024 }, &c));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0,
+			     &(struct krdma_qp_caps){ .max_recv_wr = 1024 },
+			     &c);
 	u.conn = c.handle;
 	ASSERT_EQ(0, pthread_create(&t[0], NULL, kr_user_fn, &u));
 	ASSERT_EQ(0, pthread_create(&t[1], NULL, kr_user_fn, &u));
 	for (i = 0; i < 300; i++) {
 		struct kt_buf b;
 
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KRDMA_ACCESS_LOCAL_WRITE, 4096, &b));
+		test_cmd_buf_alloc(self->dev.dev_index,
+				   KRDMA_ACCESS_LOCAL_WRITE, 4096, &b);
 		__atomic_store_n(&u.buf, b.handle, __ATOMIC_RELEASE);
 		usleep(1000);
-		ASSERT_OK(kt_destroy(self->fd, b.handle));
+		test_cmd_destroy(b.handle);
 	}
 	__atomic_store_n(&u.stop, true, __ATOMIC_RELEASE);
 	pthread_join(t[0], NULL);
@@ -852,17 +848,16 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_ah_while_sending, 180)
 
 	if (!self->have_dev || !(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no manual connections or no device");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
-				 NULL, &c));
-	ASSERT_OK(kt_conn_connect(self->fd, &c, NULL));
-	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &u.ah));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &c);
+	test_cmd_conn_connect(&c, NULL);
+	test_cmd_ah_create(c.handle, self->dev.gid, &u.ah);
 	ASSERT_EQ(0, pthread_create(&t, NULL, kr_ud_sender_fn, &u));
 	for (i = 0; i < 300; i++) {
 		uint32_t old = u.ah, ah;
 
-		ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
+		test_cmd_ah_create(c.handle, self->dev.gid, &ah);
 		__atomic_store_n(&u.ah, ah, __ATOMIC_RELEASE);
-		ASSERT_OK(kt_destroy(self->fd, old));
+		test_cmd_destroy(old);
 		usleep(1000);
 	}
 	__atomic_store_n(&u.stop, true, __ATOMIC_RELEASE);
@@ -925,19 +920,17 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_ud_server_learning_peer, 180)
 	    !(self->info.features & KRDMA_FEATURE_MANUAL_CONN) ||
 	    !(self->info.features & KRDMA_FEATURE_BENCH))
 		SKIP(return, "no manual connections, BENCH or device");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
-				 NULL, &c));
-	ASSERT_OK(kt_conn_connect(self->fd, &c, NULL));
-	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &buf));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &c);
+	test_cmd_conn_connect(&c, NULL);
+	test_cmd_ah_create(c.handle, self->dev.gid, &ah);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 	for (i = 0; i < 40; i++) {
 		struct kr_ud_server r = { .fd = self->fd, .buf = buf.handle };
 		pthread_t t;
 
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
-					 KRDMA_TRANSPORT_UD, 0, &caps, &u));
-		ASSERT_OK(kt_conn_connect(self->fd, &u, NULL));
+		test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, &caps,
+				     &u);
+		test_cmd_conn_connect(&u, NULL);
 		r.conn = u.handle;
 		ASSERT_EQ(0, pthread_create(&t, NULL, kr_ud_server_fn, &r));
 		usleep(20 * 1000);	/* its receives are posted */
@@ -945,7 +938,7 @@ KRDMA_TEST_F_TIMEOUT(races, destroy_ud_server_learning_peer, 180)
 		wr.imm_data = KRDMA_BENCH_READY_IMM;
 		wr.ah_handle = ah;
 		wr.remote_qpn = u.qp_num;
-		ASSERT_OK(kt_post1(self->fd, c.handle, &wr));
+		test_cmd_post1(c.handle, &wr);
 		usleep(i * 50);
 		EXPECT_OK(kt_destroy(self->fd, u.handle));
 		ASSERT_TRUE(kr_wait_done(&r.done, 5000)) {
@@ -1077,11 +1070,11 @@ KRDMA_TEST_F_TIMEOUT(races, unknown_flags_every_command, 120)
 
 	if (!self->have_dev)
 		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 4096, &kb));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &rc));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &ud));
-	ASSERT_OK(kt_conn_connect(self->fd, &ud, NULL));
-	ASSERT_OK(kt_ah_create(self->fd, ud.handle, self->dev.gid, &ah));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &kb);
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &rc);
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_UD, 0, NULL, &ud);
+	test_cmd_conn_connect(&ud, NULL);
+	test_cmd_ah_create(ud.handle, self->dev.gid, &ah);
 	if (self->info.features & KRDMA_FEATURE_RDMA_CM)
 		ASSERT_OK(kc_listen(self->fd, kt_rxe0_addr(false), 0, &listener, &port));
 
@@ -1283,7 +1276,7 @@ KRDMA_TEST_F_TIMEOUT(races, near_2_32_and_2_64, 300)
 
 	if (!self->have_dev)
 		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 4096, &kb));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &kb);
 
 	for (i = 0; i < ARRAY_SIZE(kr_big); i++) {
 		uint64_t v = kr_big[i];
@@ -1379,10 +1372,7 @@ KRDMA_TEST_F_TIMEOUT(races, near_2_32_and_2_64, 300)
 	 * entries land anywhere in the address space, so a child process
 	 * makes the calls and reports.
 	 */
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -1514,10 +1504,8 @@ KRDMA_TEST_F_TIMEOUT(races, near_2_32_and_2_64, 300)
 		/* the QP is in error now: make a fresh pair */
 		kt_destroy(self->fd, a.handle);
 		kt_destroy(self->fd, b.handle);
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a));
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &b));
-		ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
-		ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
+		test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a,
+				   &b);
 	}
 	kt_destroy(self->fd, a.handle);
 	kt_destroy(self->fd, b.handle);
@@ -1537,8 +1525,8 @@ KRDMA_TEST_F(races, get_info_fully_written)
 	a.size = b.size = sizeof(a);
 	a.flags = b.flags = 0;
 	b.__reserved = 0;
-	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &a));
-	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &b));
+	test_cmd_ioctl(KRDMA_GET_INFO, &a);
+	test_cmd_ioctl(KRDMA_GET_INFO, &b);
 	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a))) {
 		TH_LOG("bytes of krdma_info depend on what the caller left there");
 	}
@@ -1575,7 +1563,7 @@ KRDMA_TEST_F(races, query_devices_fully_written)
 		q.devices_uptr = (uintptr_t)arr[k][0];
 		q.ports_uptr = (uintptr_t)arr[k][1];
 		q.gids_uptr = (uintptr_t)arr[k][2];
-		ASSERT_OK(ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+		test_cmd_ioctl(KRDMA_QUERY_DEVICES, &q);
 		ASSERT_EQ(s.ndev, q.num_devices);
 		ASSERT_EQ(s.nport, q.num_ports);
 		ASSERT_EQ(s.ngid, q.num_gids);
@@ -1613,15 +1601,15 @@ KRDMA_TEST_F(races, conn_query_fully_written)
 
 	if (!self->have_dev)
 		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &c));
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &c);
 	memset(&a, 0x00, sizeof(a));
 	memset(&b, 0xff, sizeof(b));
 	a.size = b.size = sizeof(a);
 	a.flags = b.flags = 0;
 	a.handle = b.handle = c.handle;
 	a.__reserved = b.__reserved = 0;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_QUERY, &a));
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_QUERY, &b));
+	test_cmd_ioctl(KRDMA_CONN_QUERY, &a);
+	test_cmd_ioctl(KRDMA_CONN_QUERY, &b);
 	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a)));
 	kt_destroy(self->fd, c.handle);
 }
@@ -1639,27 +1627,24 @@ static void kr_wcs(struct __test_metadata *_metadata, FIXTURE_DATA(races) *self,
 	struct krdma_wc wc[8];
 	int n;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 4096, &sb));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 4096, &rb));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &sb);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &rb);
 	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, rb.handle, 0, 4096);
-	ASSERT_OK(kt_post1(self->fd, b.handle, &wr));
+	test_cmd_post1(b.handle, &wr);
 	kt_wr_init(&wr, 2, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, rb.handle, 0, 4096);
-	ASSERT_OK(kt_post1(self->fd, b.handle, &wr));
+	test_cmd_post1(b.handle, &wr);
 	kt_wr_init(&wr, 3, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, sb.handle, 0, 100);
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	kt_wr_init(&wr, 4, KRDMA_OP_RDMA_WRITE_WITH_IMM, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, sb.handle, 0, 64);
 	wr.imm_data = 0x1234;
 	wr.remote_addr = rb.addr;
 	wr.rkey = rb.rkey;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 
 	memset(wc, fill, sizeof(wc));
 	n = kt_poll_n(self->fd, a.handle, wc, 2, 20000);
@@ -1847,21 +1832,15 @@ static void kr_stalled_fault(struct __test_metadata *_metadata,
 	st.mem = kt_uffd_page(&uffd);
 	if (!st.mem)
 		SKIP(return, "no userfaultfd: %s", strerror(errno));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &a, &b));
-	ASSERT_OK(kt_conn_connect(self->fd, &b, &a));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &buf));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 	/* a WRITE's completion for the POLL to copy out */
 	kt_wr_init(&wr, 0x5eed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, buf.handle, 0, 64);
 	wr.remote_addr = buf.addr + 1024;
 	wr.rkey = buf.rkey;
 	if (!post)
-		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+		test_cmd_post1(a.handle, &wr);
 	st.conn = a.handle;
 	ASSERT_EQ(0, pthread_create(&t, NULL, kr_stall_fn, &st));
 	ASSERT_TRUE(kt_uffd_faulted(uffd)) {

@@ -36,17 +36,14 @@ static bool path_exists(const char *fmt, const char *name)
 
 FIXTURE_SETUP(removal)
 {
-	const char *why = krdma_unavailable();
 	struct kt_buf b;
 	int i;
 
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	if (!krdma_have_cmd("rdma"))
 		SKIP(return, "no rdma tool (iproute2)");
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
 	if (kt_dev_pick(self->fd, NULL, &self->main))
 		SKIP(return, "no device with an active port");
 	if (path_exists(SYSFS_IB "/%s", TMP_DEV))
@@ -121,49 +118,46 @@ KRDMA_TEST_F_TIMEOUT(removal, live_handles, 120)
 
 	/* an RC connection to itself with work posted, a UD one with an AH,
 	 * one still in RESET, a mapped buffer */
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_RC, NULL,
-			       &rc));
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
-			       &ud));
-	ASSERT_OK(kt_ah_create(self->fd, ud.handle, self->dev.gid, &ah));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &fresh));
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_RC, NULL, &rc);
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, NULL, &ud);
+	test_cmd_ah_create(ud.handle, self->dev.gid, &ah);
+	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &fresh);
 	if (self->have_buf) {
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-				       3 * 4096, &buf));
+		test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 3 * 4096,
+				   &buf);
 		map = kt_buf_mmap(self->fd, &buf);
 		ASSERT_NE(MAP_FAILED, map);
 		kt_fill(map, 3 * 4096, 42);
 		kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&wr, buf.handle, 0, 4096);
-		ASSERT_OK(kt_post1(self->fd, rc.handle, &wr));
+		test_cmd_post1(rc.handle, &wr);
 		kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, buf.handle, 4096, 4096);
-		ASSERT_OK(kt_post1(self->fd, rc.handle, &wr));
+		test_cmd_post1(rc.handle, &wr);
 	}
 
 	remove_tmp_dev(_metadata);
 
 	/* every use of the handles is ENODEV */
-	EXPECT_ERRNO(ENODEV, kt_conn_query(self->fd, rc.handle, &q));
-	EXPECT_ERRNO(ENODEV, kt_conn_query(self->fd, ud.handle, &q));
+	test_err_conn_query(ENODEV, rc.handle, &q);
+	test_err_conn_query(ENODEV, ud.handle, &q);
 	kt_wr_init(&wr, 3, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
-	EXPECT_ERRNO(ENODEV, kt_post1(self->fd, rc.handle, &wr));
+	test_err_post1(ENODEV, rc.handle, &wr);
 	kt_wr_init(&wr, 4, KRDMA_OP_RECV, 0);
-	EXPECT_ERRNO(ENODEV, kt_post1(self->fd, rc.handle, &wr));
+	test_err_post1(ENODEV, rc.handle, &wr);
 	EXPECT_ERRNO(ENODEV, kt_poll(self->fd, rc.handle, &wc, 1, 0));
 	EXPECT_ERRNO(ENODEV, kt_poll(self->fd, rc.handle, &wc, 1, 100));
 	kt_modify_init(&m, &fresh, &fresh);
-	EXPECT_ERRNO(ENODEV, ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	EXPECT_ERRNO(ENODEV, kt_ah_create(self->fd, ud.handle, self->dev.gid, &h));
+	test_err_ioctl(ENODEV, KRDMA_CONN_MODIFY, &m);
+	test_err_ah_create(ENODEV, ud.handle, self->dev.gid, &h);
 	kt_wr_init(&wr, 5, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	wr.ah_handle = ah;
 	wr.remote_qpn = ud.qp_num;
-	EXPECT_ERRNO(ENODEV, kt_post1(self->fd, ud.handle, &wr));
+	test_err_post1(ENODEV, ud.handle, &wr);
 	/* new objects on the dead index are ENODEV */
-	EXPECT_ERRNO(ENODEV, kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &tbuf));
-	EXPECT_ERRNO(ENODEV, kt_conn_create(self->fd, &self->dev,
-					    KRDMA_TRANSPORT_RC, 0, NULL, &tconn));
+	test_err_buf_alloc(ENODEV, self->dev.dev_index, 0, 64, &tbuf);
+	test_err_conn_create(ENODEV, &self->dev, KRDMA_TRANSPORT_RC, 0, NULL,
+			     &tconn);
 	/*
 	 * The mapping still shows the data (the first page may have received
 	 * the second one by the SEND to itself, if it went before the removal).
@@ -189,8 +183,8 @@ KRDMA_TEST_F_TIMEOUT(removal, live_handles, 120)
 	EXPECT_OK(kt_destroy(self->fd, fresh.handle));
 	if (self->have_buf)
 		EXPECT_OK(kt_destroy(self->fd, buf.handle));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, rc.handle));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, ah));
+	test_err_destroy(ENOENT, rc.handle);
+	test_err_destroy(ENOENT, ah);
 
 	ASSERT_OK(wait_contexts(self->fd, self->before.num_device_contexts, &info));
 	EXPECT_EQ(self->before.num_device_contexts, info.num_device_contexts);
@@ -251,10 +245,8 @@ KRDMA_TEST_F_TIMEOUT(removal, during_bench, 120)
 	if (!self->have_buf)
 		SKIP(return, "no buffers on " TMP_DEV);
 	mark = kt_dmesg_mark();
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_RC, NULL,
-			       &rc));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       1 << 20, &buf));
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_RC, NULL, &rc);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 1 << 20, &buf);
 	removal_bench_init(&rb, self->fd, rc.handle, KRDMA_OP_RDMA_WRITE,
 			   buf.handle, 4096);
 	rb.b.remote_addr = buf.addr;
@@ -305,15 +297,12 @@ KRDMA_TEST_F_TIMEOUT(removal, during_ud_bench_server, 120)
 	if (!self->have_buf)
 		SKIP(return, "no buffers on " TMP_DEV);
 	mark = kt_dmesg_mark();
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, &caps,
-			       &u));
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
-			       &c));
-	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       64 * 1024, &sbuf));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &cbuf));
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, &caps, &u);
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, NULL, &c);
+	test_cmd_ah_create(c.handle, self->dev.gid, &ah);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 64 * 1024,
+			   &sbuf);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &cbuf);
 	removal_bench_init(&rb, self->fd, u.handle, KRDMA_OP_SEND, sbuf.handle,
 			   256);
 	rb.b.flags = KRDMA_BENCH_SERVER;
@@ -321,13 +310,13 @@ KRDMA_TEST_F_TIMEOUT(removal, during_ud_bench_server, 120)
 	/* the hello, until the server answers */
 	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, cbuf.handle, 0, KRDMA_GRH_LEN);
-	ASSERT_OK(kt_post1(self->fd, c.handle, &wr));
+	test_cmd_post1(c.handle, &wr);
 	for (tries = 0; tries < 100; tries++) {
 		kt_wr_init(&wr, 2, KRDMA_OP_SEND_WITH_IMM, KRDMA_WR_SIGNALED);
 		wr.imm_data = KRDMA_BENCH_READY_IMM;
 		wr.ah_handle = ah;
 		wr.remote_qpn = u.qp_num;
-		ASSERT_OK(kt_post1(self->fd, c.handle, &wr));
+		test_cmd_post1(c.handle, &wr);
 		while ((n = kt_poll(self->fd, c.handle, &wc, 1, 200)) == 1 &&
 		       wc.opcode != KRDMA_OP_RECV)
 			;
@@ -358,11 +347,10 @@ KRDMA_TEST_F(removal, buf_rw_after_removal)
 
 	if (!self->have_buf)
 		SKIP(return, "no buffers on " TMP_DEV);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       64, &buf));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 64, &buf);
 	remove_tmp_dev(_metadata);
-	EXPECT_ERRNO(ENODEV, kt_buf_read(self->fd, buf.handle, 0, data, 64));
-	EXPECT_ERRNO(ENODEV, kt_buf_write(self->fd, buf.handle, 0, data, 64));
+	test_err_buf_read(ENODEV, buf.handle, 0, data, 64);
+	test_err_buf_write(ENODEV, buf.handle, 0, data, 64);
 	EXPECT_OK(kt_destroy(self->fd, buf.handle));
 }
 
@@ -416,7 +404,7 @@ KRDMA_TEST_F_TIMEOUT(removal, bound_listener, 90)
 	EXPECT_EQ(listener, ev.handle);
 	EXPECT_EQ(0u, ev.listener);
 	EXPECT_OK(kt_destroy(self->fd, listener));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, listener));
+	test_err_destroy(ENOENT, listener);
 }
 
 struct sleeper {
@@ -445,12 +433,8 @@ KRDMA_TEST_F_TIMEOUT(removal, removal_wakes_poller, 90)
 	struct kt_conn n1, n2;
 	pthread_t t;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC,
-				 KRDMA_CONN_NOTIFY, NULL, &n1));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC,
-				 KRDMA_CONN_NOTIFY, NULL, &n2));
-	ASSERT_OK(kt_conn_connect(self->fd, &n1, &n2));
-	ASSERT_OK(kt_conn_connect(self->fd, &n2, &n1));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, KRDMA_CONN_NOTIFY,
+			   NULL, &n1, &n2);
 	s.conn = n1.handle;
 	ASSERT_EQ(0, pthread_create(&t, NULL, sleeper_fn, &s));
 	usleep(500 * 1000);
@@ -547,13 +531,12 @@ KRDMA_TEST_F(removal, dead_buffer_in_live_conn)
 
 	if (!self->have_buf)
 		SKIP(return, "no buffers on " TMP_DEV);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &buf));
-	ASSERT_OK(kt_conn_self(self->fd, &self->main, KRDMA_TRANSPORT_RC, NULL,
-			       &c));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &buf);
+	test_cmd_conn_self(&self->main, KRDMA_TRANSPORT_RC, NULL, &c);
 	remove_tmp_dev(_metadata);
 	kt_wr_init(&wr, 1, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, buf.handle, 0, 64);
-	EXPECT_ERRNO(ENODEV, kt_post1(self->fd, c.handle, &wr));
+	test_err_post1(ENODEV, c.handle, &wr);
 }
 
 /*
@@ -569,10 +552,9 @@ KRDMA_TEST_F(removal, buffer_of_other_device)
 
 	if (!self->have_buf)
 		SKIP(return, "no buffers on " TMP_DEV);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 4096, &buf));
-	ASSERT_OK(kt_conn_pair(self->fd, &self->main, KRDMA_TRANSPORT_RC, 0,
-			       NULL, &a, &b));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 4096,
+			   &buf);
+	test_cmd_conn_pair(&self->main, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
 	kt_wr_init(&wr, 1, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, buf.handle, 0, 4096);
 	EXPECT_ERRNO(EINVAL, kt_post1(self->fd, a.handle, &wr),
@@ -582,7 +564,7 @@ KRDMA_TEST_F(removal, buffer_of_other_device)
 		TH_LOG("... and completed with status %u", wc.status);
 	kt_wr_init(&wr, 2, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, buf.handle, 0, 4096);
-	EXPECT_ERRNO(EINVAL, kt_post1(self->fd, b.handle, &wr));
+	test_err_post1(EINVAL, b.handle, &wr);
 }
 
 /* Likewise an address handle made on another device's UD connection. */
@@ -593,12 +575,10 @@ KRDMA_TEST_F(removal, ah_of_other_device)
 	struct krdma_wc wc;
 	uint32_t ah;
 
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
-			       &tmp_ud));
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, NULL, &tmp_ud);
 	/* (an AH towards rxe_t itself: rxe0's address is not reachable from it) */
-	ASSERT_OK(kt_ah_create(self->fd, tmp_ud.handle, self->dev.gid, &ah));
-	ASSERT_OK(kt_conn_self(self->fd, &self->main, KRDMA_TRANSPORT_UD, NULL,
-			       &ud));
+	test_cmd_ah_create(tmp_ud.handle, self->dev.gid, &ah);
+	test_cmd_conn_self(&self->main, KRDMA_TRANSPORT_UD, NULL, &ud);
 	kt_wr_init(&wr, 1, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	wr.ah_handle = ah;
 	wr.remote_qpn = ud.qp_num;
@@ -649,8 +629,7 @@ KRDMA_TEST_F_TIMEOUT(removal, ah_create_vs_removal, 120)
 	struct kt_conn ud;
 	int i;
 
-	ASSERT_OK(kt_conn_self(self->fd, &self->dev, KRDMA_TRANSPORT_UD, NULL,
-			       &ud));
+	test_cmd_conn_self(&self->dev, KRDMA_TRANSPORT_UD, NULL, &ud);
 	for (i = 0; i < 4; i++) {
 		s[i] = (struct ah_spinner){ .fd = self->fd, .conn = ud.handle };
 		memcpy(s[i].gid, self->dev.gid, 16);

@@ -24,14 +24,10 @@ FIXTURE(sessions)
 
 FIXTURE_SETUP(sessions)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
 	memset(&self->ks, 0, sizeof(self->ks));
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(kt_dev_pick(self->fd, NULL, &self->dev));
 }
 
@@ -113,18 +109,11 @@ static bool ks_has_line(const char *text, const char *want)
 	return text && strstr(text, want);
 }
 
-/* A connected RC pair on @fd. */
-static int ks_pair(int fd, const struct kt_dev *d, struct kt_conn *a,
-		   struct kt_conn *b)
-{
-	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
-
-	if (kt_conn_create(fd, d, KRDMA_TRANSPORT_RC, 0, &caps, a) ||
-	    kt_conn_create(fd, d, KRDMA_TRANSPORT_RC, 0, &caps, b) ||
-	    kt_conn_connect(fd, a, b) || kt_conn_connect(fd, b, a))
-		return -1;
-	return 0;
-}
+/* The queues of the tests' connected RC pairs */
+static const struct krdma_qp_caps ks_caps = {
+	.max_send_wr = 8,
+	.max_recv_wr = 8,
+};
 
 /* Flags, entry sizes, and sizing: the contract of every listing. */
 KRDMA_TEST_F(sessions, contract)
@@ -134,24 +123,24 @@ KRDMA_TEST_F(sessions, contract)
 
 	ks_query_init(&q);
 	q.flags = 1;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_QUERY_SESSIONS, &q));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_QUERY_SESSIONS, &q);
 	/* zero capacities: the counts, and EMSGSIZE (our session is there) */
 	ks_query_init(&q);
-	EXPECT_ERRNO(EMSGSIZE, ioctl(self->fd, KRDMA_QUERY_SESSIONS, &q));
+	test_err_ioctl(EMSGSIZE, KRDMA_QUERY_SESSIONS, &q);
 	EXPECT_LE(1u, q.num_sessions);
 	/* an entry below the struct's first version */
 	ks_query_init(&q);
 	q.num_sessions = 1;
 	q.session_entry_size = offsetof(struct krdma_session_info, comm);
 	q.sessions_uptr = (uintptr_t)&one;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_QUERY_SESSIONS, &q));
+	test_err_ioctl(EINVAL, KRDMA_QUERY_SESSIONS, &q);
 	/* room, but nowhere to write it */
 	ks_query_init(&q);
 	q.num_sessions = 64;
 	q.num_conns = 64;
 	q.sessions_uptr = 8;
 	q.conns_uptr = 8;
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_QUERY_SESSIONS, &q));
+	test_err_ioctl(EFAULT, KRDMA_QUERY_SESSIONS, &q);
 }
 
 /* Our own session: pid, uid, comm, and each object counted. */
@@ -171,8 +160,7 @@ KRDMA_TEST_F(sessions, own_session)
 	ks_comm(comm);
 	EXPECT_STREQ(comm, me->comm);
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &buf));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 	ASSERT_OK(kt_sessions_get(self->fd, &self->ks));
 	me = ks_find_pid(&self->ks, getpid());
 	ASSERT_NE(NULL, me);
@@ -197,14 +185,13 @@ KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 	uint32_t sid;
 	int kmsg = kt_kmsg_open();
 
-	ASSERT_OK(ks_pair(self->fd, &self->dev, &a, &b));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, &buf));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 	kt_wr_init(&wr, 1, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, buf.handle, 0, 128);
 	wr.remote_addr = buf.addr + 1024;
 	wr.rkey = buf.rkey;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 
@@ -265,7 +252,7 @@ KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 	kt_wr_sge(&wr, buf.handle, 0, 8);
 	wr.remote_addr = buf.addr;
 	wr.rkey = buf.rkey ^ 0xff;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
 	ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
 	ASSERT_OK(kt_conn_query_err(self->fd, a.handle, &cq));
@@ -437,7 +424,7 @@ KRDMA_TEST_F(sessions, restrack_has_the_qpn)
 
 	if (!krdma_have_cmd("rdma"))
 		SKIP(return, "no rdma (iproute2) in PATH");
-	ASSERT_OK(ks_pair(self->fd, &self->dev, &a, &b));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
 	ASSERT_OK(kt_sessions_get(self->fd, &self->ks));
 	ASSERT_NE(NULL, kt_sessions_conn(&self->ks, a.qp_num));
 	snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u", a.qp_num);
@@ -473,7 +460,7 @@ KRDMA_TEST_F(sessions, dynamic_debug_steps)
 	kmsg = kt_kmsg_open();
 	ASSERT_LE(0, kmsg);
 	ASSERT_OK(kt_write_file(control, "module krdma +p"));
-	ASSERT_OK(ks_pair(self->fd, &self->dev, &a, &b));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
 	EXPECT_OK(kt_write_file(control, "module krdma -p"));
 	EXPECT_TRUE(kt_kmsg_find(kmsg, "krdma: connection %u of %s[%d] qpn %u connected",
 				 a.handle, comm, getpid(), a.qp_num));
@@ -579,8 +566,7 @@ KRDMA_TEST_F_TIMEOUT(sessions, device_removed_conn_gone, 60)
 		krdma_run("ip link delete " GONE_NETDEV);
 		SKIP(return, "no active port on " GONE_DEV);
 	}
-	ASSERT_OK(kt_conn_create(self->fd, &d, KRDMA_TRANSPORT_RC, 0, NULL,
-				 &a));
+	test_cmd_conn_create(&d, KRDMA_TRANSPORT_RC, 0, NULL, &a);
 	EXPECT_EQ(0, krdma_run("rdma link delete " GONE_DEV));
 	EXPECT_EQ(0, krdma_run("ip link delete " GONE_NETDEV));
 
@@ -615,7 +601,7 @@ KRDMA_TEST_F_TIMEOUT(sessions, krdmactl_sessions, 60)
 
 	if (why)
 		SKIP(return, "%s", why);
-	ASSERT_OK(ks_pair(self->fd, &self->dev, &a, &b));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
 	ASSERT_OK(kt_spawn(&text, "krdma_sessions", "text", true,
 			   "krdmactl sessions"));
 	kt_reap(&text);

@@ -58,15 +58,12 @@ FIXTURE_VARIANT_ADD(srq, ud) { .transport = KRDMA_TRANSPORT_UD };
 
 FIXTURE_SETUP(srq)
 {
-	const char *why = krdma_unavailable();
 	struct krdma_info info;
 	int i;
 
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_info_get(self->fd, &info));
 	if (!(info.features & KRDMA_FEATURE_SRQ))
 		SKIP(return, "no KRDMA_FEATURE_SRQ");
@@ -79,22 +76,19 @@ FIXTURE_SETUP(srq)
 	for (i = 0; i < NCONN; i++) {
 		struct kt_conn *t = &self->tx[i], *r = &self->rx[i];
 
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
-					 variant->transport, 0, NULL, t));
+		test_cmd_conn_create(&self->dev, variant->transport, 0, NULL,
+				     t);
 		ASSERT_OK(srq_conn_create(self->fd, &self->dev,
 					  variant->transport,
 					  self->srq.handle, r));
-		ASSERT_OK(kt_conn_connect(self->fd, t, r));
-		ASSERT_OK(kt_conn_connect(self->fd, r, t));
+		test_cmd_conn_connect(t, r);
+		test_cmd_conn_connect(r, t);
 		if (variant->transport == KRDMA_TRANSPORT_UD)
-			ASSERT_OK(kt_ah_create(self->fd, t->handle, r->gid,
-					       &self->ah[i]));
+			test_cmd_ah_create(t->handle, r->gid, &self->ah[i]);
 	}
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0,
-			       NCONN * MSG, &self->src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE,
-			       SRQ_DEPTH * (KT_GRH_LEN + MSG), &self->dst));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, NCONN * MSG, &self->src);
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			   SRQ_DEPTH * (KT_GRH_LEN + MSG), &self->dst);
 }
 
 FIXTURE_TEARDOWN(srq)
@@ -117,7 +111,7 @@ static void post_srq_recvs(struct __test_metadata *_metadata,
 			  (uint64_t)(first + i) * (KT_GRH_LEN + MSG),
 			  KT_GRH_LEN + MSG);
 	}
-	ASSERT_OK(kt_post(self->fd, self->srq.handle, wrs, n, &accepted));
+	test_cmd_post(self->srq.handle, wrs, n, &accepted);
 	EXPECT_EQ(n, accepted);
 }
 
@@ -129,8 +123,7 @@ static void send_msg(struct __test_metadata *_metadata,
 	struct krdma_wr wr;
 
 	kt_fill(data, MSG, seed);
-	ASSERT_OK(kt_buf_write(self->fd, self->src.handle, (uint64_t)i * MSG,
-			       data, MSG));
+	test_cmd_buf_write(self->src.handle, (uint64_t)i * MSG, data, MSG);
 	kt_wr_init(&wr, 200 + seed, KRDMA_OP_SEND_WITH_IMM, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->src.handle, (uint64_t)i * MSG, MSG);
 	wr.imm_data = seed;
@@ -138,7 +131,7 @@ static void send_msg(struct __test_metadata *_metadata,
 		wr.ah_handle = self->ah[i];
 		wr.remote_qpn = self->rx[i].qp_num;
 	}
-	ASSERT_OK(kt_post1(self->fd, self->tx[i].handle, &wr));
+	test_cmd_post1(self->tx[i].handle, &wr);
 }
 
 /*
@@ -166,9 +159,8 @@ static void expect_srq_recv(struct __test_metadata *_metadata,
 	slots_used[slot] = true;
 	if (ud)
 		EXPECT_EQ(self->tx[i].qp_num, wc.src_qp);
-	ASSERT_OK(kt_buf_read(self->fd, self->dst.handle,
-			      (uint64_t)slot * (KT_GRH_LEN + MSG), got,
-			      at + MSG));
+	test_cmd_buf_read(self->dst.handle, (uint64_t)slot * (KT_GRH_LEN + MSG),
+			  got, at + MSG);
 	EXPECT_EQ(-1, kt_check(got + at, MSG, seed));
 	/* the sender's own completion */
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->tx[i].handle, &wc, 1, POLL_MS));
@@ -220,21 +212,21 @@ KRDMA_TEST_F_TIMEOUT(srq, full_until_polled, 120)
 	usleep(300 * 1000);	/* UC, UD: the receiver may still be at it */
 	kt_wr_init(&wr, 999, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, self->dst.handle, 0, KT_GRH_LEN + MSG);
-	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->srq.handle, &wr, 1, &acc));
+	test_err_post(ENOMEM, self->srq.handle, &wr, 1, &acc);
 	EXPECT_EQ(0u, acc);
 	/* what rx[0] took is free again once rx[0] polls it, and no more */
 	ASSERT_EQ((int)n0, kt_poll_n(self->fd, self->rx[0].handle, wcs, n0,
 				     POLL_MS));
 	for (i = 0; i < n0; i++)
-		ASSERT_OK(kt_post1(self->fd, self->srq.handle, &wr));
-	EXPECT_ERRNO(ENOMEM, kt_post(self->fd, self->srq.handle, &wr, 1, &acc));
+		test_cmd_post1(self->srq.handle, &wr);
+	test_err_post(ENOMEM, self->srq.handle, &wr, 1, &acc);
 	for (i = 1; i < NCONN; i++) {
 		uint32_t n = (depth + NCONN - 1 - i) / NCONN;
 
 		ASSERT_EQ((int)n, kt_poll_n(self->fd, self->rx[i].handle, wcs,
 					    n, POLL_MS));
 	}
-	ASSERT_OK(kt_post1(self->fd, self->srq.handle, &wr));
+	test_cmd_post1(self->srq.handle, &wr);
 }
 
 KRDMA_TEST_F(srq, create_outputs)
@@ -255,7 +247,7 @@ KRDMA_TEST_F(srq, create_outputs)
 	c.size = sizeof(c);
 	c.dev_index = self->dev.dev_index;
 	c.handle = 0xdeadbe;
-	ASSERT_OK(ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_cmd_ioctl(KRDMA_SRQ_CREATE, &c);
 	EXPECT_NE(0xdeadbeu, c.handle);
 	EXPECT_OK(kt_destroy(self->fd, c.handle));
 }
@@ -269,23 +261,23 @@ KRDMA_TEST_F(srq, create_bad_arguments)
 	};
 
 	c.flags = 1;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_SRQ_CREATE, &c);
 	/* the struct's own checks come before the device's */
 	c.dev_index = 0xfffff;
-	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_err_ioctl(EOPNOTSUPP, KRDMA_SRQ_CREATE, &c);
 	c.dev_index = self->dev.dev_index;
 	c.flags = 0;
 	c.max_wr = info->max_srq_wr + 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_SRQ_CREATE, &c);
 	c.max_wr = 0;
 	c.max_sge = KRDMA_MAX_SGE + 1;
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_SRQ_CREATE, &c);
 	c.max_sge = 0;
 	c.dev_index = 0xfffff;
-	EXPECT_ERRNO(ENODEV, ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_err_ioctl(ENODEV, KRDMA_SRQ_CREATE, &c);
 	c.dev_index = self->dev.dev_index;
 	c.size = offsetof(struct krdma_srq_create, handle);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_SRQ_CREATE, &c));
+	test_err_ioctl(EINVAL, KRDMA_SRQ_CREATE, &c);
 }
 
 /* A QP with an SRQ has no receive queue; an SRQ takes no sends. */
@@ -296,11 +288,10 @@ KRDMA_TEST_F(srq, post_to_the_wrong_queue)
 
 	kt_wr_init(&wrs[0], 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wrs[0], self->dst.handle, 0, MSG);
-	EXPECT_ERRNO(EINVAL, kt_post1(self->fd, self->rx[0].handle, &wrs[0]));
+	test_err_post1(EINVAL, self->rx[0].handle, &wrs[0]);
 	kt_wr_init(&wrs[0], 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wrs[0], self->src.handle, 0, 8);
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->srq.handle, wrs, 1,
-				     &accepted));
+	test_err_post(EINVAL, self->srq.handle, wrs, 1, &accepted);
 	EXPECT_EQ(0u, accepted);
 	/* more RECVs than the SRQ holds, in one call */
 	for (i = 0; i < self->srq.max_wr + 1 && i < SRQ_DEPTH + 1; i++) {
@@ -308,15 +299,14 @@ KRDMA_TEST_F(srq, post_to_the_wrong_queue)
 		kt_wr_sge(&wrs[i], self->dst.handle, 0, 8);
 	}
 	if (self->srq.max_wr == SRQ_DEPTH)
-		EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->srq.handle, wrs,
-					     SRQ_DEPTH + 1, &accepted));
+		test_err_post(EINVAL, self->srq.handle, wrs, SRQ_DEPTH + 1,
+			      &accepted);
 	/* more SGEs than the SRQ was made with */
 	kt_wr_init(&wrs[0], 3, KRDMA_OP_RECV, 0);
 	for (i = 0; i <= self->srq.max_sge && i < KRDMA_MAX_SGE; i++)
 		kt_wr_sge(&wrs[0], self->dst.handle, i * 16, 16);
 	if (self->srq.max_sge < KRDMA_MAX_SGE)
-		EXPECT_ERRNO(EINVAL, kt_post1(self->fd, self->srq.handle,
-					      &wrs[0]));
+		test_err_post1(EINVAL, self->srq.handle, &wrs[0]);
 }
 
 /* A RECV for the SRQ reads its wr_id and SGEs: anything else set is EINVAL. */
@@ -372,7 +362,7 @@ KRDMA_TEST_F(srq, post_poll_is_for_connections)
 
 	kt_wr_init(&wr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&wr, self->dst.handle, 0, MSG);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_POST, &p));
+	test_err_ioctl(EINVAL, KRDMA_POST, &p);
 	EXPECT_EQ(0u, p.num_wrs);	/* refused as a whole: none went */
 	EXPECT_EQ(1u, p.num_wcs);
 }
@@ -384,16 +374,16 @@ KRDMA_TEST_F(srq, destroy_in_use_is_busy)
 	int i;
 
 	post_srq_recvs(_metadata, self, 0, 4);
-	EXPECT_ERRNO(EBUSY, kt_destroy(self->fd, self->srq.handle));
+	test_err_destroy(EBUSY, self->srq.handle);
 	for (i = 0; i < NCONN - 1; i++)
 		EXPECT_OK(kt_destroy(self->fd, self->rx[i].handle));
-	EXPECT_ERRNO(EBUSY, kt_destroy(self->fd, self->srq.handle));
+	test_err_destroy(EBUSY, self->srq.handle);
 	/* the last user still receives from it */
 	send_msg(_metadata, self, NCONN - 1, 77);
 	expect_srq_recv(_metadata, self, NCONN - 1, 77, used);
 	EXPECT_OK(kt_destroy(self->fd, self->rx[NCONN - 1].handle));
 	EXPECT_OK(kt_destroy(self->fd, self->srq.handle));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, self->srq.handle));
+	test_err_destroy(ENOENT, self->srq.handle);
 }
 
 /* KRDMA_CONN_SRQ needs an SRQ handle of this session and device. */
@@ -479,7 +469,7 @@ KRDMA_TEST_F_TIMEOUT(srq, cm_accept_with_srq, 90)
 	ASSERT_LE(0, cfd);
 	kc_listen_init(&l, addr, 0);
 	l.transport = variant->transport;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CM_LISTEN, &l));
+	test_cmd_ioctl(KRDMA_CM_LISTEN, &l);
 	kc_connect_init(&c, cfd, addr, l.port, NULL, 0);
 	c.cmd.transport = variant->transport;
 	ASSERT_EQ(0, kc_connect_start(&c));
@@ -488,7 +478,7 @@ KRDMA_TEST_F_TIMEOUT(srq, cm_accept_with_srq, 90)
 	kc_accept_init(&a, ev.handle, NULL, 0);
 	a.flags = KRDMA_CONN_SRQ;
 	a.srq_handle = self->srq.handle;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CM_ACCEPT, &a));
+	test_cmd_ioctl(KRDMA_CM_ACCEPT, &a);
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(0, c.ret);
 
@@ -498,9 +488,9 @@ KRDMA_TEST_F_TIMEOUT(srq, cm_accept_with_srq, 90)
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 	EXPECT_EQ(100u, wc.wr_id);
 	EXPECT_EQ(5u, wc.imm_data);
-	ASSERT_OK(kt_buf_read(self->fd, self->dst.handle, 0, got, MSG));
+	test_cmd_buf_read(self->dst.handle, 0, got, MSG);
 	EXPECT_EQ(-1, kt_check(got, MSG, 5));
-	EXPECT_ERRNO(EBUSY, kt_destroy(self->fd, self->srq.handle));
+	test_err_destroy(EBUSY, self->srq.handle);
 	close(cfd);
 }
 

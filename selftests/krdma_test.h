@@ -1329,6 +1329,92 @@ static inline int kt_drop_cap(int cap)
 }
 
 /* ------------------------------------------------------------------------
+ * Fixtures: a session, a device, and the commands on the session.
+ */
+
+/*
+ * In a FIXTURE_SETUP: a session on /dev/krdma, or -1 with the test skipped
+ * saying why (the setup returns then).
+ */
+static inline int kt_session_open(struct __test_metadata *_metadata)
+{
+	const char *why = krdma_unavailable();
+	int fd;
+
+	if (why)
+		SKIP(return -1, "%s", why);
+	fd = krdma_open();
+	ASSERT_LE(0, fd) {
+		TH_LOG("open %s: %s", KRDMA_DEVICE_PATH, strerror(errno));
+	}
+	return fd;
+}
+
+/*
+ * kt_session_open() and a device with an active port in @dev (rxe0 if
+ * there is one): the session, or -1 with the test skipped.
+ */
+static inline int kt_session_open_dev(struct __test_metadata *_metadata,
+				      struct kt_dev *dev)
+{
+	int fd = kt_session_open(_metadata);
+
+	if (fd >= 0 && kt_dev_pick(fd, NULL, dev)) {
+		close(fd);
+		SKIP(return -1, "no device with an active port");
+	}
+	return fd;
+}
+
+/*
+ * The commands on a fixture's session (self->fd), as the iommufd selftests
+ * have them: test_cmd_X(args) asserts that kt_X(self->fd, args) succeeds;
+ * test_err_X(errno, args) expects it to fail with exactly that errno.
+ * test_cmd_ioctl()/test_err_ioctl() are the same for a bare ioctl.
+ */
+#define test_cmd_ioctl(cmd, arg) ASSERT_OK(ioctl(self->fd, cmd, arg))
+#define test_err_ioctl(_errno, cmd, arg)				\
+	EXPECT_ERRNO(_errno, ioctl(self->fd, cmd, arg))
+
+#define test_cmd_buf_alloc(...) ASSERT_OK(kt_buf_alloc(self->fd, __VA_ARGS__))
+#define test_err_buf_alloc(_errno, ...)					\
+	EXPECT_ERRNO(_errno, kt_buf_alloc(self->fd, __VA_ARGS__))
+#define test_cmd_buf_write(...) ASSERT_OK(kt_buf_write(self->fd, __VA_ARGS__))
+#define test_err_buf_write(_errno, ...)					\
+	EXPECT_ERRNO(_errno, kt_buf_write(self->fd, __VA_ARGS__))
+#define test_cmd_buf_read(...) ASSERT_OK(kt_buf_read(self->fd, __VA_ARGS__))
+#define test_err_buf_read(_errno, ...)					\
+	EXPECT_ERRNO(_errno, kt_buf_read(self->fd, __VA_ARGS__))
+#define test_cmd_destroy(handle) ASSERT_OK(kt_destroy(self->fd, handle))
+#define test_err_destroy(_errno, handle)				\
+	EXPECT_ERRNO(_errno, kt_destroy(self->fd, handle))
+
+#define test_cmd_conn_create(...)					\
+	ASSERT_OK(kt_conn_create(self->fd, __VA_ARGS__))
+#define test_err_conn_create(_errno, ...)				\
+	EXPECT_ERRNO(_errno, kt_conn_create(self->fd, __VA_ARGS__))
+#define test_cmd_conn_connect(c, peer)					\
+	ASSERT_OK(kt_conn_connect(self->fd, c, peer))
+#define test_err_conn_connect(_errno, c, peer)				\
+	EXPECT_ERRNO(_errno, kt_conn_connect(self->fd, c, peer))
+#define test_cmd_conn_self(...) ASSERT_OK(kt_conn_self(self->fd, __VA_ARGS__))
+#define test_cmd_conn_pair(...) ASSERT_OK(kt_conn_pair(self->fd, __VA_ARGS__))
+#define test_cmd_conn_query(handle, q)					\
+	ASSERT_OK(kt_conn_query(self->fd, handle, q))
+#define test_err_conn_query(_errno, handle, q)				\
+	EXPECT_ERRNO(_errno, kt_conn_query(self->fd, handle, q))
+#define test_cmd_ah_create(...) ASSERT_OK(kt_ah_create(self->fd, __VA_ARGS__))
+#define test_err_ah_create(_errno, ...)					\
+	EXPECT_ERRNO(_errno, kt_ah_create(self->fd, __VA_ARGS__))
+
+#define test_cmd_post(...) ASSERT_OK(kt_post(self->fd, __VA_ARGS__))
+#define test_err_post(_errno, ...)					\
+	EXPECT_ERRNO(_errno, kt_post(self->fd, __VA_ARGS__))
+#define test_cmd_post1(conn, wr) ASSERT_OK(kt_post1(self->fd, conn, wr))
+#define test_err_post1(_errno, conn, wr)				\
+	EXPECT_ERRNO(_errno, kt_post1(self->fd, conn, wr))
+
+/* ------------------------------------------------------------------------
  * Background programs: spawn under timeout(1), wait, capture the output.
  */
 

@@ -152,22 +152,11 @@ static const char *trace_line(const char *text, ...)
 		TH_LOG("recorded:\n%.3000s", (self)->text);		\
 	}
 
-/* Two RC connections of this session connected to each other, a buffer. */
-static void rc_pair(struct __test_metadata *_metadata,
-		   FIXTURE_DATA(trace) *self, struct kt_conn *a,
-		   struct kt_conn *b, struct kt_buf *buf)
-{
-	struct krdma_qp_caps caps = { .max_send_wr = 8, .max_recv_wr = 8 };
-
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &caps, a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &caps, b));
-	ASSERT_OK(kt_conn_connect(self->fd, a, b));
-	ASSERT_OK(kt_conn_connect(self->fd, b, a));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       4096, buf));
-}
+/* The queues of the tests' connected RC pairs */
+static const struct krdma_qp_caps rc_caps = {
+	.max_send_wr = 8,
+	.max_recv_wr = 8,
+};
 
 /*
  * An ioctl's entry and result, a POST and its completion, and a failure:
@@ -184,22 +173,23 @@ KRDMA_TEST_F(trace, post_and_completion)
 	struct kt_conn a, b;
 	struct kt_buf buf;
 
-	rc_pair(_metadata, self, &a, &b, &buf);
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &rc_caps, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 
 	kt_wr_init(&wr, 0x5eed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, buf.handle, 0, 128);
 	wr.remote_addr = buf.addr + 1024;
 	wr.rkey = buf.rkey;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, 0xdead));
+	test_err_destroy(ENOENT, 0xdead);
 	if (!no_nak) {
 		kt_wr_init(&wr, 0xbad, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, buf.handle, 0, 8);
 		wr.remote_addr = buf.addr;
 		wr.rkey = buf.rkey ^ 0xff;
-		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+		test_cmd_post1(a.handle, &wr);
 		ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
 		ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
 	}
@@ -248,13 +238,14 @@ KRDMA_TEST_F(trace, destroy_drains_the_qp)
 	struct kt_buf buf;
 	int i;
 
-	rc_pair(_metadata, self, &a, &b, &buf);
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &rc_caps, &a, &b);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 	for (i = 0; i < 3; i++) {
 		kt_wr_init(&wrs[i], 0xd1 + i, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&wrs[i], buf.handle, 0, 4096);
 	}
-	ASSERT_OK(kt_post(self->fd, b.handle, wrs, 3, NULL));
-	ASSERT_OK(kt_destroy(self->fd, b.handle));
+	test_cmd_post(b.handle, wrs, 3, NULL);
+	test_cmd_destroy(b.handle);
 	trace_take(self);
 	snprintf(b_handle, sizeof(b_handle), "handle=%u ", b.handle);
 	for (i = 0; i < 3; i++) {

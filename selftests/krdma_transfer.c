@@ -111,7 +111,7 @@ static void cm_pair(struct __test_metadata *_metadata,
 
 	kc_listen_init(&l, addr, 0);
 	l.transport = variant->transport;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CM_LISTEN, &l));
+	test_cmd_ioctl(KRDMA_CM_LISTEN, &l);
 	kc_connect_init(&c, self->fd, addr, l.port, NULL, 0);
 	c.cmd.transport = variant->transport;
 	c.cmd.flags = variant->flags;
@@ -122,12 +122,12 @@ static void cm_pair(struct __test_metadata *_metadata,
 	kc_accept_init(&acc, ev.handle, NULL, 0);
 	acc.flags = variant->flags;
 	acc.caps = fixture_caps;
-	ASSERT_OK(ioctl(self->fd, KRDMA_CM_ACCEPT, &acc));
+	test_cmd_ioctl(KRDMA_CM_ACCEPT, &acc);
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(0, c.ret) {
 		TH_LOG("CM_CONNECT: %s", strerror(c.err));
 	}
-	ASSERT_OK(kt_destroy(self->fd, l.handle));
+	test_cmd_destroy(l.handle);
 	self->a.handle = c.cmd.handle;
 	self->a.qp_num = c.cmd.qp_num;
 	self->a.caps = c.cmd.caps;
@@ -138,10 +138,10 @@ static void cm_pair(struct __test_metadata *_metadata,
 		struct krdma_conn_query q;
 
 		/* the client's CM peer is the server's QP */
-		ASSERT_OK(kt_conn_query(self->fd, self->a.handle, &q));
+		test_cmd_conn_query(self->a.handle, &q);
 		EXPECT_EQ(self->b.qp_num, q.dest_qp_num);
 		/* the server learnt no peer */
-		ASSERT_OK(kt_conn_query(self->fd, self->b.handle, &q));
+		test_cmd_conn_query(self->b.handle, &q);
 		EXPECT_EQ(0u, q.dest_qp_num);
 	}
 	/* the handshake's events would keep the fd readable */
@@ -154,15 +154,9 @@ static void cm_pair(struct __test_metadata *_metadata,
 
 FIXTURE_SETUP(xfer)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
+	self->fd = kt_session_open_dev(_metadata, &self->dev);
+	if (self->fd < 0)
+		return;
 	self->mtu = self->dev.port.active_mtu;
 	TH_LOG("%s port %u gid_index %u mtu %u", self->dev.info.name,
 	       self->dev.port_num, self->dev.gid_index, self->mtu);
@@ -170,22 +164,15 @@ FIXTURE_SETUP(xfer)
 	if (variant->cm) {
 		cm_pair(_metadata, self, variant);
 	} else {
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
-					 variant->transport, variant->flags,
-					 &fixture_caps, &self->a));
-		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
-					 variant->transport, variant->flags,
-					 &fixture_caps, &self->b));
-		ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
-		ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
+		test_cmd_conn_pair(&self->dev, variant->transport,
+				   variant->flags, &fixture_caps, &self->a,
+				   &self->b);
 	}
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 8192, &self->scratch));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 8192,
+			   &self->scratch);
 	if (variant->transport == KRDMA_TRANSPORT_UD) {
-		ASSERT_OK(kt_ah_create(self->fd, self->a.handle, self->b.gid,
-				       &self->ah_a));
-		ASSERT_OK(kt_ah_create(self->fd, self->b.handle, self->a.gid,
-				       &self->ah_b));
+		test_cmd_ah_create(self->a.handle, self->b.gid, &self->ah_a);
+		test_cmd_ah_create(self->b.handle, self->a.gid, &self->ah_b);
 	}
 }
 
@@ -298,9 +285,9 @@ static void uc_fence(struct __test_metadata *_metadata,
 	struct krdma_wc wc;
 
 	kt_wr_init(&wr, 0xfe0ce, KRDMA_OP_RECV, 0);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	kt_wr_init(&wr, 0xfe0cf, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->b.handle, 0xfe0ce, 0, &wc);
 	expect_wc(_metadata, self->fd, self->a.handle, 0xfe0cf, 0, &wc);
 }
@@ -318,11 +305,10 @@ static void xbufs_alloc(struct __test_metadata *_metadata,
 			uint64_t max_size)
 {
 	x->len = max_size + KT_GRH_LEN + SLACK;
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ,
-			       x->len, &x->src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       x->len, &x->dst));
+	test_cmd_buf_alloc(self->dev.dev_index,
+			   KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ,
+			   x->len, &x->src);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, x->len, &x->dst);
 	x->src_map = kt_buf_mmap(self->fd, &x->src);
 	ASSERT_NE(MAP_FAILED, x->src_map);
 	x->dst_map = kt_buf_mmap(self->fd, &x->dst);
@@ -368,11 +354,11 @@ static void one_transfer(struct __test_metadata *_metadata,
 	if (op == KRDMA_OP_RDMA_READ) {
 		/* b's buffer holds the data, a reads it into its poisoned one */
 		kt_fill(x->tmp, size, seed);
-		ASSERT_OK(kt_buf_write(self->fd, x->dst.handle, 0, x->tmp, size));
+		test_cmd_buf_write(x->dst.handle, 0, x->tmp, size);
 		memset(x->src_map, POISON, size + SLACK);
 	} else {
 		kt_fill(x->tmp, size, seed);
-		ASSERT_OK(kt_buf_write(self->fd, x->src.handle, 0, x->tmp, size));
+		test_cmd_buf_write(x->src.handle, 0, x->tmp, size);
 		memset(x->dst_map, POISON, at + size + SLACK);
 	}
 
@@ -380,7 +366,7 @@ static void one_transfer(struct __test_metadata *_metadata,
 		kt_wr_init(&rwr, wr_id | 1ull << 63, KRDMA_OP_RECV, 0);
 		if (op != KRDMA_OP_RDMA_WRITE_WITH_IMM)
 			kt_wr_sge(&rwr, x->dst.handle, 0, at + size + SLACK);
-		ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+		test_cmd_post1(self->b.handle, &rwr);
 	}
 
 	kt_wr_init(&wr, wr_id, op, KRDMA_WR_SIGNALED);
@@ -393,7 +379,7 @@ static void one_transfer(struct __test_metadata *_metadata,
 		wr.rkey = x->dst.rkey;
 	}
 	wr_dest(self, &wr);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 
 	expect_wc(_metadata, self->fd, self->a.handle, wr_id, 0, &wc);
 	EXPECT_TRUE(send_wc_opcode_ok(op, wc.opcode)) {
@@ -438,7 +424,7 @@ static void one_transfer(struct __test_metadata *_metadata,
 	}
 	/* and BUF_RW sees what mmap sees */
 	if (op != KRDMA_OP_RDMA_READ) {
-		ASSERT_OK(kt_buf_read(self->fd, x->dst.handle, at, x->tmp, size));
+		test_cmd_buf_read(x->dst.handle, at, x->tmp, size);
 		EXPECT_EQ(-1, kt_check(x->tmp, size, seed));
 	}
 }
@@ -515,12 +501,12 @@ KRDMA_TEST_F(xfer, ud_grh)
 		SKIP(return, "UD only");
 	xbufs_alloc(_metadata, self, &x, self->mtu);
 	kt_fill(x.tmp, self->mtu, seed);
-	ASSERT_OK(kt_buf_write(self->fd, x.src.handle, 0, x.tmp, self->mtu));
+	test_cmd_buf_write(x.src.handle, 0, x.tmp, self->mtu);
 	memset(x.dst_map, POISON, x.len);
 	/* The receive starts at offset 8 of b's buffer. */
 	kt_wr_init(&rwr, 7, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, x.dst.handle, 8, KT_GRH_LEN + self->mtu);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	test_cmd_post1(self->b.handle, &rwr);
 	/*
 	 * remote_qkey given explicitly this time: krdma's default Q_Key, or
 	 * the one rdma_cm gives UD QPs (RDMA_UDP_QKEY)
@@ -529,7 +515,7 @@ KRDMA_TEST_F(xfer, ud_grh)
 	kt_wr_sge(&wr, x.src.handle, 0, self->mtu);
 	wr_dest(self, &wr);
 	wr.remote_qkey = self->cm ? 0x01234567 : 0x11111111;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->b.handle, 7, 0, &wc);
 	EXPECT_EQ((__u32)KRDMA_OP_RECV, wc.opcode);
 	EXPECT_EQ(KT_GRH_LEN + self->mtu, wc.byte_len);
@@ -548,12 +534,12 @@ KRDMA_TEST_F(xfer, ud_grh)
 	/* A datagram to a wrong Q_Key is dropped: no receive completion. */
 	kt_wr_init(&rwr, 9, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, x.dst.handle, 0, KT_GRH_LEN + self->mtu);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	test_cmd_post1(self->b.handle, &rwr);
 	kt_wr_init(&wr, 10, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, x.src.handle, 0, 16);
 	wr_dest(self, &wr);
 	wr.remote_qkey = 0x22222222;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 10, 0, &wc);
 	expect_no_wc(_metadata, self->fd, self->b.handle, 500);
 	xbufs_free(self, &x);
@@ -574,17 +560,17 @@ static void atomic_op(struct __test_metadata *_metadata,
 	struct krdma_wc wc;
 	uint64_t old = ~expect_old;
 
-	ASSERT_OK(kt_buf_write(self->fd, result->handle, 0, &old, 8));
+	test_cmd_buf_write(result->handle, 0, &old, 8);
 	kt_wr_init(&wr, ++id, op, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, result->handle, 0, 8);
 	wr.remote_addr = target->addr + offset;
 	wr.rkey = target->rkey;
 	wr.compare_add = add_or_cmp;
 	wr.swap = swap;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, id, 0, &wc);
 	EXPECT_EQ(op, wc.opcode);
-	ASSERT_OK(kt_buf_read(self->fd, result->handle, 0, &old, 8));
+	test_cmd_buf_read(result->handle, 0, &old, 8);
 	EXPECT_EQ(expect_old, old) {
 		TH_LOG("%s: returned 0x%llx, expected old value 0x%llx",
 		       op_names[op], (unsigned long long)old,
@@ -599,15 +585,14 @@ static void atomic_setup(struct __test_metadata *_metadata,
 	uint64_t init[8];
 	unsigned int i;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_ATOMIC,
-			       sizeof(init), target));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE |
+			   KRDMA_ACCESS_REMOTE_ATOMIC, sizeof(init), target);
 	ASSERT_NE(0u, target->rkey);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 8, result));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 8,
+			   result);
 	for (i = 0; i < 8; i++)
 		init[i] = shadow[i] = 0x1111111111111111ull * i + 0x1000;
-	ASSERT_OK(kt_buf_write(self->fd, target->handle, 0, init, sizeof(init)));
+	test_cmd_buf_write(target->handle, 0, init, sizeof(init));
 }
 
 /* Only the counter moved, and it holds what the shadow says. */
@@ -618,7 +603,7 @@ static void atomic_verify(struct __test_metadata *_metadata,
 	uint64_t now[8];
 	unsigned int i;
 
-	ASSERT_OK(kt_buf_read(self->fd, target->handle, 0, now, sizeof(now)));
+	test_cmd_buf_read(target->handle, 0, now, sizeof(now));
 	for (i = 0; i < 8; i++) {
 		if (shadow[i] == now[i])
 			continue;
@@ -709,12 +694,11 @@ KRDMA_TEST_F(xfer, multi_sge_send)
 	for (i = 0, off = 0; i < 3; i++) {
 		uint32_t len = ud ? total / 3 + (i == 2 ? total % 3 : 0) : slen[i];
 
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0,
-				       soff[i] + len + 7, &s[i]));
+		test_cmd_buf_alloc(self->dev.dev_index, 0, soff[i] + len + 7,
+				   &s[i]);
 		seed[i] = kt_seed(200 + i, len, 0);
 		kt_fill(expect + off, len, seed[i]);
-		ASSERT_OK(kt_buf_write(self->fd, s[i].handle, soff[i],
-				       expect + off, len));
+		test_cmd_buf_write(s[i].handle, soff[i], expect + off, len);
 		off += len;
 	}
 	ASSERT_EQ(total, off);
@@ -723,33 +707,34 @@ KRDMA_TEST_F(xfer, multi_sge_send)
 	d_len[0] = at + 1500 * !ud + (ud ? total / 2 : 0);
 	d_len[1] = at + total - d_len[0] + 64;
 	for (i = 0; i < 2; i++) {
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KRDMA_ACCESS_LOCAL_WRITE, d_len[i] + 9, &d[i]));
+		test_cmd_buf_alloc(self->dev.dev_index,
+				   KRDMA_ACCESS_LOCAL_WRITE, d_len[i] + 9,
+				   &d[i]);
 		memset(got, POISON, d_len[i] + 9);
-		ASSERT_OK(kt_buf_write(self->fd, d[i].handle, 0, got, d_len[i] + 9));
+		test_cmd_buf_write(d[i].handle, 0, got, d_len[i] + 9);
 	}
 
 	kt_wr_init(&rwr, 21, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, d[0].handle, 0, d_len[0]);
 	kt_wr_sge(&rwr, d[1].handle, 9, d_len[1]);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	test_cmd_post1(self->b.handle, &rwr);
 	kt_wr_init(&wr, 22, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	for (i = 0; i < 3; i++)
 		kt_wr_sge(&wr, s[i].handle, soff[i],
 			  ud ? total / 3 + (i == 2 ? total % 3 : 0) : slen[i]);
 	wr_dest(self, &wr);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->b.handle, 21, 0, &wc);
 	EXPECT_EQ(at + total, wc.byte_len);
 	expect_wc(_metadata, self->fd, self->a.handle, 22, 0, &wc);
 
 	/* the message, reassembled from b's two pieces */
-	ASSERT_OK(kt_buf_read(self->fd, d[0].handle, 0, got, d_len[0]));
-	ASSERT_OK(kt_buf_read(self->fd, d[1].handle, 9, got + d_len[0],
-			      total + at - d_len[0]));
+	test_cmd_buf_read(d[0].handle, 0, got, d_len[0]);
+	test_cmd_buf_read(d[1].handle, 9, got + d_len[0],
+			  total + at - d_len[0]);
 	EXPECT_EQ(0, memcmp(expect, got + at, total));
 	/* and nothing around the pieces */
-	ASSERT_OK(kt_buf_read(self->fd, d[1].handle, 0, got, d_len[1] + 9));
+	test_cmd_buf_read(d[1].handle, 0, got, d_len[1] + 9);
 	EXPECT_EQ(-1, kt_check_byte(got, 9, POISON));
 	EXPECT_EQ(-1, kt_check_byte(got + 9 + total + at - d_len[0],
 				    d_len[1] - (total + at - d_len[0]), POISON));
@@ -776,27 +761,25 @@ KRDMA_TEST_F(xfer, multi_sge_write_read)
 	expect = malloc(total);
 	got = malloc(total + 256);
 	ASSERT_TRUE(expect && got);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       total + 256, &target));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, total + 256,
+			   &target);
 	memset(got, POISON, total + 256);
-	ASSERT_OK(kt_buf_write(self->fd, target.handle, 0, got, total + 256));
+	test_cmd_buf_write(target.handle, 0, got, total + 256);
 	kt_wr_init(&wr, 31, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	for (i = 0, off = 0; i < 3; i++) {
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, len[i],
-				       &s[i]));
+		test_cmd_buf_alloc(self->dev.dev_index, 0, len[i], &s[i]);
 		kt_fill(expect + off, len[i], kt_seed(300 + i, len[i], 0));
-		ASSERT_OK(kt_buf_write(self->fd, s[i].handle, 0, expect + off,
-				       len[i]));
+		test_cmd_buf_write(s[i].handle, 0, expect + off, len[i]);
 		kt_wr_sge(&wr, s[i].handle, 0, len[i]);
 		off += len[i];
 	}
 	wr.remote_addr = target.addr + 128;
 	wr.rkey = target.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 31, 0, &wc);
 	if (self->a.transport == KRDMA_TRANSPORT_UC)
 		uc_fence(_metadata, self);
-	ASSERT_OK(kt_buf_read(self->fd, target.handle, 0, got, total + 256));
+	test_cmd_buf_read(target.handle, 0, got, total + 256);
 	EXPECT_EQ(-1, kt_check_byte(got, 128, POISON));
 	EXPECT_EQ(0, memcmp(expect, got + 128, total));
 	EXPECT_EQ(-1, kt_check_byte(got + 128 + total, 128, POISON));
@@ -804,23 +787,22 @@ KRDMA_TEST_F(xfer, multi_sge_write_read)
 	if (transport_has(self->a.transport, KRDMA_OP_RDMA_READ)) {
 		/* read it back into two pieces */
 		for (i = 0; i < 2; i++)
-			ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-					       KRDMA_ACCESS_LOCAL_WRITE, total,
-					       &r[i]));
+			test_cmd_buf_alloc(self->dev.dev_index,
+					   KRDMA_ACCESS_LOCAL_WRITE, total,
+					   &r[i]);
 		kt_wr_init(&wr, 32, KRDMA_OP_RDMA_READ, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, r[0].handle, 5, 5000);
 		kt_wr_sge(&wr, r[1].handle, 0, total - 5000);
 		wr.remote_addr = target.addr + 128;
 		wr.rkey = target.rkey;
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 		expect_wc(_metadata, self->fd, self->a.handle, 32, 0, &wc);
 		EXPECT_EQ((__u32)KRDMA_OP_RDMA_READ, wc.opcode);
-		ASSERT_OK(kt_buf_read(self->fd, r[0].handle, 5, got, 5000));
-		ASSERT_OK(kt_buf_read(self->fd, r[1].handle, 0, got + 5000,
-				      total - 5000));
+		test_cmd_buf_read(r[0].handle, 5, got, 5000);
+		test_cmd_buf_read(r[1].handle, 0, got + 5000, total - 5000);
 		EXPECT_EQ(0, memcmp(expect, got, total));
 		/* the 5 bytes before the first piece are untouched (zero) */
-		ASSERT_OK(kt_buf_read(self->fd, r[0].handle, 0, got, 5));
+		test_cmd_buf_read(r[0].handle, 0, got, 5);
 		EXPECT_EQ(-1, kt_check_byte(got, 5, 0));
 	}
 	free(expect);
@@ -852,14 +834,14 @@ KRDMA_TEST_F(xfer, inline_send)
 		memset(x.dst_map, POISON, at + len + SLACK);
 		kt_wr_init(&rwr, 40 + i, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&rwr, x.dst.handle, 0, at + 4096);
-		ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+		test_cmd_post1(self->b.handle, &rwr);
 		kt_wr_init(&wr, 50 + i, KRDMA_OP_SEND,
 			   KRDMA_WR_SIGNALED | KRDMA_WR_INLINE);
 		/* two SGEs of the same buffer */
 		kt_wr_sge(&wr, x.src.handle, 0, len / 2);
 		kt_wr_sge(&wr, x.src.handle, len / 2, len - len / 2);
 		wr_dest(self, &wr);
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 		/* scribble over the source before anything completed */
 		memset(x.src_map, 0, len);
 		expect_wc(_metadata, self->fd, self->b.handle, 40 + i, 0, &wc);
@@ -914,15 +896,15 @@ KRDMA_TEST_F(xfer, inline_chain_chunk_edges)
 	/* one straddling SGE more than the queue has room for: refused */
 	kt_wr_sge(&wrs[WRS - 1], x.src.handle, 4096 * (WRS * KRDMA_MAX_SGE + 1) -
 		  PIECE / 2, PIECE);
-	EXPECT_ERRNO(EINVAL, kt_post(self->fd, self->a.handle, wrs, WRS, &accepted));
+	test_err_post(EINVAL, self->a.handle, wrs, WRS, &accepted);
 	EXPECT_EQ((uint32_t)WRS - 1, accepted);
 	wrs[WRS - 1].num_sge--;
 	for (i = 0; i < WRS; i++) {
 		kt_wr_init(&rwr, 70 + i, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&rwr, x.dst.handle, (uint64_t)i * 4096, at + 1024);
-		ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+		test_cmd_post1(self->b.handle, &rwr);
 	}
-	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, WRS, &accepted));
+	test_cmd_post(self->a.handle, wrs, WRS, &accepted);
 	EXPECT_EQ((uint32_t)WRS, accepted);
 	memset(x.src_map, 0, x.len);
 	for (i = 0; i < WRS; i++) {
@@ -955,7 +937,7 @@ KRDMA_TEST_F(xfer, inline_write)
 	kt_wr_sge(&wr, x.src.handle, 0, 48);
 	wr.remote_addr = x.dst.addr + 1000;
 	wr.rkey = x.dst.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	memset(x.src_map, 0, 48);
 	expect_wc(_metadata, self->fd, self->a.handle, 60, 0, &wc);
 	if (self->a.transport == KRDMA_TRANSPORT_UC)
@@ -990,9 +972,9 @@ KRDMA_TEST_F(xfer, batch16_unsignaled)
 			kt_wr_sge(&wrs[i], x.src.handle, i * stride, len);
 			wr_dest(self, &wrs[i]);
 		}
-		ASSERT_OK(kt_post(self->fd, self->b.handle, rwrs, 16, &accepted));
+		test_cmd_post(self->b.handle, rwrs, 16, &accepted);
 		EXPECT_EQ(16u, accepted);
-		ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, 16, &accepted));
+		test_cmd_post(self->a.handle, wrs, 16, &accepted);
 		EXPECT_EQ(16u, accepted);
 
 		/* b: 16 receives, in order */
@@ -1026,12 +1008,12 @@ KRDMA_TEST_F(xfer, poll_partial_batches)
 
 	for (i = 0; i < 8; i++)
 		recv_wr(self, &wrs[i], 3000 + i);
-	ASSERT_OK(kt_post(self->fd, self->b.handle, wrs, 8, NULL));
+	test_cmd_post(self->b.handle, wrs, 8, NULL);
 	for (i = 0; i < 8; i++) {
 		kt_wr_init(&wrs[i], 4000 + i, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		wr_dest(self, &wrs[i]);
 	}
-	ASSERT_OK(kt_post(self->fd, self->a.handle, wrs, 8, NULL));
+	test_cmd_post(self->a.handle, wrs, 8, NULL);
 	ASSERT_EQ(8, kt_poll_n(self->fd, self->a.handle, wcs, 8, POLL_MS));
 	/* b's 8 in chunks of 3, 3, 2 */
 	while (got < 8) {
@@ -1075,13 +1057,13 @@ KRDMA_TEST_F(xfer, poll_readiness)
 	EXPECT_EQ(0, fd_readable(self->fd, 0));
 	for (round = 0; round < 3; round++) {
 		recv_wr(self, &wr, 70 + round);
-		ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+		test_cmd_post1(self->b.handle, &wr);
 		EXPECT_EQ(0, fd_readable(self->fd, 0)) {
 			TH_LOG("readable with only a RECV posted");
 		}
 		kt_wr_init(&wr, 80 + round, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		wr_dest(self, &wr);
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 		if (notify) {
 			EXPECT_EQ(1, fd_readable(self->fd, POLL_MS));
 		} else {
@@ -1127,7 +1109,7 @@ KRDMA_TEST_F(xfer, poll_waits_for_completion)
 	int n;
 
 	recv_wr(self, &wr, 90);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	kt_wr_init(&d.wr, 91, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	wr_dest(self, &d.wr);
 	ASSERT_EQ(0, pthread_create(&t, NULL, delayed_send_fn, &d));
@@ -1183,10 +1165,10 @@ KRDMA_TEST_F(xfer, poll_interrupted)
 	EXPECT_EQ(EINTR, p.err);
 	/* the connection still works */
 	recv_wr(self, &wr, 95);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &wr));
+	test_cmd_post1(self->b.handle, &wr);
 	kt_wr_init(&wr, 96, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	wr_dest(self, &wr);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, self->b.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ(95u, wc.wr_id);
 }
@@ -1203,8 +1185,8 @@ static void make_pair(struct __test_metadata *_metadata,
 {
 	struct krdma_conn_modify m;
 
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, transport, 0, NULL, a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, transport, 0, NULL, b));
+	test_cmd_conn_create(&self->dev, transport, 0, NULL, a);
+	test_cmd_conn_create(&self->dev, transport, 0, NULL, b);
 	kt_modify_init(&m, a, b);
 	if (a_mod) {
 		m.flags = a_mod->flags;
@@ -1214,8 +1196,8 @@ static void make_pair(struct __test_metadata *_metadata,
 		m.min_rnr_timer = a_mod->min_rnr_timer;
 		m.access = a_mod->access;
 	}
-	ASSERT_OK(ioctl(self->fd, KRDMA_CONN_MODIFY, &m));
-	ASSERT_OK(kt_conn_connect(self->fd, b, a));
+	test_cmd_ioctl(KRDMA_CONN_MODIFY, &m);
+	test_cmd_conn_connect(b, a);
 }
 
 static void expect_state(struct __test_metadata *_metadata, int fd,
@@ -1242,23 +1224,22 @@ KRDMA_TEST_F(xfer, write_bad_rkey)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 256, &src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       256, &dst));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 256, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 256, &dst);
 	kt_fill(buf, 256, 7);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, buf, 256));
+	test_cmd_buf_write(src.handle, 0, buf, 256);
 	expect_state(_metadata, self->fd, self->a.handle, KRDMA_CONN_RTS, 0);
 
 	kt_wr_init(&wr, 100, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, src.handle, 0, 256);
 	wr.remote_addr = dst.addr;
 	wr.rkey = dst.rkey ^ 0x80;	/* the key byte of a valid index */
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 100,
 		  KT_WC_REM_ACCESS_ERR, &wc);
 	expect_state(_metadata, self->fd, self->a.handle, KRDMA_CONN_ERR,
 		     KT_WC_REM_ACCESS_ERR);
-	ASSERT_OK(kt_buf_read(self->fd, dst.handle, 0, buf, 256));
+	test_cmd_buf_read(dst.handle, 0, buf, 256);
 	EXPECT_EQ(-1, kt_check_byte(buf, 256, 0));
 
 	/* later WRs flush; last_wc_status keeps the real error */
@@ -1296,13 +1277,13 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 		uint8_t buf[64];
 
 		make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KRDMA_ACCESS_LOCAL_WRITE, 64, &local));
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       cases[i].access, 64, &target));
+		test_cmd_buf_alloc(self->dev.dev_index,
+				   KRDMA_ACCESS_LOCAL_WRITE, 64, &local);
+		test_cmd_buf_alloc(self->dev.dev_index, cases[i].access, 64,
+				   &target);
 		ASSERT_NE(0u, target.rkey);
 		kt_fill(buf, 64, i);
-		ASSERT_OK(kt_buf_write(self->fd, local.handle, 0, buf, 64));
+		test_cmd_buf_write(local.handle, 0, buf, 64);
 		kt_wr_init(&wr, 110 + i, cases[i].op, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, local.handle, 0,
 			  cases[i].op == KRDMA_OP_ATOMIC_FETCH_ADD ? 8 : 64);
@@ -1310,10 +1291,10 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 		wr.rkey = target.rkey;
 		if (cases[i].op == KRDMA_OP_ATOMIC_FETCH_ADD)
 			wr.compare_add = 1;
-		ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+		test_cmd_post1(a.handle, &wr);
 		expect_wc(_metadata, self->fd, a.handle, 110 + i,
 			  KT_WC_REM_ACCESS_ERR, &wc);
-		ASSERT_OK(kt_buf_read(self->fd, target.handle, 0, buf, 64));
+		test_cmd_buf_read(target.handle, 0, buf, 64);
 		EXPECT_EQ(-1, kt_check_byte(buf, 64, 0)) {
 			TH_LOG("%s changed the target", op_names[cases[i].op]);
 		}
@@ -1343,30 +1324,29 @@ KRDMA_TEST_F(xfer, qp_access_denied)
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	/* b (the target) is the one with restricted access: make_pair(b, a) */
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, &mod, &b, &a);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 64, &local));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
-			       64, &target));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 64,
+			   &local);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 64, &target);
 	/* a READ is allowed */
 	kt_wr_init(&wr, 120, KRDMA_OP_RDMA_READ, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, local.handle, 0, 64);
 	wr.remote_addr = target.addr;
 	wr.rkey = target.rkey;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	expect_wc(_metadata, self->fd, a.handle, 120, 0, &wc);
 	kt_fill(buf, 64, 3);
-	ASSERT_OK(kt_buf_write(self->fd, local.handle, 0, buf, 64));
+	test_cmd_buf_write(local.handle, 0, buf, 64);
 	/* a WRITE is not */
 	kt_wr_init(&wr, 121, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, local.handle, 0, 64);
 	wr.remote_addr = target.addr;
 	wr.rkey = target.rkey;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, POLL_MS));
 	EXPECT_EQ(121u, wc.wr_id);
 	EXPECT_NE(0u, wc.status);
 	TH_LOG("WRITE to a read-only QP: status %u", wc.status);
-	ASSERT_OK(kt_buf_read(self->fd, target.handle, 0, buf, 64));
+	test_cmd_buf_read(target.handle, 0, buf, 64);
 	EXPECT_EQ(-1, kt_check_byte(buf, 64, 0));
 }
 
@@ -1380,27 +1360,28 @@ KRDMA_TEST_F(xfer, uc_write_bad_rkey_dropped)
 
 	if (self->a.transport != KRDMA_TRANSPORT_UC)
 		SKIP(return, "UC only");
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 128, &src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL &
-			       ~KRDMA_ACCESS_REMOTE_ATOMIC, 128, &dst));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 128, &src);
+	test_cmd_buf_alloc(self->dev.dev_index,
+			   KT_ACCESS_ALL & ~KRDMA_ACCESS_REMOTE_ATOMIC, 128,
+			   &dst);
 	kt_fill(buf, 128, 11);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, buf, 128));
+	test_cmd_buf_write(src.handle, 0, buf, 128);
 	kt_wr_init(&wr, 130, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, src.handle, 0, 128);
 	wr.remote_addr = dst.addr;
 	wr.rkey = dst.rkey ^ 0x80;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 130, 0, &wc);
 	uc_fence(_metadata, self);
-	ASSERT_OK(kt_buf_read(self->fd, dst.handle, 0, buf, 128));
+	test_cmd_buf_read(dst.handle, 0, buf, 128);
 	EXPECT_EQ(-1, kt_check_byte(buf, 128, 0));
 	/* the right rkey works */
 	wr.rkey = dst.rkey;
 	wr.wr_id = 131;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 131, 0, &wc);
 	uc_fence(_metadata, self);
-	ASSERT_OK(kt_buf_read(self->fd, dst.handle, 0, buf, 128));
+	test_cmd_buf_read(dst.handle, 0, buf, 128);
 	EXPECT_EQ(-1, kt_check(buf, 128, 11));
 }
 
@@ -1424,12 +1405,12 @@ KRDMA_TEST_F(xfer, rnr_retry_exceeded)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RNR NAKs are RC");
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, &mod, &a, &b);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
 	for (i = 0; i < 3; i++) {
 		kt_wr_init(&wrs[i], 140 + i, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wrs[i], src.handle, 0, 4096);
 	}
-	ASSERT_OK(kt_post(self->fd, a.handle, wrs, 3, NULL));
+	test_cmd_post(a.handle, wrs, 3, NULL);
 	ASSERT_EQ(3, kt_poll_n(self->fd, a.handle, wc, 3, POLL_MS));
 	EXPECT_EQ(140u, wc[0].wr_id);
 	EXPECT_EQ((__u32)KT_WC_RNR_RETRY_EXC_ERR, wc[0].status);
@@ -1462,9 +1443,9 @@ KRDMA_TEST_F(xfer, write_at_buffer_end)
 		SKIP(return, "no RDMA WRITE on UD");
 	buf = malloc(65536);
 	ASSERT_NE(NULL, buf);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 8192, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 8192, &src);
 	kt_fill(buf, 8192, 99);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, buf, 8192));
+	test_cmd_buf_write(src.handle, 0, buf, 8192);
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
 		uint64_t len = lens[i];
 		uint32_t n = i == 2 ? 1 : 100 + 37 * i;
@@ -1472,33 +1453,33 @@ KRDMA_TEST_F(xfer, write_at_buffer_end)
 		struct krdma_wc wc;
 		int64_t bad;
 
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KT_ACCESS_ALL & ~KRDMA_ACCESS_REMOTE_ATOMIC,
-				       len, &x));
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KT_ACCESS_ALL & ~KRDMA_ACCESS_REMOTE_ATOMIC,
-				       len, &y));
+		test_cmd_buf_alloc(self->dev.dev_index,
+				   KT_ACCESS_ALL & ~KRDMA_ACCESS_REMOTE_ATOMIC,
+				   len, &x);
+		test_cmd_buf_alloc(self->dev.dev_index,
+				   KT_ACCESS_ALL & ~KRDMA_ACCESS_REMOTE_ATOMIC,
+				   len, &y);
 		memset(buf, 0xee, len);
-		ASSERT_OK(kt_buf_write(self->fd, x.handle, 0, buf, len));
-		ASSERT_OK(kt_buf_write(self->fd, y.handle, 0, buf, len));
+		test_cmd_buf_write(x.handle, 0, buf, len);
+		test_cmd_buf_write(y.handle, 0, buf, len);
 
 		kt_wr_init(&wr, 150 + i, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, src.handle, 0, n);
 		wr.remote_addr = x.addr + len - n;
 		wr.rkey = x.rkey;
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 		expect_wc(_metadata, self->fd, self->a.handle, 150 + i, 0, &wc);
 		if (self->a.transport == KRDMA_TRANSPORT_UC)
 			uc_fence(_metadata, self);
 
-		ASSERT_OK(kt_buf_read(self->fd, x.handle, 0, buf, len));
+		test_cmd_buf_read(x.handle, 0, buf, len);
 		bad = kt_check_byte(buf, len - n, 0xee);
 		EXPECT_EQ(-1, bad) {
 			TH_LOG("len %llu: byte %lld before the write changed",
 			       (unsigned long long)len, (long long)bad);
 		}
 		EXPECT_EQ(-1, kt_check(buf + len - n, n, 99));
-		ASSERT_OK(kt_buf_read(self->fd, y.handle, 0, buf, len));
+		test_cmd_buf_read(y.handle, 0, buf, len);
 		EXPECT_EQ(-1, kt_check_byte(buf, len, 0xee)) {
 			TH_LOG("len %llu: the next buffer changed",
 			       (unsigned long long)len);
@@ -1522,21 +1503,21 @@ KRDMA_TEST_F(xfer, write_past_buffer_end)
 		SKIP(return, "RC reports remote access errors");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
 	/* not a page multiple: the page behind the end exists but is not the buffer's */
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 5000, &x));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL, 5000, &y));
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 5000, &x);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 5000, &y);
 	kt_fill(buf, 4096, 5);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, buf, 4096));
+	test_cmd_buf_write(src.handle, 0, buf, 4096);
 	kt_wr_init(&wr, 160, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, src.handle, 0, 100);
 	wr.remote_addr = x.addr + 5000 - 99;
 	wr.rkey = x.rkey;
-	ASSERT_OK(kt_post1(self->fd, a.handle, &wr));
+	test_cmd_post1(a.handle, &wr);
 	expect_wc(_metadata, self->fd, a.handle, 160, KT_WC_REM_ACCESS_ERR, &wc);
-	ASSERT_OK(kt_buf_read(self->fd, x.handle, 0, buf, 5000));
+	test_cmd_buf_read(x.handle, 0, buf, 5000);
 	EXPECT_EQ(-1, kt_check_byte(buf, 5000, 0));
-	ASSERT_OK(kt_buf_read(self->fd, y.handle, 0, buf, 5000));
+	test_cmd_buf_read(y.handle, 0, buf, 5000);
 	EXPECT_EQ(-1, kt_check_byte(buf, 5000, 0));
 }
 
@@ -1556,12 +1537,11 @@ KRDMA_TEST_F(xfer, atomic_misaligned)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC only");
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_ATOMIC,
-			       16, &target));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 8, &result));
-	ASSERT_OK(kt_buf_write(self->fd, target.handle, 0, words, 16));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE |
+			   KRDMA_ACCESS_REMOTE_ATOMIC, 16, &target);
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 8,
+			   &result);
+	test_cmd_buf_write(target.handle, 0, words, 16);
 	kt_wr_init(&wr, 170, KRDMA_OP_ATOMIC_FETCH_ADD, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, result.handle, 0, 8);
 	wr.remote_addr = target.addr + 4;
@@ -1576,7 +1556,7 @@ KRDMA_TEST_F(xfer, atomic_misaligned)
 		EXPECT_NE(0u, wc.status);
 		TH_LOG("misaligned atomic: status %u", wc.status);
 	}
-	ASSERT_OK(kt_buf_read(self->fd, target.handle, 0, now, 16));
+	test_cmd_buf_read(target.handle, 0, now, 16);
 	EXPECT_EQ(1ull, now[0]);
 	EXPECT_EQ(2ull, now[1]);
 }

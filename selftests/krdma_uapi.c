@@ -15,15 +15,9 @@ FIXTURE(krdma)
 
 FIXTURE_SETUP(krdma)
 {
-	const char *why = krdma_unavailable();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd) {
-		TH_LOG("open %s: %s", KRDMA_DEVICE_PATH, strerror(errno));
-	}
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_info_get(self->fd, &self->info));
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
 	ASSERT_LT(0u, self->snap.ndev);
@@ -93,11 +87,12 @@ KRDMA_TEST_F(krdma, unknown_command_enotty)
 			     "nr 0x%02x", nrs[i]);
 	}
 	/* The right numbers under another ioctl type. */
-	EXPECT_ERRNO(ENOTTY, ioctl(self->fd, _IO(KRDMA_TYPE + 1, KRDMA_CMD_GET_INFO), &buf));
-	EXPECT_ERRNO(ENOTTY, ioctl(self->fd, _IO(KRDMA_TYPE - 1, KRDMA_CMD_QUERY_DEVICES), &buf));
-	EXPECT_ERRNO(ENOTTY, ioctl(self->fd, _IO(0, KRDMA_CMD_GET_INFO), &buf));
+	test_err_ioctl(ENOTTY, _IO(KRDMA_TYPE + 1, KRDMA_CMD_GET_INFO), &buf);
+	test_err_ioctl(ENOTTY, _IO(KRDMA_TYPE - 1, KRDMA_CMD_QUERY_DEVICES),
+		       &buf);
+	test_err_ioctl(ENOTTY, _IO(0, KRDMA_CMD_GET_INFO), &buf);
 	/* A tty ioctl, which the vfs passes to the driver. */
-	EXPECT_ERRNO(ENOTTY, ioctl(self->fd, TCGETS, &buf));
+	test_err_ioctl(ENOTTY, TCGETS, &buf);
 }
 
 struct cmd_feature {
@@ -271,7 +266,7 @@ KRDMA_TEST_F(krdma, get_info_first_version)
 	memset(&info, 0xa5, sizeof(info));
 	info.size = first;
 	info.flags = 0;
-	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &info));
+	test_cmd_ioctl(KRDMA_GET_INFO, &info);
 	EXPECT_EQ((__u32)KRDMA_ABI_VERSION, info.abi_version);
 	EXPECT_STREQ(self->info.module_version, info.module_version);
 	EXPECT_EQ(0xa5a5a5a5u, info.bench_protocol);
@@ -323,7 +318,7 @@ KRDMA_TEST_F(krdma, get_info_overwrites_outputs)
 	info.size = sizeof(info);
 	info.flags = 0;
 	info.__reserved = 0;
-	ASSERT_OK(ioctl(self->fd, KRDMA_GET_INFO, &info));
+	test_cmd_ioctl(KRDMA_GET_INFO, &info);
 	EXPECT_EQ((__u32)sizeof(info), info.size);
 	EXPECT_EQ((__u32)KRDMA_ABI_VERSION, info.abi_version);
 	EXPECT_EQ((__u32)KRDMA_BENCH_PROTOCOL, info.bench_protocol);
@@ -340,7 +335,7 @@ KRDMA_TEST_F(krdma, get_info_reserved_nonzero)
 {
 	struct krdma_info info = { .size = sizeof(info), .__reserved = 1 };
 
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_GET_INFO, &info));
+	test_err_ioctl(EINVAL, KRDMA_GET_INFO, &info);
 }
 
 KRDMA_TEST_F(krdma, get_info_unknown_flags)
@@ -359,8 +354,8 @@ KRDMA_TEST_F(krdma, get_info_unknown_flags)
 
 KRDMA_TEST_F(krdma, get_info_efault_null)
 {
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_GET_INFO, NULL));
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_GET_INFO, (void *)1));
+	test_err_ioctl(EFAULT, KRDMA_GET_INFO, NULL);
+	test_err_ioctl(EFAULT, KRDMA_GET_INFO, (void *)1);
 }
 
 /* The struct runs into an unmapped page: its size is readable, not all. */
@@ -374,8 +369,8 @@ KRDMA_TEST_F(krdma, get_info_efault_partial)
 	info = (struct krdma_info *)(page + psz - 8);
 	info->size = sizeof(*info);
 	info->flags = 0;
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_GET_INFO, info));
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_GET_INFO, page + psz));
+	test_err_ioctl(EFAULT, KRDMA_GET_INFO, info);
+	test_err_ioctl(EFAULT, KRDMA_GET_INFO, page + psz);
 	unmap_guarded_page(page);
 }
 
@@ -392,7 +387,7 @@ KRDMA_TEST_F(krdma, get_info_efault_readonly)
 	info = (struct krdma_info *)page;
 	info->size = sizeof(*info);
 	ASSERT_OK(mprotect(page, psz, PROT_READ));
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_GET_INFO, info));
+	test_err_ioctl(EFAULT, KRDMA_GET_INFO, info);
 	munmap(page, psz);
 }
 
@@ -436,7 +431,7 @@ KRDMA_TEST_F(krdma, query_devices_reserved)
 	for (i = 0; i < ARRAY_SIZE(vals); i++) {
 		query_init(&q);
 		q.__reserved = vals[i];
-		EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+		test_err_ioctl(EINVAL, KRDMA_QUERY_DEVICES, &q);
 	}
 }
 
@@ -463,12 +458,12 @@ KRDMA_TEST_F(krdma, query_devices_efault_arg)
 	char *page = map_guarded_page();
 	struct krdma_query_devices *q;
 
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_QUERY_DEVICES, NULL));
+	test_err_ioctl(EFAULT, KRDMA_QUERY_DEVICES, NULL);
 	ASSERT_NE(NULL, page);
 	q = (struct krdma_query_devices *)(page + psz - 8);
 	q->size = sizeof(*q);
 	q->flags = 0;
-	EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_QUERY_DEVICES, q));
+	test_err_ioctl(EFAULT, KRDMA_QUERY_DEVICES, q);
 	unmap_guarded_page(page);
 }
 
@@ -649,7 +644,7 @@ KRDMA_TEST_F(krdma, query_devices_zero_capacity)
 	query_full(&q, &self->snap, b->devs, b->ports, b->gids);
 	q.num_devices = q.num_ports = q.num_gids = 0;
 	before = q;
-	EXPECT_ERRNO(EMSGSIZE, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_err_ioctl(EMSGSIZE, KRDMA_QUERY_DEVICES, &q);
 	EXPECT_EQ(self->snap.ndev, q.num_devices);
 	EXPECT_EQ(self->snap.nport, q.num_ports);
 	EXPECT_EQ(self->snap.ngid, q.num_gids);
@@ -659,7 +654,7 @@ KRDMA_TEST_F(krdma, query_devices_zero_capacity)
 
 	/* The sizing call of a caller that has no arrays yet. */
 	query_init(&q);
-	EXPECT_ERRNO(EMSGSIZE, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_err_ioctl(EMSGSIZE, KRDMA_QUERY_DEVICES, &q);
 	EXPECT_EQ(self->snap.ndev, q.num_devices);
 	EXPECT_EQ(self->snap.nport, q.num_ports);
 	EXPECT_EQ(self->snap.ngid, q.num_gids);
@@ -734,7 +729,7 @@ KRDMA_TEST_F(krdma, query_devices_fill)
 		q.num_devices += extra;
 		q.num_ports += extra;
 		q.num_gids += extra;
-		ASSERT_OK(ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+		test_cmd_ioctl(KRDMA_QUERY_DEVICES, &q);
 		EXPECT_EQ((__u32)sizeof(q), q.size);
 		EXPECT_EQ(s->ndev, q.num_devices);
 		EXPECT_EQ(s->nport, q.num_ports);
@@ -773,7 +768,7 @@ KRDMA_TEST_F(krdma, query_devices_entry_size_large)
 	q.device_entry_size = dsz;
 	q.port_entry_size = psz;
 	q.gid_entry_size = gsz;
-	ASSERT_OK(ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+	test_cmd_ioctl(KRDMA_QUERY_DEVICES, &q);
 	ASSERT_EQ(s->ndev, q.num_devices);
 	ASSERT_EQ(s->nport, q.num_ports);
 	ASSERT_EQ(s->ngid, q.num_gids);
@@ -920,7 +915,7 @@ KRDMA_TEST_F(krdma, query_devices_one)
 		query_init(&q);
 		q.flags = KRDMA_QUERY_DEVICES_ONE;
 		q.dev_index = d->dev_index;
-		EXPECT_ERRNO(EMSGSIZE, ioctl(self->fd, KRDMA_QUERY_DEVICES, &q));
+		test_err_ioctl(EMSGSIZE, KRDMA_QUERY_DEVICES, &q);
 		EXPECT_EQ(1u, q.num_devices);
 		EXPECT_EQ(d->phys_port_cnt, q.num_ports);
 

@@ -131,25 +131,18 @@ static const struct krdma_qp_caps fixture_caps = {
 
 FIXTURE_SETUP(ubuf)
 {
-	const char *why = krdma_unavailable();
 	struct krdma_info info;
 
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_info_get(self->fd, &info));
 	if (!(info.features & KRDMA_FEATURE_USER_BUFFERS))
 		SKIP(return, "no KRDMA_FEATURE_USER_BUFFERS");
 	if (kt_dev_pick(self->fd, NULL, &self->dev))
 		SKIP(return, "no device with an active port");
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &fixture_caps, &self->a));
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &fixture_caps, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &fixture_caps,
+			   &self->a, &self->b);
 }
 
 FIXTURE_TEARDOWN(ubuf)
@@ -190,7 +183,7 @@ static void one_sided(struct __test_metadata *_metadata,
 	kt_wr_sge(&wr, sge_buf, sge_off, len);
 	wr.remote_addr = remote_addr;
 	wr.rkey = rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, wr_id, status, &wc);
 }
 
@@ -212,8 +205,7 @@ static void write_into(struct __test_metadata *_metadata,
 	unsigned int i;
 	uint8_t *tmp;
 
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, size + 3,
-			       &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, size + 3, &src);
 	tmp = malloc(size);
 	ASSERT_NE(NULL, tmp);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
@@ -229,7 +221,7 @@ static void write_into(struct __test_metadata *_metadata,
 		if (off >= size)
 			continue;
 		kt_fill(tmp, n, seed);
-		ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, tmp, n));
+		test_cmd_buf_write(src.handle, 0, tmp, n);
 		/* the CPU writes the pinned pages: they must stay the MR's */
 		memset(map, POISON, map_len);
 		one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 100 + i,
@@ -317,9 +309,9 @@ KRDMA_TEST_F_TIMEOUT(ubuf, write_to_user_max_pages, 120)
 	       self->dev.info.max_fast_reg_page_list_len,
 	       (unsigned long long)len);
 	ASSERT_OK(region_get(&r, len, 0));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	kt_fill(pat, 64, 77);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, pat, 64));
+	test_cmd_buf_write(src.handle, 0, pat, 64);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, len,
 			 &dst));
 	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, src.handle, 0, 64,
@@ -419,8 +411,8 @@ KRDMA_TEST_F_TIMEOUT(ubuf, write_from_user, 180)
 		ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, m + 13, size,
 				 &src));
 		EXPECT_EQ(0u, src.rkey);
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-				       KT_ACCESS_ALL, size + GUARD, &dst));
+		test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL,
+				   size + GUARD, &dst);
 		dmap = kt_buf_mmap(self->fd, &dst);
 		ASSERT_NE(MAP_FAILED, dmap);
 		memset(dmap, POISON, size + GUARD);
@@ -475,10 +467,10 @@ KRDMA_TEST_F_TIMEOUT(ubuf, send_into_user_recv, 180)
 		/* the RECV starts 5 bytes into the user buffer */
 		kt_wr_init(&rwr, 50, KRDMA_OP_RECV, 0);
 		kt_wr_sge(&rwr, dst.handle, 5, size + 100);
-		ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+		test_cmd_post1(self->b.handle, &rwr);
 		kt_wr_init(&wr, 51, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, src.handle, 0, size);
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 		expect_wc(_metadata, self->fd, self->a.handle, 51, 0, &wc);
 		expect_wc(_metadata, self->fd, self->b.handle, 50, 0, &wc);
 		EXPECT_EQ((__u32)KRDMA_OP_RECV, wc.opcode);
@@ -515,8 +507,8 @@ KRDMA_TEST_F(ubuf, multi_sge_user)
 	kt_fill(r1.p, 4000, 41);
 	kt_fill(kdata, sizeof(kdata), 42);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, r1.p, 4000, &u1));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 3000, &k));
-	ASSERT_OK(kt_buf_write(self->fd, k.handle, 0, kdata, 3000));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 3000, &k);
+	test_cmd_buf_write(k.handle, 0, kdata, 3000);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
 			 KRDMA_ACCESS_LOCAL_WRITE, r2.p, 5000, &u2));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
@@ -527,11 +519,11 @@ KRDMA_TEST_F(ubuf, multi_sge_user)
 	kt_wr_init(&rwr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, u2.handle, 1000, 4000);
 	kt_wr_sge(&rwr, u3.handle, 2, 4000);
-	ASSERT_OK(kt_post1(self->fd, self->b.handle, &rwr));
+	test_cmd_post1(self->b.handle, &rwr);
 	kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, u1.handle, 0, 4000);
 	kt_wr_sge(&wr, k.handle, 0, 3000);
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 2, 0, &wc);
 	expect_wc(_metadata, self->fd, self->b.handle, 1, 0, &wc);
 	EXPECT_EQ(7000u, wc.byte_len);
@@ -570,7 +562,7 @@ KRDMA_TEST_F(ubuf, inline_from_user)
 	kt_wr_sge(&wr, src.handle, 40, 64);
 	wr.remote_addr = dst.addr + 7;
 	wr.rkey = dst.rkey;
-	ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 1, 0, &wc);
 	EXPECT_EQ(0, memcmp(rd.p + 7, rs.p + 40, 64));
 	EXPECT_EQ(-1, kt_check_byte(rd.p, 7, POISON));
@@ -619,7 +611,7 @@ KRDMA_TEST_F(ubuf, atomics_on_user)
 		wr.compare_add = cas ? shadow[k] : add;
 		if (cas)
 			wr.swap = next;
-		ASSERT_OK(kt_post1(self->fd, self->a.handle, &wr));
+		test_cmd_post1(self->a.handle, &wr);
 		expect_wc(_metadata, self->fd, self->a.handle, 200 + i, 0, &wc);
 		EXPECT_EQ(shadow[k], *res) {
 			TH_LOG("op %u word %u: old 0x%llx, expected 0x%llx", i,
@@ -654,9 +646,9 @@ KRDMA_TEST_F(ubuf, overlapping_registrations)
 			 2 * psz, &u1));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
 			 r.p + psz + 50, 2 * psz - 50, &u2));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 100, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 100, &src);
 	kt_fill(pat, 100, 5);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, pat, 100));
+	test_cmd_buf_write(src.handle, 0, pat, 100);
 	/* through u2 at its offset 10: r.p + psz + 60, i.e. u1 + psz + 60 */
 	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, src.handle, 0, 100,
 		  u2.addr + 10, u2.rkey, 0);
@@ -691,9 +683,9 @@ KRDMA_TEST_F(ubuf, write_to_memfd)
 	memset(m, POISON, len);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, m + 100,
 			 len - 200, &dst));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
 	kt_fill(pat, 4096, 9);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, pat, 4096));
+	test_cmd_buf_write(src.handle, 0, pat, 4096);
 	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, src.handle, 0, 4096,
 		  dst.addr + 5 * psz, dst.rkey, 0);
 	ASSERT_EQ(4096, pread(mfd, back, 4096, 100 + 5 * psz));
@@ -716,7 +708,7 @@ KRDMA_TEST_F(ubuf, write_past_user_end)
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 100, 13));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, 100,
 			 &dst));
 	/* exactly up to the end is fine */
@@ -739,7 +731,7 @@ KRDMA_TEST_F(ubuf, write_before_user_start)
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 100, 13));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, 100,
 			 &dst));
 	ASSERT_EQ(13u, dst.addr);
@@ -757,11 +749,11 @@ KRDMA_TEST_F(ubuf, write_after_destroy)
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 8192, 0));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p,
 			 8192, &dst));
-	ASSERT_OK(kt_destroy(self->fd, dst.handle));
-	EXPECT_ERRNO(ENOENT, kt_destroy(self->fd, dst.handle));
+	test_cmd_destroy(dst.handle);
+	test_err_destroy(ENOENT, dst.handle);
 	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, src.handle, 0, 64,
 		  dst.addr, dst.rkey, KT_WC_REM_ACCESS_ERR);
 	EXPECT_EQ(-1, kt_check_byte(r.map, r.map_len, POISON));
@@ -776,7 +768,7 @@ KRDMA_TEST_F(ubuf, write_without_remote_write)
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
 	ASSERT_OK(region_get(&r, 4096, 0));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
 			 KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ,
 			 r.p, 4096, &dst));
@@ -817,15 +809,12 @@ FIXTURE(ureg)
 
 FIXTURE_SETUP(ureg)
 {
-	const char *why = krdma_unavailable();
 	struct krdma_info info;
 	struct kt_dev dev;
 
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	self->fd = krdma_open();
-	ASSERT_LE(0, self->fd);
+	self->fd = kt_session_open(_metadata);
+	if (self->fd < 0)
+		return;
 	ASSERT_OK(krdma_info_get(self->fd, &info));
 	if (!(info.features & KRDMA_FEATURE_USER_BUFFERS))
 		SKIP(return, "no KRDMA_FEATURE_USER_BUFFERS");
@@ -909,7 +898,7 @@ KRDMA_TEST_F(ureg, too_many_pages)
 	ASSERT_OK(region_get(&big, max + psz, 0));
 	/* exactly max_fast_reg_page_list_len pages: fine */
 	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, big.p, max);
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
 	EXPECT_EQ(self->pin0 + (long)self->max_pages, vm_pin_pages());
 	EXPECT_OK(kt_destroy(self->fd, r.handle));
 	/* the same length one byte into a page needs one page more */
@@ -1050,7 +1039,7 @@ KRDMA_TEST_F(ureg, partly_unmapped)
 	EXPECT_REG_FAILS(EFAULT, &r);
 	/* and the mapped part alone still registers */
 	r.length = 8 * psz - 100;
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
 	EXPECT_EQ(self->pin0 + 8, vm_pin_pages());
 	EXPECT_OK(kt_destroy(self->fd, r.handle));
 	EXPECT_EQ(self->pin0, vm_pin_pages());
@@ -1091,11 +1080,11 @@ KRDMA_TEST_F(ureg, readonly_mapping)
 	}
 	reg_init(&r, self->dev_index, KRDMA_ACCESS_REMOTE_READ, self->r.p + 1,
 		 3 * psz);
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
 	EXPECT_NE(0u, r.rkey);
 	EXPECT_OK(kt_destroy(self->fd, r.handle));
 	reg_init(&r, self->dev_index, 0, self->r.p, 4 * psz);
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
 	EXPECT_EQ(0u, r.rkey);
 	EXPECT_OK(kt_destroy(self->fd, r.handle));
 	EXPECT_EQ(self->pin0, vm_pin_pages());
@@ -1114,8 +1103,7 @@ KRDMA_TEST_F(ureg, kernel_buffer_mapping)
 	uint8_t *m;
 
 	/* both are charged as pinned: the kernel buffer, then the pin */
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev_index, KT_ACCESS_ALL,
-			       4 * psz, &k));
+	test_cmd_buf_alloc(self->dev_index, KT_ACCESS_ALL, 4 * psz, &k);
 	EXPECT_EQ(self->pin0 + 4, vm_pin_pages());
 	m = kt_buf_mmap(self->fd, &k);
 	ASSERT_NE(MAP_FAILED, m);
@@ -1123,14 +1111,14 @@ KRDMA_TEST_F(ureg, kernel_buffer_mapping)
 	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, m, 4 * psz);
 	if (kt_kernel_before(5, 11)) {
 		/* mapped as PFNs there (buf.c), which GUP cannot pin */
-		EXPECT_ERRNO(EFAULT, ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+		test_err_ioctl(EFAULT, KRDMA_BUF_REG_USER, &r);
 		EXPECT_EQ(self->pin0 + 4, vm_pin_pages());
 		kt_buf_munmap(m, &k);
 		EXPECT_OK(kt_destroy(self->fd, k.handle));
 		EXPECT_EQ(self->pin0, vm_pin_pages());
 		return;
 	}
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
 	EXPECT_EQ(self->pin0 + 8, vm_pin_pages());
 	/* the kernel buffer and its mapping go first: the pages stay pinned */
 	EXPECT_OK(kt_destroy(self->fd, k.handle));
@@ -1147,21 +1135,21 @@ KRDMA_TEST_F(ureg, outputs)
 
 	reg_init(&r1, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
 		 self->r.p + 1234, 100);
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r1));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r1);
 	EXPECT_EQ(1234u, r1.addr);
 	EXPECT_EQ(0u, r1.rkey);
 	EXPECT_NE(0u, r1.lkey);
 	EXPECT_NE(0u, r1.handle);
 	reg_init(&r2, self->dev_index, KRDMA_ACCESS_REMOTE_READ,
 		 self->r.p + 1234, 100);
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r2));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r2);
 	EXPECT_EQ(1234u, r2.addr);
 	EXPECT_NE(0u, r2.rkey);
 	EXPECT_NE(r1.handle, r2.handle);
 	EXPECT_NE(r1.lkey, r2.lkey);
 	reg_init(&r3, self->dev_index, KT_ACCESS_ALL, self->r.p + 2 * psz,
 		 psz);
-	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r3));
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r3);
 	EXPECT_EQ(0u, r3.addr);
 	EXPECT_NE(0u, r3.rkey);
 	EXPECT_EQ(0u, r3.__reserved);
@@ -1177,8 +1165,8 @@ KRDMA_TEST_F(ureg, buf_rw_refused)
 
 	ASSERT_OK(ub_reg(self->fd, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
 			 self->r.p, 64, &u));
-	EXPECT_ERRNO(EINVAL, kt_buf_read(self->fd, u.handle, 0, b, 16));
-	EXPECT_ERRNO(EINVAL, kt_buf_write(self->fd, u.handle, 0, b, 16));
+	test_err_buf_read(EINVAL, u.handle, 0, b, 16);
+	test_err_buf_write(EINVAL, u.handle, 0, b, 16);
 	EXPECT_EQ(-1, kt_check_byte(self->r.p, 64, POISON));
 	EXPECT_OK(kt_destroy(self->fd, u.handle));
 }
@@ -1393,14 +1381,14 @@ KRDMA_TEST_F(ubuf, munmap_while_registered)
 		 -1, 0);
 	ASSERT_NE(MAP_FAILED, m);
 	memset(m, POISON, len);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE, 8192, &kb));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 8192,
+			   &kb);
 	kmap = kt_buf_mmap(self->fd, &kb);
 	ASSERT_NE(MAP_FAILED, kmap);
 	pin0 = vm_pin_pages();
 	kt_fill(pat, sizeof(pat), 31);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, pat, sizeof(pat)));
+	test_cmd_buf_write(src.handle, 0, pat, sizeof(pat));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, m + 7,
 			 len - 7, &dst));
 	EXPECT_EQ(pin0 + (long)(len / psz), vm_pin_pages());
@@ -1484,9 +1472,9 @@ KRDMA_TEST_F(ubuf, fork_after_register)
 
 	ASSERT_OK(region_get(&r, len, 13));
 	m = r.p;
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 8192, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 8192, &src);
 	kt_fill(pat, sizeof(pat), 51);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, pat, sizeof(pat)));
+	test_cmd_buf_write(src.handle, 0, pat, sizeof(pat));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, m, len,
 			 &dst));
 	ASSERT_OK(pipe(to_child));
@@ -1556,9 +1544,9 @@ KRDMA_TEST_F(ubuf, fork_child_idle)
 	pid_t pid;
 
 	ASSERT_OK(region_get(&r, len, 0));
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 4096, &src));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
 	kt_fill(pat, sizeof(pat), 52);
-	ASSERT_OK(kt_buf_write(self->fd, src.handle, 0, pat, sizeof(pat)));
+	test_cmd_buf_write(src.handle, 0, pat, sizeof(pat));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, len,
 			 &dst));
 	pid = fork();
@@ -1628,7 +1616,7 @@ KRDMA_TEST_F(ubuf, exit_while_registered)
 		struct region r;
 
 		ASSERT_OK(region_get(&r, 4096, 0));
-		ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, 0, 64, &k));
+		test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &k);
 		ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
 				 r.p, 4096, &u));
 		one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 9, k.handle, 0,
@@ -1704,7 +1692,7 @@ KRDMA_TEST_F(ubuf, readonly_pin_leaves_pages_clean)
 			continue;
 		}
 		seen++;
-		ASSERT_OK(kt_destroy(self->fd, u.handle));
+		test_cmd_destroy(u.handle);
 		ASSERT_OK(page_flags((void *)m, &after));
 		TH_LOG("%s memory: kpageflags 0x%llx before, 0x%llx pinned, 0x%llx after DESTROY",
 		       kinds[k], (unsigned long long)before,

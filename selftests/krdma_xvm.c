@@ -1253,9 +1253,8 @@ static void xvm_transfer_matrix(struct __test_metadata *_metadata,
 	       (unsigned long long)self->port_max_msg,
 	       self->max_msg < self->port_max_msg ? ", capped: XVM_MAX_MSG" : "");
 	xvm_remote_buf(_metadata, self, XVM_ROFF + max + KT_GRH_LEN + XVM_SLACK);
-	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
-			       KRDMA_ACCESS_LOCAL_WRITE,
-			       max + KT_GRH_LEN + XVM_SLACK, &self->lb));
+	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE,
+			   max + KT_GRH_LEN + XVM_SLACK, &self->lb);
 	self->lmap = kt_buf_mmap(self->fd, &self->lb);
 	ASSERT_NE(MAP_FAILED, self->lmap);
 	xconn_open(_metadata, self, variant, self->fd, &self->c);
