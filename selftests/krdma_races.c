@@ -73,7 +73,9 @@ static const struct kr_cmd {
 	C(BUF_RW, krdma_buf_rw, KRDMA_BUF_RW_WRITE),
 	C(CONN_CREATE, krdma_conn_create, KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ),
 	C(CONN_MODIFY, krdma_conn_modify, KRDMA_CONN_MODIFY_RC_ATTRS),
-	C(CONN_QUERY, krdma_conn_query, 0),
+	/* (sq_psn and rq_psn came in a second version of the struct) */
+	{ KRDMA_CMD_CONN_QUERY, "CONN_QUERY", sizeof(struct krdma_conn_query), 0,
+	  offsetof(struct krdma_conn_query, sq_psn) },
 	C(CM_LISTEN, krdma_cm_listen, 0),
 	{ KRDMA_CMD_CM_CONNECT, "CM_CONNECT", sizeof(struct krdma_cm_connect),
 	  KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ | KRDMA_CONN_CM_TIMERS,
