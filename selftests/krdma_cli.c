@@ -178,6 +178,20 @@ KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
 	TH_LOG("server:\n%s", self->server.out);
 }
 
+/*
+ * A client's -p is the server's port, as serve's is its own: nothing
+ * listens on the default port, so a client that ignored -p would fail.
+ * A port in HOST comes first.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, client_port_option, CLI_CASE_TIMEOUT)
+{
+	START_SERVER("-p 18726 -n 3");
+	CLIENT_OK("send -p 18726 %s", kt_rxe0_addr(false));
+	CLIENT_OK("write --port 18726 -s 4096 %s", kt_rxe0_addr(false));
+	CLIENT_OK("read -p 1 %s:18726", kt_rxe0_addr(false));
+	SERVER_OK();
+}
+
 /* fadd twice: old 0 then N; cswap; against a zeroed buffer */
 KRDMA_TEST_F_TIMEOUT(cli, atomics, CLI_CASE_TIMEOUT)
 {
@@ -418,6 +432,13 @@ KRDMA_TEST_F_TIMEOUT(cli, bad_options, CLI_CASE_TIMEOUT)
 		{ "bench send h -q 2 --via-ioctl", "--via-ioctl drives one QP" },
 		{ "bench read h --validate --via-ioctl", "without --validate" },
 		{ "bench memcpy -s 67108865", "at most 67108864 bytes" },
+		{ "bench write h -H", "-H and -U print a latency run's" },
+		{ "bench send h --lat -U -j", "-H and -U print text" },
+		/* -p is a port wherever there is one; pretty has no short */
+		{ "-p devices", "unknown option -p (a port" },
+		{ "devices -p", "unknown option -p (a port" },
+		{ "sessions -p", "unknown option -p (a port" },
+		{ "send -p 0 h", "-p/--port" },
 	};
 
 	cli_expect_usage(_metadata, &self->client, bad, ARRAY_SIZE(bad));
@@ -661,7 +682,8 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_ib_port_gid_mtu, CLI_CASE_TIMEOUT)
 }
 
 /*
- * The address lines name the QPs `rdma resource show qp` lists;
+ * The address lines name the QPs `rdma resource show qp` lists, and the
+ * PSN the client expects, the server's first;
  * --run_infinitely prints a line a second over them until SIGINT, then
  * exits 0 (a SEND run: the server's run ends at the end message);
  * --report_gbits names its columns as perftest does.
@@ -670,8 +692,8 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_addresses_run_infinitely, CLI_CASE_TIMEOUT)
 {
 	const char *addr = kt_rxe0_addr(false);
 	struct kt_proc rdma = {};
-	char buf[8192], cmd[96], want[64];
-	unsigned int qpn, rqpn, rows = 0;
+	char buf[8192], cmd[96], want[64], want0[64];
+	unsigned int qpn, rqpn, rpsn, rows = 0;
 	const char *p;
 
 	START_BENCH("-p 18723 --once");
@@ -687,6 +709,9 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_addresses_run_infinitely, CLI_CASE_TIMEOUT)
 	ASSERT_NE(NULL, p) TH_LOG("%s", buf);
 	rqpn = strtoul(p + strlen(" remote address: LID 0x0000 QPN 0x"),
 		       NULL, 16);
+	p = strstr(p, " PSN 0x");
+	ASSERT_NE(NULL, p) TH_LOG("%s", buf);
+	rpsn = strtoul(p + strlen(" PSN 0x"), NULL, 16);
 	if (krdma_have_cmd("rdma")) {
 		snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u",
 			 qpn);
@@ -697,6 +722,21 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_addresses_run_infinitely, CLI_CASE_TIMEOUT)
 			TH_LOG("%s: %s", want, kt_out(&rdma));
 		snprintf(want, sizeof(want), "rqpn %u ", rqpn);
 		EXPECT_NE(NULL, strstr(kt_out(&rdma), want))
+			TH_LOG("%s: %s", want, kt_out(&rdma));
+		kt_proc_end(&rdma);
+		/*
+		 * the server's QP sends one message until the end: its
+		 * READY, which the client may have had before it printed
+		 */
+		snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u",
+			 rqpn);
+		ASSERT_OK(kt_spawn(&rdma, "krdma_cli", "rdma", false, cmd));
+		kt_reap(&rdma);
+		snprintf(want, sizeof(want), "sq-psn %u ",
+			 (rpsn + 1) & 0xffffff);
+		snprintf(want0, sizeof(want0), "sq-psn %u ", rpsn);
+		EXPECT_TRUE(strstr(kt_out(&rdma), want) ||
+			    strstr(kt_out(&rdma), want0))
 			TH_LOG("%s: %s", want, kt_out(&rdma));
 		kt_proc_end(&rdma);
 	}
@@ -717,8 +757,32 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_addresses_run_infinitely, CLI_CASE_TIMEOUT)
 }
 
 /*
+ * The samples -H or -U printed: "#, usec", then "N, latency" for N from 1
+ * on; -1 if there are none, or one is out of place (@sorted: smaller than
+ * the one before).
+ */
+static int cli_samples(const char *out, bool sorted)
+{
+	const char *p = strstr(out, "#, usec\n");
+	double v, last = 0;
+	int n = 0, i;
+
+	if (!p)
+		return -1;
+	for (p += strlen("#, usec\n"); sscanf(p, "%d, %lf", &i, &v) == 2;
+	     p = strchr(p, '\n') + 1) {
+		if (i != n + 1 || v <= 0 || (sorted && v < last))
+			return -1;
+		last = v;
+		n++;
+	}
+	return n;
+}
+
+/*
  * --output prints the one number; -F is taken (and changes nothing);
- * -j --report_gbits names its figures in Gb/sec; -V is `version`.
+ * -j --report_gbits names its figures in Gb/sec; -H and -U print every
+ * latency (-H sorted); -V is `version`.
  */
 KRDMA_TEST_F_TIMEOUT(cli, bench_output_version, CLI_CASE_TIMEOUT)
 {
@@ -743,6 +807,12 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_output_version, CLI_CASE_TIMEOUT)
 	EXPECT_NE(NULL, strstr(self->client.out, "\"bw_avg_gbps\":"))
 		TH_LOG("%s", self->client.out);
 	EXPECT_EQ(NULL, strstr(self->client.out, "mbps"))
+		TH_LOG("%s", self->client.out);
+	CLIENT_OK("bench send %s -p 18724 -n 40 --lat -H", addr);
+	EXPECT_EQ(40, cli_samples(self->client.out, true))
+		TH_LOG("%s", self->client.out);
+	CLIENT_OK("bench send %s -p 18724 -n 30 --lat -U", addr);
+	EXPECT_EQ(30, cli_samples(self->client.out, false))
 		TH_LOG("%s", self->client.out);
 	CLIENT_OK("bench -V");
 	ASSERT_EQ(0, cli_run(&ver, "krdmactl version"));

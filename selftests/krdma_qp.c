@@ -294,6 +294,52 @@ KRDMA_TEST_F(obj, conn_modify_query_rts)
 	}
 }
 
+/*
+ * The PSNs a connected RC or UC QP sends next and expects next: before any
+ * traffic, its own starting PSN and its peer's, as `rdma resource show qp`
+ * lists them; 0 before RTR, and always on UD.  Out fields: what the
+ * caller passed in is overwritten.
+ */
+KRDMA_TEST_F(obj, conn_query_psns)
+{
+	struct kt_conn a, b;
+	struct krdma_conn_query q;
+	struct kt_proc rdma = {};
+	char cmd[96], want[64];
+	uint32_t t;
+
+	for (t = KRDMA_TRANSPORT_RC; t <= KRDMA_TRANSPORT_UD; t++) {
+		test_cmd_conn_create(&self->dev, t, 0, NULL, &a);
+		q.sq_psn = q.rq_psn = 0xabcdef;
+		test_cmd_conn_query(a.handle, &q);
+		EXPECT_EQ(0u, q.sq_psn);
+		EXPECT_EQ(0u, q.rq_psn);
+		test_cmd_conn_pair(&self->dev, t, 0, NULL, &a, &b);
+		q.sq_psn = q.rq_psn = 0xabcdef;
+		test_cmd_conn_query(a.handle, &q);
+		if (t == KRDMA_TRANSPORT_UD) {
+			EXPECT_EQ(0u, q.sq_psn);
+			EXPECT_EQ(0u, q.rq_psn);
+			continue;
+		}
+		EXPECT_EQ(a.psn, q.sq_psn);
+		EXPECT_EQ(b.psn, q.rq_psn);
+		if (!krdma_have_cmd("rdma"))
+			continue;
+		snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u",
+			 a.qp_num);
+		ASSERT_OK(kt_spawn(&rdma, "krdma_qp", "rdma", false, cmd));
+		kt_reap(&rdma);
+		snprintf(want, sizeof(want), "sq-psn %u ", a.psn);
+		EXPECT_NE(NULL, strstr(kt_out(&rdma), want))
+			TH_LOG("%s: %s", want, kt_out(&rdma));
+		snprintf(want, sizeof(want), "rq-psn %u ", b.psn);
+		EXPECT_NE(NULL, strstr(kt_out(&rdma), want))
+			TH_LOG("%s: %s", want, kt_out(&rdma));
+		kt_proc_end(&rdma);
+	}
+}
+
 KRDMA_TEST_F(obj, conn_modify_twice)
 {
 	struct kt_conn c;
