@@ -187,8 +187,8 @@ KRDMA_TEST_F_TIMEOUT(cli, client_port_option, CLI_CASE_TIMEOUT)
 {
 	START_SERVER("-p 18726 -n 3");
 	CLIENT_OK("send -p 18726 %s", kt_rxe0_addr(false));
-	CLIENT_OK("write --port 18726 -s 4096 %s", kt_rxe0_addr(false));
 	CLIENT_OK("read -p 1 %s:18726", kt_rxe0_addr(false));
+	CLIENT_OK("write --port 18726 -s 4096 %s", kt_rxe0_addr(false));
 	SERVER_OK();
 }
 
