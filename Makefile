@@ -159,6 +159,7 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/krdmactl \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/krdma.conf
 	-rmdir -p $(DESTDIR)$(PREFIX)/include/krdma \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d 2>/dev/null
 
 # The source of this version, with VERSION and dkms.conf filled in: what

@@ -795,6 +795,16 @@ static u32 krdma_conn_dest_qpn(struct krdma_conn *conn,
 	return READ_ONCE(conn->dest_qp_num);
 }
 
+/*
+ * Whether the connection's QP has PSNs to report: RC and UC, but not on
+ * iWARP, whose QPs ride a TCP stream and keep no PSN (siw sets none).
+ */
+static bool krdma_conn_has_psns(const struct krdma_conn *conn)
+{
+	return conn->transport != KRDMA_TRANSPORT_UD &&
+	       !rdma_protocol_iwarp(conn->qp->device, conn->port_num);
+}
+
 /* The PSNs a connected RC or UC QP sends next and expects next, else 0. */
 static void krdma_conn_query_psns(const struct krdma_conn *conn,
 				  const struct ib_qp_attr *attr,
@@ -802,7 +812,7 @@ static void krdma_conn_query_psns(const struct krdma_conn *conn,
 {
 	cmd->sq_psn = 0;
 	cmd->rq_psn = 0;
-	if (conn->transport == KRDMA_TRANSPORT_UD)
+	if (!krdma_conn_has_psns(conn))
 		return;
 	if (attr->qp_state >= IB_QPS_RTR)
 		cmd->rq_psn = attr->rq_psn;
@@ -813,9 +823,11 @@ static void krdma_conn_query_psns(const struct krdma_conn *conn,
 int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 {
 	struct krdma_conn_query *cmd = ucmd->cmd;
-	struct ib_qp_init_attr init;
+	int mask = IB_QP_STATE | IB_QP_PATH_MTU | IB_QP_DEST_QPN;
+	/* a driver fills in what it keeps: the rest must not be stack */
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr attr = {};
 	struct krdma_conn *conn;
-	struct ib_qp_attr attr;
 	int ret;
 
 	if (cmd->flags)
@@ -825,8 +837,9 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	ret = krdma_conn_get_locked(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
-	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE | IB_QP_PATH_MTU |
-			  IB_QP_DEST_QPN | IB_QP_SQ_PSN | IB_QP_RQ_PSN, &init);
+	if (krdma_conn_has_psns(conn))
+		mask |= IB_QP_SQ_PSN | IB_QP_RQ_PSN;
+	ret = ib_query_qp(conn->qp, &attr, mask, &init);
 	if (!ret) {
 		cmd->state = attr.qp_state;
 		cmd->transport = conn->transport;

@@ -21,5 +21,5 @@ fi
 
 rm -rf "$out"
 LINUX_SOURCE=$build/linux-source KRDMA_VERSION=$("$repo/scripts/version.sh") \
-	sphinx-build -q -W --keep-going -b html -d "$out/.doctrees" "$repo/docs" "$out"
+	sphinx-build -q -W --keep-going -b html -d "$build/docs/doctrees" "$repo/docs" "$out"
 echo "docs: $out/index.html"

@@ -855,11 +855,14 @@ enum krdma_conn_state {
  * @last_wc_status: out, status of the last failed completion that was not
  *	a flush, whoever reaped it (%KRDMA_POLL or a %KRDMA_BENCH run); 0 if none
  * @__reserved: must be 0
- * @sq_psn: out, the PSN of the next packet the QP sends (RC, UC once in
- *	RTS; else 0): before its first send, the PSN it started from, which
- *	the peer's QP expects (rdma_cm chooses it for a connection it makes)
- * @rq_psn: out, the PSN the QP expects next from the peer (RC, UC from
- *	RTR; else 0): before the peer's first send, the peer's starting PSN
+ * @sq_psn: out, the PSN of the next packet the QP sends (RC and UC from
+ *	RTS on, the error states included; else 0, and always 0 on iWARP,
+ *	which has no PSNs): before its first send, the PSN it started from,
+ *	which the peer's QP expects (rdma_cm chooses it for a connection it
+ *	makes)
+ * @rq_psn: out, the PSN the QP expects next from the peer (RC and UC from
+ *	RTR on; else 0, and on iWARP): before the peer's first send, the
+ *	peer's starting PSN
  */
 struct krdma_conn_query {
 	__u32 size;

@@ -461,6 +461,8 @@ int bench_ib_check(int fd, const struct bench_ib_want *w, uint32_t handle,
 		e->rqpn = cq.dest_qp_num;
 		e->psn = cq.sq_psn;
 		e->rpsn = cq.rq_psn;
+		/* (a QP with PSNs has both 0 once in 2^48) */
+		e->have_psn = cq.sq_psn || cq.rq_psn;
 		e->path_mtu = cq.path_mtu;
 	}
 	e->port = conn_port(fd, dev_index, qp_num);
@@ -550,7 +552,7 @@ static void fmt_gid(const uint8_t gid[16], char *buf, size_t len)
 
 void bench_ib_print(const struct bench_ib_ends *e, uint32_t n)
 {
-	char gid[64], rgid[64];
+	char gid[64], rgid[64], psn[16], rpsn[16];
 	uint32_t i;
 
 	if (pr_is_json())
@@ -560,17 +562,25 @@ void bench_ib_print(const struct bench_ib_ends *e, uint32_t n)
 
 		fmt_gid(c->gid, gid, sizeof(gid));
 		fmt_gid(c->rgid, rgid, sizeof(rgid));
+		if (c->have_psn) {
+			snprintf(psn, sizeof(psn), " PSN 0x%06x", c->psn);
+			snprintf(rpsn, sizeof(rpsn), " PSN 0x%06x", c->rpsn);
+		} else {
+			psn[0] = rpsn[0] = 0;
+		}
 		if (pr_is_json()) {
 			pr_obj_begin(NULL);
 			pr_u64("local_lid", c->lid);
 			pr_u64("local_qpn", c->qpn);
-			pr_u64("local_psn", c->psn);
+			if (c->have_psn)
+				pr_u64("local_psn", c->psn);
 			if (c->have_gid)
 				pr_str("local_gid", gid);
 			if (c->link_layer == KRDMA_LINK_LAYER_ETHERNET)
 				pr_u64("remote_lid", 0);
 			pr_u64("remote_qpn", c->rqpn);
-			pr_u64("remote_psn", c->rpsn);
+			if (c->have_psn)
+				pr_u64("remote_psn", c->rpsn);
 			if (c->have_rgid)
 				pr_str("remote_gid", rgid);
 			pr_u64("port", c->port);
@@ -578,18 +588,16 @@ void bench_ib_print(const struct bench_ib_ends *e, uint32_t n)
 			pr_obj_end();
 			continue;
 		}
-		printf(" local address: LID 0x%04x QPN 0x%04x PSN 0x%06x%s%s\n",
-		       c->lid, c->qpn, c->psn, c->have_gid ? " GID " : "",
+		printf(" local address: LID 0x%04x QPN 0x%04x%s%s%s\n", c->lid,
+		       c->qpn, psn, c->have_gid ? " GID " : "",
 		       c->have_gid ? gid : "");
 		/* a RoCE peer's LID is 0; an InfiniBand one's krdma does not know */
 		if (c->link_layer == KRDMA_LINK_LAYER_ETHERNET)
-			printf(" remote address: LID 0x%04x QPN 0x%04x PSN 0x%06x%s%s\n",
-			       0U, c->rqpn, c->rpsn,
-			       c->have_rgid ? " GID " : "",
+			printf(" remote address: LID 0x%04x QPN 0x%04x%s%s%s\n",
+			       0U, c->rqpn, rpsn, c->have_rgid ? " GID " : "",
 			       c->have_rgid ? rgid : "");
 		else
-			printf(" remote address: QPN 0x%04x PSN 0x%06x\n",
-			       c->rqpn, c->rpsn);
+			printf(" remote address: QPN 0x%04x%s\n", c->rqpn, rpsn);
 	}
 	if (pr_is_json())
 		pr_arr_end();

@@ -78,7 +78,8 @@ static const char bench_usage[] =
 	"  -T, --timeout S      give up after S seconds without progress (10)\n"
 	"      --once           (serve) exit after the first client\n"
 	"                       (a server exits 1 if a run it served failed)\n"
-	"  -j                   JSON\n";
+	"  -j, --json           JSON\n"
+	"      --pretty         pretty-printed JSON (implies -j)\n";
 
 enum {
 	OPT_BW = 0x100,

@@ -164,14 +164,15 @@ t_deb_install() {
 }
 
 # The completions bash offers for the words "$@", the last being the one
-# completed, from the installed krdmactl's completion: one a line.
+# completed, from the installed krdmactl's completion: one a line, and
+# whatever it printed on stderr (nothing, in a user's terminal).
 complete_words() {
 	bash --norc --noprofile -c '
 		. /usr/share/bash-completion/completions/krdmactl
 		COMP_WORDS=("$@")
 		COMP_CWORD=$(($# - 1))
 		_krdmactl krdmactl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-		printf "%s\n" "${COMPREPLY[@]}"' bash "$@"
+		printf "%s\n" "${COMPREPLY[@]}"' bash "$@" 2>&1
 }
 
 # COMPLETIONS WORDS...: bash offers exactly COMPLETIONS (space-separated)
@@ -193,8 +194,12 @@ t_man_completion() {
 	man -l /usr/share/man/man8/krdmactl.8.gz | grep -q 'krdmactl bench'
 	completes "bench" krdmactl be
 	completes "send serve sessions" krdmactl help se
-	completes "--report_gbits" krdmactl bench --rep
+	completes "--report_gbits" krdmactl bench --report_g
+	completes "--report-histogram --report-unsorted" krdmactl bench --report-
 	completes "send send_imm write write_imm read fadd cswap" krdmactl bench ""
+	completes "send send_imm write write_imm read fadd cswap" krdmactl bench -j ""
+	# [fe80::1]:18516, as bash splits it at its colons
+	completes "uc ud" krdmactl send '[fe80' : : '1]' : 18516 -t u
 	completes "--one-cpu --output= --once" krdmactl bench write host -s 64 --o
 	completes "bandwidth latency" krdmactl bench --output = ""
 	completes "uc ud" krdmactl serve -t u
