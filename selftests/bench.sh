@@ -3,13 +3,18 @@
 #
 # bench.sh: krdma and perftest side by side on the same rxe device, in one
 # guest (run by "make bench" through selftests/vm/run.sh).  Each pair runs
-# interleaved ROUNDS times with identical parameters; the medians and their
-# ratios (krdma / perftest) go to stdout as a table and to
-# $KRDMA_REPO/build/bench.json.
+# interleaved ROUNDS times with identical parameters, back to back in each
+# round.  Each round's pair gives a ratio (krdma / perftest): the machine
+# drifts from one minute to the next, and a ratio of two figures taken
+# seconds apart carries less of that drift than one of two medians.  The
+# median of the rounds' ratios, their spread (min, max) and the rounds
+# krdma won go to stdout as a table, with the medians of the figures, and
+# to $KRDMA_REPO/build/bench.json with every sample.
 #
 #   ROUNDS (5)  LAT_ROUNDS (11)  ITERS_BW (3000)  ITERS_LAT (5000)
-#   ITERS_ATOMIC (20000)  QPS_BW (the guest's CPUs, at least 2)
-#   OTHER_ROUNDS (5)  CONNS ("1 64 256 1024")  BENCH_JSON (build/bench.json)
+#   ITERS_ATOMIC (20000)  ITERS_RATE (20000)  QPS_BW (the guest's CPUs, at
+#   least 2)  OTHER_ROUNDS (5)  CONNS ("1 64 256 1024")
+#   BENCH_JSON (build/bench.json)
 #
 # The SEND latency pairs run LAT_ROUNDS times, each round in the other
 # order: a ping-pong on this machine runs in one of two speeds, about 1.8x
@@ -34,6 +39,7 @@ ITERS_BW=${ITERS_BW:-3000}
 LAT_ROUNDS=${LAT_ROUNDS:-11}
 ITERS_LAT=${ITERS_LAT:-5000}
 ITERS_ATOMIC=${ITERS_ATOMIC:-20000}
+ITERS_RATE=${ITERS_RATE:-20000}
 OTHER_ROUNDS=${OTHER_ROUNDS:-5}
 QPS_BW=${QPS_BW:-$(nproc)}
 [ "$QPS_BW" -ge 2 ] 2>/dev/null || QPS_BW=2
@@ -110,7 +116,9 @@ krdma() {	# krdma NAME ARGS...
 SERVER=$!
 sleep 1
 
-declare -A V
+declare -A V	# every figure of a key, in round order
+declare -A LAST	# the key's figure of this round ("": none)
+declare -A R	# a pair's ratios, one a round both figures came
 # a figure of 0, none or not a number is a failed run (perftest printed
 # 0.00 BW for one -q 2 round once, and "inf" for every latency of a round
 # whose estimate of the CPU clock failed: "Correlation coefficient r^2:
@@ -119,9 +127,17 @@ add() {
 	if [[ ${2:-} =~ ^[0-9]+(\.[0-9]+)?$ ]] &&
 	   awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
 		V[$1]="${V[$1]:-} $2"
+		LAST[$1]=$2
 	else
+		LAST[$1]=
 		log "$1: no figure in round ${r:-?} ('${2:-}'): left out"
 	fi
+}
+
+# this round's ratio of a pair: pair NAME KEY_KRDMA KEY_OTHER
+pair() {
+	[ -n "${LAST[$2]:-}" ] && [ -n "${LAST[$3]:-}" ] || return 0
+	R[$1]="${R[$1]:-} $(ratio "${LAST[$2]}" "${LAST[$3]}")"
 }
 
 # guest memcpy: the ceiling, as rxe copies every byte
@@ -137,6 +153,7 @@ for r in $(seq "$ROUNDS"); do
 	o=$(krdma write write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128 \
 		-Q "$(cqmod "$o")")
 	add k_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write"
+	pair write k_write pt_write
 
 	o=$(perftest read ib_read_bw -s 65536 -n "$ITERS_BW" -F)
 	add pt_read "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_read"
@@ -144,6 +161,7 @@ for r in $(seq "$ROUNDS"); do
 	o=$(krdma read read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}" \
 		-Q "$(cqmod "$o")")
 	add k_read "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read"
+	pair read k_read pt_read
 
 	o=$(perftest write_q ib_write_bw -s 65536 -n "$ITERS_BW" -t 128 -F \
 		-q "$QPS_BW")
@@ -151,6 +169,7 @@ for r in $(seq "$ROUNDS"); do
 	o=$(krdma write_q write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128 \
 		-Q "$(cqmod "$o")" -q "$QPS_BW")
 	add k_write_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write_q"
+	pair write_q k_write_q pt_write_q
 
 	o=$(perftest read_q ib_read_bw -s 65536 -n "$ITERS_BW" -F \
 		-q "$QPS_BW")
@@ -159,6 +178,15 @@ for r in $(seq "$ROUNDS"); do
 	o=$(krdma read_q read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}" \
 		-Q "$(cqmod "$o")" -q "$QPS_BW")
 	add k_read_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read_q"
+	pair read_q k_read_q pt_read_q
+
+	# small messages: the message rate, where a kernel loop should gain
+	o=$(perftest rate ib_write_bw -s 64 -n "$ITERS_RATE" -t 128 -F)
+	add pt_rate "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_rate"
+	o=$(krdma rate write "$ADDR" -s 64 -n "$ITERS_RATE" -t 128 \
+		-Q "$(cqmod "$o")")
+	add k_rate "$(field "$o" 5)"; cp "$o" "$TMP/last.k_rate"
+	pair rate k_rate pt_rate
 
 	o=$(perftest atomic ib_atomic_bw -n "$ITERS_ATOMIC" -F)
 	add pt_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_atomic"
@@ -166,6 +194,7 @@ for r in $(seq "$ROUNDS"); do
 	o=$(krdma atomic fadd "$ADDR" -n "$ITERS_ATOMIC" -t "${od:-16}" \
 		-Q "$(cqmod "$o")")
 	add k_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.k_atomic"
+	pair atomic k_atomic pt_atomic
 done
 
 pt_lat() {
@@ -196,6 +225,8 @@ for r in $(seq "$LAT_ROUNDS"); do
 	else
 		k_lat; pt_lat
 	fi
+	pair lat k_lat pt_lat
+	pair via k_via k_lat
 done
 
 # the other transports: a krdma server of each (UD has rdma_cm's UDP port
@@ -224,11 +255,13 @@ for r in $(seq "$OTHER_ROUNDS"); do
 	else
 		ud_lat k; ud_lat pt
 	fi
+	pair ud_lat k_ud_lat pt_ud_lat
 	o=$(perftest uc_write ib_write_bw -c UC -s 65536 -n "$ITERS_BW" -t 128 -F)
 	add pt_uc_write "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_uc_write"
 	o=$(krdma uc_write write "$ADDR" -c uc -p 18519 -s 65536 \
 		-n "$ITERS_BW" -t 128 -Q "$(cqmod "$o")")
 	add k_uc_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_uc_write"
+	pair uc_write k_uc_write pt_uc_write
 done
 kill "$SERVER_UD" "$SERVER_UC" 2>/dev/null
 wait "$SERVER_UD" "$SERVER_UC" 2>/dev/null
@@ -244,59 +277,93 @@ done
 kill "$SERVER" 2>/dev/null
 wait "$SERVER" 2>/dev/null
 
-declare -A M	# the medians
+declare -A M	# the medians of the figures
 for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
-	 pt_read_q k_read_q pt_lat k_lat k_via pt_atomic k_atomic \
-	 pt_ud_lat k_ud_lat pt_uc_write k_uc_write; do
+	 pt_read_q k_read_q pt_rate k_rate pt_lat k_lat k_via pt_atomic \
+	 k_atomic pt_ud_lat k_ud_lat pt_uc_write k_uc_write; do
 	M[$k]=$(median ${V[$k]:-})
 done
-r_write=$(ratio "${M[k_write]}" "${M[pt_write]}")
-r_read=$(ratio "${M[k_read]}" "${M[pt_read]}")
-r_write_q=$(ratio "${M[k_write_q]}" "${M[pt_write_q]}")
-r_read_q=$(ratio "${M[k_read_q]}" "${M[pt_read_q]}")
-r_lat=$(ratio "${M[k_lat]}" "${M[pt_lat]}")
-r_atomic=$(ratio "${M[k_atomic]}" "${M[pt_atomic]}")
-r_via=$(ratio "${M[k_via]}" "${M[k_lat]}")
-r_ud_lat=$(ratio "${M[k_ud_lat]}" "${M[pt_ud_lat]}")
-r_uc_write=$(ratio "${M[k_uc_write]}" "${M[pt_uc_write]}")
 
-printf '\n%-28s %14s %14s %10s %s\n' "figure (median of $ROUNDS)" krdma perftest ratio target
-printf '%-28s\n' "(latency: of $LAT_ROUNDS)"
-printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, 1 QP [MB/s]" "${M[k_write]}" "${M[pt_write]}" "$r_write" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, 1 QP [MB/s]" "${M[k_read]}" "${M[pt_read]}" "$r_read" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "WRITE 64K BW, $QPS_BW QPs [MB/s]" "${M[k_write_q]}" "${M[pt_write_q]}" "$r_write_q" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "READ 64K BW, $QPS_BW QPs [MB/s]" "${M[k_read_q]}" "${M[pt_read_q]}" "$r_read_q" ">= 1.25"
-printf '%-28s %14s %14s %10s %s\n' "SEND 8B lat p50 [us]" "${M[k_lat]}" "${M[pt_lat]}" "$r_lat" "<= 0.8"
-printf '%-28s %14s %14s %10s %s\n' "atomic rate [Mpps]" "${M[k_atomic]}" "${M[pt_atomic]}" "$r_atomic" ">= 1.2"
-printf '%-28s %14s %14s %10s %s\n' "via-ioctl lat p50 [us]" "${M[k_via]}" "${M[k_lat]}" "$r_via" "<= 1.2 (vs in-kernel)"
-printf '%-28s %14s\n' "guest memcpy 64K [MB/s]" "${M[memcpy]}"
-printf '%-28s\n' "(other transports: of $OTHER_ROUNDS)"
-printf '%-28s %14s %14s %10s %s\n' "UD SEND 8B lat p50 [us]" "${M[k_ud_lat]}" "${M[pt_ud_lat]}" "$r_ud_lat" "-"
-printf '%-28s %14s %14s %10s %s\n' "UC WRITE 64K BW [MB/s]" "${M[k_uc_write]}" "${M[pt_uc_write]}" "$r_uc_write" "-"
+# a pair's ratios: their median, min, max, and the rounds krdma won (a
+# ratio above 1, or below it where less is better: LOWER)
+declare -A RM RMIN RMAX RWON RN
+LOWER=" lat ud_lat via "
+for k in write read write_q read_q rate atomic lat via ud_lat uc_write; do
+	RM[$k]=$(median ${R[$k]:-})
+	set -- ${R[$k]:-}
+	RN[$k]=$#
+	if [ $# = 0 ]; then
+		RMIN[$k]=null RMAX[$k]=null RWON[$k]=0
+		continue
+	fi
+	RMIN[$k]=$(printf '%s\n' "$@" | sort -g | head -n 1)
+	RMAX[$k]=$(printf '%s\n' "$@" | sort -g | tail -n 1)
+	if [[ $LOWER == *" $k "* ]]; then
+		RWON[$k]=$(printf '%s\n' "$@" | awk '$1 < 1 { n++ } END { print n + 0 }')
+	else
+		RWON[$k]=$(printf '%s\n' "$@" | awk '$1 > 1 { n++ } END { print n + 0 }')
+	fi
+done
+
+row() {	# row LABEL PAIR KRDMA OTHER TARGET
+	printf '%-30s %10s %10s %7s %-15s %-6s %s\n' "$1" "$3" "$4" "${RM[$2]}" \
+		"[${RMIN[$2]}, ${RMAX[$2]}]" "${RWON[$2]}/${RN[$2]}" "$5"
+}
+
+printf '\n%-30s %10s %10s %7s %-15s %-6s %s\n' "figure (median of rounds)" krdma perftest ratio "[min, max]" won target
+printf '%s\n' "(a ratio a round, krdma / perftest, back to back; ratio: their median; won: rounds krdma did better)"
+printf '%-30s\n' "(of $ROUNDS rounds)"
+row "WRITE 64K BW, 1 QP [MB/s]" write "${M[k_write]}" "${M[pt_write]}" ">= 1.0"
+row "READ 64K BW, 1 QP [MB/s]" read "${M[k_read]}" "${M[pt_read]}" ">= 1.25"
+row "WRITE 64K BW, $QPS_BW QPs [MB/s]" write_q "${M[k_write_q]}" "${M[pt_write_q]}" ">= 1.5"
+row "READ 64K BW, $QPS_BW QPs [MB/s]" read_q "${M[k_read_q]}" "${M[pt_read_q]}" "-"
+row "WRITE 64B rate, 1 QP [Mpps]" rate "${M[k_rate]}" "${M[pt_rate]}" ">= 1.5"
+row "atomic rate [Mpps]" atomic "${M[k_atomic]}" "${M[pt_atomic]}" ">= 1.2"
+printf '%-30s\n' "(of $LAT_ROUNDS rounds)"
+row "SEND 8B lat p50 [us]" lat "${M[k_lat]}" "${M[pt_lat]}" "<= 0.7"
+row "via-ioctl lat p50 [us]" via "${M[k_via]}" "${M[k_lat]}" "<= 1.2 (vs in-kernel)"
+printf '%-30s %10s\n' "guest memcpy 64K [MB/s]" "${M[memcpy]}"
+printf '%-30s\n' "(other transports: of $OTHER_ROUNDS rounds)"
+row "UD SEND 8B lat p50 [us]" ud_lat "${M[k_ud_lat]}" "${M[pt_ud_lat]}" "-"
+row "UC WRITE 64K BW [MB/s]" uc_write "${M[k_uc_write]}" "${M[pt_uc_write]}" "-"
 echo "raw: $(for k in "${!V[@]}"; do printf '%s=[%s] ' "$k" "${V[$k]# }"; done)"
 
 arr() { printf '[%s]' "$(echo $1 | sed 's/ /, /g')"; }
+# a pair's figures in bench.json: NAME PAIR
+spread() {
+	printf '"%s": {"median": %s, "min": %s, "max": %s, "won": %s, "rounds": %s, "each": %s}' \
+		"$1" "${RM[$2]}" "${RMIN[$2]}" "${RMAX[$2]}" "${RWON[$2]}" "${RN[$2]}" "$(arr "${R[$2]:-}")"
+}
 cat > "$OUT.tmp" <<EOF
 {
   "kernel": "$(uname -r)",
   "device": "$DEV",
   "rounds": $ROUNDS, "lat_rounds": $LAT_ROUNDS, "other_rounds": $OTHER_ROUNDS,
   "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
-             "bw_qps_multi": $QPS_BW,
+             "bw_qps_multi": $QPS_BW, "rate_size": 64, "rate_iters": $ITERS_RATE,
              "lat_size": 8, "lat_iters": $ITERS_LAT, "lat_cq_mod": $LAT_CQ_MOD,
              "atomic_iters": $ITERS_ATOMIC},
-  "ratios": {"write_bw_64k": $r_write, "read_bw_64k": $r_read,
-             "write_bw_64k_multi_qp": $r_write_q, "read_bw_64k_multi_qp": $r_read_q,
-             "send_lat_8b_p50": $r_lat, "atomic_rate": $r_atomic,
-             "via_ioctl_lat": $r_via,
-             "ud_send_lat_8b_p50": $r_ud_lat, "uc_write_bw_64k": $r_uc_write},
+  "ratios": {"write_bw_64k": ${RM[write]}, "read_bw_64k": ${RM[read]},
+             "write_bw_64k_multi_qp": ${RM[write_q]}, "read_bw_64k_multi_qp": ${RM[read_q]},
+             "write_rate_64b": ${RM[rate]},
+             "send_lat_8b_p50": ${RM[lat]}, "atomic_rate": ${RM[atomic]},
+             "via_ioctl_lat": ${RM[via]},
+             "ud_send_lat_8b_p50": ${RM[ud_lat]}, "uc_write_bw_64k": ${RM[uc_write]}},
+  "round_ratios": {$(spread write_bw_64k write), $(spread read_bw_64k read),
+                   $(spread write_bw_64k_multi_qp write_q), $(spread read_bw_64k_multi_qp read_q),
+                   $(spread write_rate_64b rate),
+                   $(spread send_lat_8b_p50 lat), $(spread atomic_rate atomic),
+                   $(spread via_ioctl_lat via),
+                   $(spread ud_send_lat_8b_p50 ud_lat), $(spread uc_write_bw_64k uc_write)},
   "krdma": {"write_bw_64k_mbps": ${M[k_write]}, "read_bw_64k_mbps": ${M[k_read]},
             "write_bw_64k_multi_qp_mbps": ${M[k_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[k_read_q]},
+            "write_rate_64b_mpps": ${M[k_rate]},
             "send_lat_8b_p50_us": ${M[k_lat]}, "atomic_rate_mpps": ${M[k_atomic]},
             "via_ioctl_lat_8b_p50_us": ${M[k_via]},
             "ud_send_lat_8b_p50_us": ${M[k_ud_lat]}, "uc_write_bw_64k_mbps": ${M[k_uc_write]}},
   "perftest": {"write_bw_64k_mbps": ${M[pt_write]}, "read_bw_64k_mbps": ${M[pt_read]},
                "write_bw_64k_multi_qp_mbps": ${M[pt_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[pt_read_q]},
+               "write_rate_64b_mpps": ${M[pt_rate]},
                "send_lat_8b_p50_us": ${M[pt_lat]}, "atomic_rate_mpps": ${M[pt_atomic]},
                "ud_send_lat_8b_p50_us": ${M[pt_ud_lat]}, "uc_write_bw_64k_mbps": ${M[pt_uc_write]}},
   "memcpy_64k_mbps": ${M[memcpy]},
@@ -304,6 +371,7 @@ cat > "$OUT.tmp" <<EOF
               "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
               "k_write_q": $(arr "${V[k_write_q]:-}"), "pt_write_q": $(arr "${V[pt_write_q]:-}"),
               "k_read_q": $(arr "${V[k_read_q]:-}"), "pt_read_q": $(arr "${V[pt_read_q]:-}"),
+              "k_rate": $(arr "${V[k_rate]:-}"), "pt_rate": $(arr "${V[pt_rate]:-}"),
               "k_lat": $(arr "${V[k_lat]:-}"), "pt_lat": $(arr "${V[pt_lat]:-}"),
               "k_via": $(arr "${V[k_via]:-}"),
               "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}"),
@@ -316,4 +384,5 @@ mv "$OUT.tmp" "$OUT"
 echo "bench: wrote ${OUT#"$REPO"/}"
 for f in "$TMP"/last.*; do echo "=== ${f##*/last.}"; cat "$f"; done > "${OUT%.json}.log"
 rm -rf "$TMP"
-[ "$r_write" != null ] && [ "$r_read" != null ] && [ "$r_lat" != null ] && [ "$r_atomic" != null ]
+[ "${RM[write]}" != null ] && [ "${RM[read]}" != null ] && [ "${RM[rate]}" != null ] &&
+	[ "${RM[lat]}" != null ] && [ "${RM[atomic]}" != null ]
