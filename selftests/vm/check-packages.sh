@@ -41,7 +41,7 @@ REPO=$KRDMA_REPO
 [ "$(id -u)" = 0 ] || die "needs root (it installs packages and modules)"
 
 KERNEL=${KRDMA_PACKAGES_KERNEL:-6.1}
-apt_install dkms openssl kmod
+apt_install dkms openssl kmod man-db
 KDIR=
 kernel_resolve "$KERNEL"
 [ -z "$CHROOT_SUITE" ] || die "$KERNEL: DKMS on this host builds for its own suite's kernels only"
