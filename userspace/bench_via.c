@@ -196,6 +196,23 @@ static int via_poll(struct via *v, struct krdma_wc *wc, uint32_t max)
 	return via_check_wcs(v, wc, p.num_wcs);
 }
 
+/*
+ * via_poll() for the bandwidth loop, whose signaled WRs complete in order:
+ * @completed becomes the wr_id (the count) of the last completion, @last
+ * the time a poll came back with something.
+ */
+static int via_reap(struct via *v, struct krdma_wc *wc, uint32_t max,
+		    uint64_t *completed, uint64_t *last)
+{
+	int n = via_poll(v, wc, max), i;
+
+	for (i = 0; i < n; i++)
+		*completed = wc[i].wr_id;
+	if (n)
+		*last = now_ns();
+	return n;
+}
+
 int bench_via_run(struct via *v, uint32_t size)
 {
 	const struct bench_opts *o = v->o;
@@ -288,13 +305,10 @@ int bench_via_run(struct via *v, uint32_t size)
 				break;
 			posted++;
 		}
-		n = ret ? 0 : via_poll(v, wc, ARRAY_SIZE(wc));
+		n = ret ? 0 : via_reap(v, wc, ARRAY_SIZE(wc), &completed,
+				       &last);
 		if (n < 0)
 			ret = n;
-		for (i = 0; i < n; i++)
-			completed = wc[i].wr_id;
-		if (n)
-			last = now_ns();
 	}
 	/* what is still in flight: a duration run leaves its tail unsignaled */
 	while (!ret && completed < posted && !o->latency) {
@@ -304,13 +318,10 @@ int bench_via_run(struct via *v, uint32_t size)
 				       NULL, 0);
 			posted++;
 		}
-		n = ret ? 0 : via_poll(v, wc, ARRAY_SIZE(wc));
+		n = ret ? 0 : via_reap(v, wc, ARRAY_SIZE(wc), &completed,
+				       &last);
 		if (n < 0)
 			ret = n;
-		for (i = 0; i < n; i++)
-			completed = wc[i].wr_id;
-		if (n)
-			last = now_ns();
 	}
 	if (o->latency && completed) {
 		double scale;

@@ -36,6 +36,24 @@ struct devices_opts {
 	uint32_t index;
 };
 
+static int parse_devices_opt(int c, void *ctx)
+{
+	struct devices_opts *o = ctx;
+
+	switch (c) {
+	case 'd':
+		o->name = optarg;
+		return 0;
+	case 'i':
+		if (parse_u32("devices", "-i/--index", optarg, 0, UINT32_MAX,
+			      &o->index))
+			return EXIT_USAGE;
+		o->by_index = true;
+		return 0;
+	}
+	return -1;
+}
+
 /* Returns 0, -1 when done (help printed), or an exit code. */
 static int parse_devices_opts(int argc, char **argv, struct devices_opts *o)
 {
@@ -45,30 +63,11 @@ static int parse_devices_opts(int argc, char **argv, struct devices_opts *o)
 		COMMON_LONG_OPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, "+:d:i:" COMMON_SHORT_OPTS,
-				long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			o->name = optarg;
-			break;
-		case 'i':
-			if (parse_u32("devices", "-i/--index", optarg, 0,
-				      UINT32_MAX, &o->index))
-				return EXIT_USAGE;
-			o->by_index = true;
-			break;
-		case 'h':
-			fputs(devices_usage, stdout);
-			return -1;
-		default:
-			if (opt_common(c))
-				break;
-			return opt_fail("devices", c, argv, devices_usage);
-		}
-	}
-	return opt_extra_args("devices", argc, argv, devices_usage);
+	ret = parse_opts("devices", argc, argv, "+:d:i:" COMMON_SHORT_OPTS,
+			 long_opts, devices_usage, parse_devices_opt, o);
+	return ret ? ret : opt_extra_args("devices", argc, argv, devices_usage);
 }
 
 void free_snapshot(struct dev_snapshot *s)

@@ -88,6 +88,11 @@ const char *opt_name(int c, const struct option *longopts, int longidx,
 		     char *buf, size_t len);
 int opt_fail(const char *cmd, int c, char **argv, const char *usage);
 int opt_extra_args(const char *cmd, int argc, char **argv, const char *usage);
+int parse_opts(const char *cmd, int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *usage,
+	       int (*one)(int c, void *ctx), void *ctx);
+int parse_common_opts(const char *cmd, int argc, char **argv,
+		      const char *usage);
 int parse_u32(const char *cmd, const char *opt, const char *arg,
 	      uint32_t min, uint32_t max, uint32_t *val);
 int parse_u64(const char *cmd, const char *opt, const char *arg,

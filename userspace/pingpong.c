@@ -50,8 +50,6 @@ enum {
 	PP_SEND_WRID = 2,
 };
 
-enum { OPT_PRETTY = 0x100 };
-
 static const char pingpong_usage[] =
 	"Usage: " PROG_NAME " pingpong [OPTIONS] [HOST]\n"
 	"Ping-pong SEND messages with ibv_rc_pingpong, ibv_uc_pingpong,\n"
@@ -158,8 +156,10 @@ static int parse_mtu(const char *arg, uint32_t *mtu)
 	return 0;
 }
 
-static int parse_pp_opt(int c, struct pp_opts *o)
+static int parse_pp_opt(int c, void *ctx)
 {
+	struct pp_opts *o = ctx;
+
 	switch (c) {
 	case 'd':
 		o->dev_name = optarg;
@@ -198,12 +198,6 @@ static int parse_pp_opt(int c, struct pp_opts *o)
 	case 'e':
 		o->events = true;
 		return 0;
-	case 'j':
-		pr_set_json(true);
-		return 0;
-	case OPT_PRETTY:
-		pr_set_pretty(true);
-		return 0;
 	}
 	return -1;
 }
@@ -226,24 +220,16 @@ static int parse_pingpong_opts(int argc, char **argv, struct pp_opts *o)
 		{ "chk", no_argument, NULL, 'c' },
 		{ "events", no_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "pretty", no_argument, NULL, OPT_PRETTY },
+		{ "pretty", no_argument, NULL, OPT_COMMON_PRETTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c, ret;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":d:i:g:t:s:n:r:p:m:T:cejh",
-				long_opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(pingpong_usage, stdout);
-			return -1;
-		}
-		ret = parse_pp_opt(c, o);
-		if (ret < 0)
-			return opt_fail("pingpong", c, argv, pingpong_usage);
-		if (ret)
-			return ret;
-	}
+	ret = parse_opts("pingpong", argc, argv, ":d:i:g:t:s:n:r:p:m:T:cejh",
+			 long_opts, pingpong_usage, parse_pp_opt, o);
+	if (ret)
+		return ret;
 	if (optind < argc)
 		o->host = argv[optind++];
 	ret = opt_extra_args("pingpong", argc, argv, pingpong_usage);

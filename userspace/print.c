@@ -300,57 +300,55 @@ void pr_arr_end(void)
 
 /* ---- fields ---- */
 
+/*
+ * Starts a field: @key as the member's name in JSON, the space or indent
+ * before it in text (where each field prints its own words).  Returns
+ * whether the output is JSON.
+ */
+static bool field_begin(const char *key)
+{
+	if (pr.json)
+		json_member(key);
+	else
+		text_word();
+	return pr.json;
+}
+
+/* A number: as @json_fmt in JSON, as @text_fmt of @key and @val in text. */
+static void field_u64(const char *key, uint64_t val, const char *json_fmt,
+		      const char *text_fmt)
+{
+	if (field_begin(key))
+		printf(json_fmt, val);
+	else
+		printf(text_fmt, key, val);
+}
+
 void pr_u64(const char *key, uint64_t val)
 {
-	if (pr.json) {
-		json_member(key);
-		printf("%" PRIu64, val);
-	} else {
-		text_word();
-		printf("%s %" PRIu64, key, val);
-	}
+	field_u64(key, val, "%" PRIu64, "%s %" PRIu64);
 }
 
 void pr_u64_str(const char *key, uint64_t val)
 {
-	if (pr.json) {
-		json_member(key);
-		printf("\"%" PRIu64 "\"", val);
-	} else {
-		text_word();
-		printf("%s %" PRIu64, key, val);
-	}
+	field_u64(key, val, "\"%" PRIu64 "\"", "%s %" PRIu64);
 }
 
 void pr_hex(const char *key, uint64_t val)
 {
-	if (pr.json) {
-		json_member(key);
-		printf("%" PRIu64, val);
-	} else {
-		text_word();
-		printf("%s 0x%" PRIx64, key, val);
-	}
+	field_u64(key, val, "%" PRIu64, "%s 0x%" PRIx64);
 }
 
 void pr_mask(const char *key, uint64_t val)
 {
-	if (pr.json) {
-		json_member(key);
-		printf("\"0x%" PRIx64 "\"", val);
-	} else {
-		text_word();
-		printf("%s 0x%" PRIx64, key, val);
-	}
+	field_u64(key, val, "\"0x%" PRIx64 "\"", "%s 0x%" PRIx64);
 }
 
 void pr_str(const char *key, const char *val)
 {
-	if (pr.json) {
-		json_member(key);
+	if (field_begin(key)) {
 		json_put_string(val);
 	} else {
-		text_word();
 		printf("%s ", key);
 		text_put_string(val);
 	}
@@ -378,11 +376,9 @@ void pr_bits(const char *key, uint64_t bits, const char *const *names,
 	unsigned int bit;
 	bool first = true;
 
-	if (pr.json) {
-		json_member(key);
+	if (field_begin(key)) {
 		putchar('[');
 	} else {
-		text_word();
 		printf("%s ", key);
 		if (!bits)
 			fputs("none", stdout);
@@ -401,11 +397,9 @@ void pr_bits(const char *key, uint64_t bits, const char *const *names,
 
 void pr_label_u64(const char *key, const char *label, uint64_t val)
 {
-	if (pr.json) {
-		json_member(key);
+	if (field_begin(key)) {
 		printf("%" PRIu64, val);
 	} else {
-		text_word();
 		if (label)
 			printf("%s ", label);
 		printf("%" PRIu64 ":", val);
@@ -414,11 +408,9 @@ void pr_label_u64(const char *key, const char *label, uint64_t val)
 
 void pr_label_str(const char *key, const char *val)
 {
-	if (pr.json) {
-		json_member(key);
+	if (field_begin(key)) {
 		json_put_string(val);
 	} else {
-		text_word();
 		text_put_string(val);
 		putchar(':');
 	}
@@ -426,42 +418,32 @@ void pr_label_str(const char *key, const char *val)
 
 void pr_value_str(const char *key, const char *val)
 {
-	if (pr.json) {
-		json_member(key);
+	if (field_begin(key))
 		json_put_string(val);
-	} else {
-		text_word();
+	else
 		text_put_string(val);
-	}
 }
 
 void pr_fmt_u64(const char *key, const char *fmt, uint64_t val)
 {
-	if (pr.json) {
-		if (!key)
-			return;
-		json_member(key);
+	if (pr.json && !key)
+		return;
+	if (field_begin(key))
 		printf("%" PRIu64, val);
-	} else {
-		text_word();
+	else
 		printf(fmt, val);
-	}
 }
 
 void pr_fmt_double(const char *key, const char *fmt, double val)
 {
-	if (pr.json) {
-		if (!key)
-			return;
-		json_member(key);
-		if (isfinite(val))
-			printf("%.10g", val);
-		else
-			fputs("null", stdout);
-	} else {
-		text_word();
+	if (pr.json && !key)
+		return;
+	if (!field_begin(key))
 		printf(fmt, val);
-	}
+	else if (isfinite(val))
+		printf("%.10g", val);
+	else
+		fputs("null", stdout);
 }
 
 void pr_nl(void)

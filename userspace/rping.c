@@ -69,8 +69,6 @@ enum {
 	RP_WR_WRITE,
 };
 
-enum { OPT_PRETTY = 0x100 };
-
 static const char rping_usage[] =
 	"Usage: " PROG_NAME " rping [OPTIONS]\n"
 	"RDMA READ/WRITE ping over rdma_cm with rdma-core's rping or another\n"
@@ -152,8 +150,10 @@ struct rp_ctx {
 
 /* ---- options ---- */
 
-static int parse_rp_opt(int c, struct rp_opts *o)
+static int parse_rp_opt(int c, void *ctx)
 {
+	struct rp_opts *o = ctx;
+
 	switch (c) {
 	case 's':
 		o->server = true;
@@ -187,12 +187,6 @@ static int parse_rp_opt(int c, struct rp_opts *o)
 	case 'T':
 		return parse_u32("rping", "-T/--timeout", optarg, 0, 3600,
 				 &o->timeout_s);
-	case 'j':
-		pr_set_json(true);
-		return 0;
-	case OPT_PRETTY:
-		pr_set_pretty(true);
-		return 0;
 	}
 	return -1;
 }
@@ -213,24 +207,16 @@ static int parse_rping_opts(int argc, char **argv, struct rp_opts *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "pretty", no_argument, NULL, OPT_PRETTY },
+		{ "pretty", no_argument, NULL, OPT_COMMON_PRETTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c, ret;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":sa:d:p:C:S:VvqT:jh", long_opts,
-				NULL)) != -1) {
-		if (c == 'h') {
-			fputs(rping_usage, stdout);
-			return -1;
-		}
-		ret = parse_rp_opt(c, o);
-		if (ret < 0)
-			return opt_fail("rping", c, argv, rping_usage);
-		if (ret)
-			return ret;
-	}
+	ret = parse_opts("rping", argc, argv, ":sa:d:p:C:S:VvqT:jh", long_opts,
+			 rping_usage, parse_rp_opt, o);
+	if (ret)
+		return ret;
 	ret = opt_extra_args("rping", argc, argv, rping_usage);
 	if (ret)
 		return ret;

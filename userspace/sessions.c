@@ -4,7 +4,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,30 +36,6 @@ struct sess_snapshot {
 	uint32_t num_sessions;
 	uint32_t num_conns;
 };
-
-/* Returns 0, -1 when done (help printed), or an exit code. */
-static int parse_sessions_opts(int argc, char **argv)
-{
-	static const struct option long_opts[] = {
-		COMMON_LONG_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "+:" COMMON_SHORT_OPTS, long_opts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			fputs(sessions_usage, stdout);
-			return -1;
-		default:
-			if (opt_common(c))
-				break;
-			return opt_fail("sessions", c, argv, sessions_usage);
-		}
-	}
-	return opt_extra_args("sessions", argc, argv, sessions_usage);
-}
 
 static void free_sess_snapshot(struct sess_snapshot *s)
 {
@@ -283,7 +258,7 @@ int cmd_sessions(int argc, char **argv)
 	struct dev_snapshot devs = { 0 };
 	int fd, ret;
 
-	ret = parse_sessions_opts(argc, argv);
+	ret = parse_common_opts("sessions", argc, argv, sessions_usage);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 

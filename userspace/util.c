@@ -115,6 +115,50 @@ int opt_extra_args(const char *cmd, int argc, char **argv, const char *usage)
 }
 
 /*
+ * A command's getopt_long() loop: -h prints @usage and returns -1 (done);
+ * @one(@c, @ctx), if any, takes the command's own options and returns 0,
+ * an exit code, or -1 for an option it does not have, which is then
+ * either one of COMMON_LONG_OPTS or refused.  Returns 0, -1 or an exit
+ * code; what is left of @argv starts at optind.
+ */
+int parse_opts(const char *cmd, int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *usage,
+	       int (*one)(int c, void *ctx), void *ctx)
+{
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return -1;
+		}
+		ret = one ? one(c, ctx) : -1;
+		if (ret < 0 && opt_common(c))
+			continue;
+		if (ret < 0)
+			return opt_fail(cmd, c, argv, usage);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* parse_opts() for a command with only COMMON_LONG_OPTS and no arguments. */
+int parse_common_opts(const char *cmd, int argc, char **argv,
+		      const char *usage)
+{
+	static const struct option long_opts[] = {
+		COMMON_LONG_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	int ret;
+
+	ret = parse_opts(cmd, argc, argv, "+:" COMMON_SHORT_OPTS, long_opts,
+			 usage, NULL, NULL);
+	return ret ? ret : opt_extra_args(cmd, argc, argv, usage);
+}
+
+/*
  * Strict unsigned parsing: decimal, 0x hex or 0 octal, the whole string,
  * no sign, no overflow, within [min, max].  On error reports which option
  * and why, and returns EXIT_USAGE.

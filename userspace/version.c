@@ -2,7 +2,6 @@
 /*
  * krdmactl version: the tool, the uAPI it was built against, the module.
  */
-#include <getopt.h>
 #include <unistd.h>
 
 #include <krdma.h>
@@ -20,29 +19,6 @@ static const char version_usage[] =
 	"  -j, --json      JSON output\n"
 	"      --pretty    pretty-printed JSON (implies -j)\n"
 	"  -h, --help      this help\n";
-
-static int parse_version_opts(int argc, char **argv)
-{
-	static const struct option long_opts[] = {
-		COMMON_LONG_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "+:" COMMON_SHORT_OPTS, long_opts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			fputs(version_usage, stdout);
-			return -1;	/* done, exit 0 */
-		default:
-			if (opt_common(c))
-				break;
-			return opt_fail("version", c, argv, version_usage);
-		}
-	}
-	return opt_extra_args("version", argc, argv, version_usage);
-}
 
 static void print_tool(void)
 {
@@ -86,7 +62,7 @@ int cmd_version(int argc, char **argv)
 	struct krdma_info info;
 	int fd, ret;
 
-	ret = parse_version_opts(argc, argv);
+	ret = parse_common_opts("version", argc, argv, version_usage);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 
