@@ -169,19 +169,13 @@ FIXTURE(cm)
 
 FIXTURE_SETUP(cm)
 {
-	struct krdma_info info;
-
-	self->sfd = self->cfd = -1;
-	self->sfd = kt_session_open(_metadata);
+	self->cfd = -1;
+	self->sfd = kt_session_open_feature(_metadata, KRDMA_FEATURE_RDMA_CM,
+					    &self->dev);
 	if (self->sfd < 0)
 		return;
 	self->cfd = krdma_open();
 	ASSERT_LE(0, self->cfd);
-	ASSERT_OK(krdma_info_get(self->sfd, &info));
-	if (!(info.features & KRDMA_FEATURE_RDMA_CM))
-		SKIP(return, "no KRDMA_FEATURE_RDMA_CM");
-	if (kt_dev_pick(self->sfd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
 	self->addr = rxe0_addr();
 	self->addr6 = rxe0_addr6();
 	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &self->listener,

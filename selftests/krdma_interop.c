@@ -407,10 +407,7 @@ KRDMA_TEST_F(failures, accept_timeout)
 /* Bad options: exit 2, naming the option. */
 KRDMA_TEST_F(failures, bad_options)
 {
-	static const struct {
-		const char *args;
-		const char *says;
-	} bad[] = {
+	static const struct kt_usage bad[] = {
 		{ "-t xx", "-t/--transport" },
 		{ "-m 1000", "-m/--mtu" },
 		{ "-s 0", "-s/--size" },
@@ -420,20 +417,9 @@ KRDMA_TEST_F(failures, bad_options)
 		{ "-x", "unknown option -x" },
 		{ "a b", "unexpected argument" },
 	};
-	char cmd[256];
-	unsigned int i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "krdmactl pingpong %s", bad[i].args);
-		ASSERT_OK(pp_spawn(&self->client, "bad", cmd));
-		kt_reap(&self->client);
-		EXPECT_EQ(2, self->client.status) {
-			TH_LOG("%s: exit %d", cmd, self->client.status);
-		}
-		EXPECT_NE(NULL, strstr(self->client.out, bad[i].says)) {
-			TH_LOG("%s:\n%s", cmd, self->client.out);
-		}
-	}
+	kt_expect_usage(_metadata, &self->client, "krdma_interop", false,
+			"krdmactl pingpong", bad, ARRAY_SIZE(bad));
 }
 
 /*

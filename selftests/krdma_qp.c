@@ -6,29 +6,7 @@
  */
 #include "krdma_test.h"
 
-FIXTURE(obj)
-{
-	int fd;
-	struct kt_dev dev;
-	struct krdma_snap snap;
-	long psz;
-};
-
-FIXTURE_SETUP(obj)
-{
-	self->psz = sysconf(_SC_PAGESIZE);
-	self->fd = kt_session_open_dev(_metadata, &self->dev);
-	if (self->fd < 0)
-		return;
-	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));
-}
-
-FIXTURE_TEARDOWN(obj)
-{
-	krdma_snap_free(&self->snap);
-	if (self->fd >= 0)
-		close(self->fd);
-}
+KT_OBJ_FIXTURE()
 
 /* ------------------------------------------------------------------------
  * KRDMA_CONN_CREATE

@@ -355,10 +355,7 @@ KRDMA_TEST_F_TIMEOUT(failures, server_count_mismatch, RP_CASE_TIMEOUT)
 /* Bad options: exit 2, naming the option; rping's size limits. */
 KRDMA_TEST_F(failures, bad_options)
 {
-	static const struct {
-		const char *args;
-		const char *says;
-	} bad[] = {
+	static const struct kt_usage bad[] = {
 		{ "-a 192.0.2.1 -S 25", "-S/--size" },
 		{ "-a 192.0.2.1 -S 65536", "-S/--size" },
 		{ "-a 192.0.2.1 -C -1", "-C/--count" },
@@ -367,20 +364,9 @@ KRDMA_TEST_F(failures, bad_options)
 		{ "-s -x", "unknown option -x" },
 		{ "-s extra", "unexpected argument" },
 	};
-	char cmd[256];
-	unsigned int i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "krdmactl rping %s", bad[i].args);
-		ASSERT_OK(rp_spawn(&self->client, "bad", cmd));
-		kt_reap(&self->client);
-		EXPECT_EQ(2, self->client.status) {
-			TH_LOG("%s: exit %d", cmd, self->client.status);
-		}
-		EXPECT_NE(NULL, strstr(kt_out(&self->client), bad[i].says)) {
-			TH_LOG("%s:\n%s", cmd, kt_out(&self->client));
-		}
-	}
+	kt_expect_usage(_metadata, &self->client, "krdma_rping", true,
+			"krdmactl rping", bad, ARRAY_SIZE(bad));
 }
 
 TEST_HARNESS_MAIN

@@ -178,8 +178,6 @@ KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 	const struct krdma_conn_info *ci;
 	struct krdma_conn_query cq;
 	struct kt_conn a, b;
-	struct krdma_wr wr;
-	struct krdma_wc wc;
 	struct kt_buf buf;
 	char want[256], *text;
 	uint32_t sid;
@@ -187,13 +185,8 @@ KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 
 	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
-	kt_wr_init(&wr, 1, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
-	kt_wr_sge(&wr, buf.handle, 0, 128);
-	wr.remote_addr = buf.addr + 1024;
-	wr.rkey = buf.rkey;
-	test_cmd_post1(a.handle, &wr);
-	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
-	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	kt_write_wait(_metadata, self->fd, a.handle, 1, &buf, 128, 1024,
+		      buf.rkey, KT_WC_SUCCESS);
 
 	ASSERT_OK(kt_sessions_get(self->fd, &self->ks));
 	me = ks_find_pid(&self->ks, getpid());
@@ -248,13 +241,8 @@ KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 	}
 	/* past the log's rate limit window, whatever ran before */
 	usleep(5200 * 1000);
-	kt_wr_init(&wr, 2, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
-	kt_wr_sge(&wr, buf.handle, 0, 8);
-	wr.remote_addr = buf.addr;
-	wr.rkey = buf.rkey ^ 0xff;
-	test_cmd_post1(a.handle, &wr);
-	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
-	ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
+	kt_write_wait(_metadata, self->fd, a.handle, 2, &buf, 8, 0,
+		      buf.rkey ^ 0xff, KT_WC_REM_ACCESS_ERR);
 	ASSERT_OK(kt_conn_query_err(self->fd, a.handle, &cq));
 
 	ASSERT_OK(kt_sessions_get(self->fd, &self->ks));
@@ -553,14 +541,9 @@ KRDMA_TEST_F_TIMEOUT(sessions, device_removed_conn_gone, 60)
 
 	if (!krdma_have_cmd("rdma"))
 		SKIP(return, "no rdma tool (iproute2)");
-	krdma_run("rdma link delete " GONE_DEV " 2>/dev/null");
-	krdma_run("ip link delete " GONE_NETDEV " 2>/dev/null");
-	if (krdma_run("ip link add " GONE_NETDEV " type dummy"))
+	if (kt_rxe_dummy_add(_metadata, GONE_DEV, GONE_NETDEV,
+			     "198.51.100.7/32"))
 		SKIP(return, "no dummy netdev for a test rxe device");
-	ASSERT_EQ(0, krdma_run("ip link set " GONE_NETDEV " up"));
-	ASSERT_EQ(0, krdma_run("ip addr add 198.51.100.7/32 dev " GONE_NETDEV));
-	ASSERT_EQ(0, krdma_run("rdma link add " GONE_DEV " type rxe netdev "
-			       GONE_NETDEV));
 	if (kt_dev_pick(self->fd, GONE_DEV, &d)) {
 		krdma_run("rdma link delete " GONE_DEV);
 		krdma_run("ip link delete " GONE_NETDEV);

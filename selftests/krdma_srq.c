@@ -58,17 +58,12 @@ FIXTURE_VARIANT_ADD(srq, ud) { .transport = KRDMA_TRANSPORT_UD };
 
 FIXTURE_SETUP(srq)
 {
-	struct krdma_info info;
 	int i;
 
-	self->fd = kt_session_open(_metadata);
+	self->fd = kt_session_open_feature(_metadata, KRDMA_FEATURE_SRQ,
+					   &self->dev);
 	if (self->fd < 0)
 		return;
-	ASSERT_OK(krdma_info_get(self->fd, &info));
-	if (!(info.features & KRDMA_FEATURE_SRQ))
-		SKIP(return, "no KRDMA_FEATURE_SRQ");
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
 	if (!self->dev.info.max_srq)
 		SKIP(return, "%s has no SRQs", self->dev.info.name);
 	ASSERT_OK(srq_create(self->fd, self->dev.dev_index, SRQ_DEPTH, 2,

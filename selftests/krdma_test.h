@@ -89,24 +89,20 @@
 		}							\
 	} while (0)
 
-/* The call must succeed. */
-#define ASSERT_OK(cmd)							\
+/*
+ * The call must succeed: @check is ASSERT_EQ or EXPECT_EQ; @text is the
+ * call as written (stringified before its macros expand).
+ */
+#define __KT_OK(check, cmd, text)					\
 	do {								\
 		long __rc = (long)(cmd);				\
 		int __err = errno;					\
-		ASSERT_EQ(0, __rc) {					\
-			TH_LOG("%s failed: %s", #cmd, strerror(__err));	\
+		check(0, __rc) {					\
+			TH_LOG("%s failed: %s", text, strerror(__err));	\
 		}							\
 	} while (0)
-
-#define EXPECT_OK(cmd)							\
-	do {								\
-		long __rc = (long)(cmd);				\
-		int __err = errno;					\
-		EXPECT_EQ(0, __rc) {					\
-			TH_LOG("%s failed: %s", #cmd, strerror(__err));	\
-		}							\
-	} while (0)
+#define ASSERT_OK(cmd) __KT_OK(ASSERT_EQ, cmd, #cmd)
+#define EXPECT_OK(cmd) __KT_OK(EXPECT_EQ, cmd, #cmd)
 
 /* ------------------------------------------------------------------------
  * sysfs
@@ -507,6 +503,28 @@ static inline bool krdma_have_cmd(const char *name)
 	return krdma_run("command -v %s >/dev/null 2>&1", name) == 0;
 }
 
+/*
+ * A test's own rxe device @ibdev on a new dummy netdev @netdev, up, with
+ * the address @addr (NULL: none) before rxe sees it; first removes what a
+ * run that failed half-way left.  0, or -1 with no dummy netdev to be had
+ * (the test skips); the rest asserts.
+ */
+static inline int kt_rxe_dummy_add(struct __test_metadata *_metadata,
+				   const char *ibdev, const char *netdev,
+				   const char *addr)
+{
+	krdma_run("rdma link delete %s 2>/dev/null", ibdev);
+	krdma_run("ip link delete %s 2>/dev/null", netdev);
+	if (krdma_run("ip link add %s type dummy", netdev))
+		return -1;
+	ASSERT_EQ(0, krdma_run("ip link set %s up", netdev));
+	if (addr)
+		ASSERT_EQ(0, krdma_run("ip addr add %s dev %s", addr, netdev));
+	ASSERT_EQ(0, krdma_run("rdma link add %s type rxe netdev %s", ibdev,
+			       netdev));
+	return 0;
+}
+
 /* ------------------------------------------------------------------------
  * Defects of the kernel's soft-RoCE driver (rxe) that a test would meet
  * instead of what it checks, each with the kernels that have it, read from
@@ -615,6 +633,50 @@ _Static_assert(KT_WC_GRH == KRDMA_WC_GRH &&
 	       KT_WC_WITH_INVALIDATE == KRDMA_WC_WITH_INVALIDATE,
 	       "the uAPI's completion flags are verbs' IB_WC_* values");
 #define KT_GRH_LEN 40u
+
+/* An opcode's name (KRDMA_OP_*), for the logs. */
+static inline const char *kt_op_name(uint32_t op)
+{
+	static const char *const names[] = {
+		"SEND", "SEND_WITH_IMM", "RECV", "RDMA_WRITE",
+		"RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_FETCH_ADD",
+		"ATOMIC_CMP_SWP", "SEND_WITH_INV", "LOCAL_INV",
+	};
+
+	return op < ARRAY_SIZE(names) ? names[op] : "?";
+}
+
+/* Whether @transport (KRDMA_TRANSPORT_*) has the work request @op. */
+static inline bool kt_transport_has(uint32_t transport, uint32_t op)
+{
+	switch (op) {
+	case KRDMA_OP_SEND:
+	case KRDMA_OP_SEND_WITH_IMM:
+	case KRDMA_OP_RECV:
+		return true;
+	case KRDMA_OP_RDMA_WRITE:
+	case KRDMA_OP_RDMA_WRITE_WITH_IMM:
+		return transport != KRDMA_TRANSPORT_UD;
+	case KRDMA_OP_RDMA_READ:
+	case KRDMA_OP_ATOMIC_FETCH_ADD:
+	case KRDMA_OP_ATOMIC_CMP_SWP:
+		return transport == KRDMA_TRANSPORT_RC;
+	default:
+		return false;
+	}
+}
+
+/* Sender-side completion opcode: IB reports sends with imm as SEND etc. */
+static inline bool kt_send_wc_opcode_ok(uint32_t wr_op, uint32_t wc_op)
+{
+	if (wc_op == wr_op)
+		return true;
+	if (wr_op == KRDMA_OP_SEND_WITH_IMM)
+		return wc_op == KRDMA_OP_SEND;
+	if (wr_op == KRDMA_OP_RDMA_WRITE_WITH_IMM)
+		return wc_op == KRDMA_OP_RDMA_WRITE;
+	return false;
+}
 
 /* One port of one device and the source GID connections there use. */
 struct kt_dev {
@@ -1231,6 +1293,29 @@ static inline int kt_poll_n(int fd, uint32_t conn, struct krdma_wc *wcs,
 }
 
 /*
+ * A signaled RDMA WRITE on @conn of @buf's first @len bytes to @remote_off
+ * in @buf with @rkey (a connection to itself or its pair's: the buffer is
+ * both ends), and its completion with @status within 5 s.
+ */
+static inline void kt_write_wait(struct __test_metadata *_metadata, int fd,
+				 uint32_t conn, uint64_t wr_id,
+				 const struct kt_buf *buf, uint32_t len,
+				 uint64_t remote_off, uint32_t rkey,
+				 uint32_t status)
+{
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	kt_wr_init(&wr, wr_id, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, buf->handle, 0, len);
+	wr.remote_addr = buf->addr + remote_off;
+	wr.rkey = rkey;
+	ASSERT_OK(kt_post1(fd, conn, &wr));
+	ASSERT_EQ(1, kt_poll_n(fd, conn, &wc, 1, 5000));
+	ASSERT_EQ(status, wc.status);
+}
+
+/*
  * Kernel log records after @mark (a sequence number from kt_dmesg_mark())
  * that report a kernel problem (the VM runner's list of patterns), read
  * from /dev/kmsg, with the next sequence number in @last: counting lines of
@@ -1365,6 +1450,65 @@ static inline int kt_session_open_dev(struct __test_metadata *_metadata,
 	}
 	return fd;
 }
+
+/*
+ * kt_session_open_dev() for tests of a feature (KRDMA_FEATURE_*): the
+ * session, or -1 with the test skipped if the module lacks it.
+ */
+#define kt_session_open_feature(_metadata, feature, dev)		\
+	__kt_session_open_feature(_metadata, feature, #feature, dev)
+static inline int __kt_session_open_feature(struct __test_metadata *_metadata,
+					    uint64_t feature, const char *name,
+					    struct kt_dev *dev)
+{
+	struct krdma_info info;
+	int fd = kt_session_open(_metadata);
+
+	if (fd < 0)
+		return -1;
+	ASSERT_OK(krdma_info_get(fd, &info));
+	if (!(info.features & feature)) {
+		close(fd);
+		SKIP(return -1, "no %s", name);
+	}
+	if (kt_dev_pick(fd, NULL, dev)) {
+		close(fd);
+		SKIP(return -1, "no device with an active port");
+	}
+	return fd;
+}
+
+/*
+ * The fixture `obj` of the tests of one object kind (krdma_ah, krdma_buffers,
+ * krdma_destroy, krdma_qp): a session with a device, and the snapshot the
+ * tests check their objects against. A macro, as the harness's FIXTURE()
+ * defines the struct and functions in the test file; the fixture keeps the
+ * name obj so the tests stay obj.*.
+ */
+#define KT_OBJ_FIXTURE()						\
+	FIXTURE(obj)							\
+	{								\
+		int fd;							\
+		struct kt_dev dev;					\
+		struct krdma_snap snap;					\
+		long psz;						\
+	};								\
+									\
+	FIXTURE_SETUP(obj)						\
+	{								\
+		self->psz = sysconf(_SC_PAGESIZE);			\
+		self->fd = kt_session_open_dev(_metadata, &self->dev);	\
+		if (self->fd < 0)					\
+			return;						\
+		ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &self->snap));	\
+	}								\
+									\
+	FIXTURE_TEARDOWN(obj)						\
+	{								\
+		krdma_snap_free(&self->snap);				\
+		if (self->fd >= 0)					\
+			close(self->fd);				\
+	}
 
 /*
  * The commands on a fixture's session (self->fd), as the iommufd selftests
@@ -1596,6 +1740,37 @@ static inline void kt_reap_pair(struct kt_proc *a, struct kt_proc *b,
 		}
 		nanosleep(&delay, NULL);
 		ticks++;
+	}
+}
+
+/* Arguments a program refuses as bad usage, and what it says about them. */
+struct kt_usage {
+	const char *args;
+	const char *says;
+};
+
+/*
+ * "@cmd @bad[i].args" for each of @n, run as kt_spawn() runs it in @p:
+ * each must exit 2 (bad usage), saying @bad[i].says.
+ */
+static inline void kt_expect_usage(struct __test_metadata *_metadata,
+				   struct kt_proc *p, const char *prefix,
+				   bool split_err, const char *cmd,
+				   const struct kt_usage *bad, unsigned int n)
+{
+	char line[256];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), "%s %s", cmd, bad[i].args);
+		ASSERT_OK(kt_spawn(p, prefix, "bad", split_err, line));
+		kt_reap(p);
+		EXPECT_EQ(2, p->status) {
+			TH_LOG("%s: exit %d", line, p->status);
+		}
+		EXPECT_NE(NULL, strstr(kt_out(p), bad[i].says)) {
+			TH_LOG("%s:\n%s", line, kt_out(p));
+		}
 	}
 }
 

@@ -168,31 +168,18 @@ KRDMA_TEST_F(trace, post_and_completion)
 	char a_handle[32], a_qpn[32], wr_id[32], bad_id[32];
 	char session[32] = "session=(not listed) ";
 	struct kt_sessions ks = {};
-	struct krdma_wr wr;
-	struct krdma_wc wc;
 	struct kt_conn a, b;
 	struct kt_buf buf;
 
 	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &rc_caps, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 
-	kt_wr_init(&wr, 0x5eed, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
-	kt_wr_sge(&wr, buf.handle, 0, 128);
-	wr.remote_addr = buf.addr + 1024;
-	wr.rkey = buf.rkey;
-	test_cmd_post1(a.handle, &wr);
-	ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
-	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	kt_write_wait(_metadata, self->fd, a.handle, 0x5eed, &buf, 128, 1024,
+		      buf.rkey, KT_WC_SUCCESS);
 	test_err_destroy(ENOENT, 0xdead);
-	if (!no_nak) {
-		kt_wr_init(&wr, 0xbad, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
-		kt_wr_sge(&wr, buf.handle, 0, 8);
-		wr.remote_addr = buf.addr;
-		wr.rkey = buf.rkey ^ 0xff;
-		test_cmd_post1(a.handle, &wr);
-		ASSERT_EQ(1, kt_poll_n(self->fd, a.handle, &wc, 1, 5000));
-		ASSERT_EQ((uint32_t)KT_WC_REM_ACCESS_ERR, wc.status);
-	}
+	if (!no_nak)
+		kt_write_wait(_metadata, self->fd, a.handle, 0xbad, &buf, 8, 0,
+			      buf.rkey ^ 0xff, KT_WC_REM_ACCESS_ERR);
 	trace_take(self);
 
 	/* our session's id, as the listing has it: what the ioctls carry */
@@ -303,15 +290,12 @@ KRDMA_TEST_F(trace, device_add_remove)
 
 	if (!krdma_have_cmd("rdma"))
 		SKIP(return, "no rdma tool (iproute2)");
-	/* what a run that failed half-way left */
-	krdma_run("rdma link delete " TEST_DEV " 2>/dev/null");
-	krdma_run("ip link delete " DUMMY_DEV " 2>/dev/null");
-	if (krdma_run("ip link add " DUMMY_DEV " type dummy"))
-		SKIP(return, "no dummy netdev for a test rxe device");
+	/* set first: the teardown removes the netdev should an assert fail */
 	self->made_dummy = true;
-	ASSERT_EQ(0, krdma_run("ip link set " DUMMY_DEV " up"));
-	ASSERT_EQ(0, krdma_run("rdma link add " TEST_DEV " type rxe netdev "
-			       DUMMY_DEV));
+	if (kt_rxe_dummy_add(_metadata, TEST_DEV, DUMMY_DEV, NULL)) {
+		self->made_dummy = false;
+		SKIP(return, "no dummy netdev for a test rxe device");
+	}
 	ASSERT_OK(krdma_snap_get(self->fd, 0, 0, &s));
 	ASSERT_NE(NULL, krdma_snap_find(&s, TEST_DEV));
 	snprintf(index, sizeof(index), "index=%u ",

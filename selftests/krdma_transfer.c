@@ -182,43 +182,6 @@ FIXTURE_TEARDOWN(xfer)
 		close(self->fd);
 }
 
-static bool transport_has(uint32_t transport, uint32_t op)
-{
-	switch (op) {
-	case KRDMA_OP_SEND:
-	case KRDMA_OP_SEND_WITH_IMM:
-	case KRDMA_OP_RECV:
-		return true;
-	case KRDMA_OP_RDMA_WRITE:
-	case KRDMA_OP_RDMA_WRITE_WITH_IMM:
-		return transport != KRDMA_TRANSPORT_UD;
-	case KRDMA_OP_RDMA_READ:
-	case KRDMA_OP_ATOMIC_FETCH_ADD:
-	case KRDMA_OP_ATOMIC_CMP_SWP:
-		return transport == KRDMA_TRANSPORT_RC;
-	default:
-		return false;
-	}
-}
-
-static const char *const op_names[] = {
-	"SEND", "SEND_WITH_IMM", "RECV", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
-	"RDMA_READ", "ATOMIC_FETCH_ADD", "ATOMIC_CMP_SWP", "SEND_WITH_INV",
-	"LOCAL_INV",
-};
-
-/* Sender-side completion opcode: IB reports sends with imm as SEND etc. */
-static bool send_wc_opcode_ok(uint32_t wr_op, uint32_t wc_op)
-{
-	if (wc_op == wr_op)
-		return true;
-	if (wr_op == KRDMA_OP_SEND_WITH_IMM)
-		return wc_op == KRDMA_OP_SEND;
-	if (wr_op == KRDMA_OP_RDMA_WRITE_WITH_IMM)
-		return wc_op == KRDMA_OP_RDMA_WRITE;
-	return false;
-}
-
 /*
  * Address the WR to b if the transport is UD (over rdma_cm a WR that names
  * no AH and no QP goes to the peer the CM resolved: b).
@@ -349,7 +312,7 @@ static void one_transfer(struct __test_metadata *_metadata,
 	uint8_t *check;
 	int64_t bad;
 
-	TH_LOG("%s size %llu iteration %u", op_names[op],
+	TH_LOG("%s size %llu iteration %u", kt_op_name(op),
 	       (unsigned long long)size, iter);
 	if (op == KRDMA_OP_RDMA_READ) {
 		/* b's buffer holds the data, a reads it into its poisoned one */
@@ -382,8 +345,8 @@ static void one_transfer(struct __test_metadata *_metadata,
 	test_cmd_post1(self->a.handle, &wr);
 
 	expect_wc(_metadata, self->fd, self->a.handle, wr_id, 0, &wc);
-	EXPECT_TRUE(send_wc_opcode_ok(op, wc.opcode)) {
-		TH_LOG("%s completed as opcode %u", op_names[op], wc.opcode);
+	EXPECT_TRUE(kt_send_wc_opcode_ok(op, wc.opcode)) {
+		TH_LOG("%s completed as opcode %u", kt_op_name(op), wc.opcode);
 	}
 	if (two_sided) {
 		expect_wc(_metadata, self->fd, self->b.handle, rwr.wr_id, 0, &wc);
@@ -414,13 +377,13 @@ static void one_transfer(struct __test_metadata *_metadata,
 	bad = kt_check(check, size, seed);
 	EXPECT_EQ(-1, bad) {
 		TH_LOG("%s size %llu: byte %lld is 0x%02x, expected 0x%02x",
-		       op_names[op], (unsigned long long)size, (long long)bad,
+		       kt_op_name(op), (unsigned long long)size, (long long)bad,
 		       check[bad], kt_pattern_byte(seed, bad));
 	}
 	bad = kt_check_byte(check + size, SLACK, POISON);
 	EXPECT_EQ(-1, bad) {
 		TH_LOG("%s size %llu: wrote past the message at +%lld",
-		       op_names[op], (unsigned long long)size, (long long)bad);
+		       kt_op_name(op), (unsigned long long)size, (long long)bad);
 	}
 	/* and BUF_RW sees what mmap sees */
 	if (op != KRDMA_OP_RDMA_READ) {
@@ -442,8 +405,8 @@ static void transfer_matrix(struct __test_metadata *_metadata,
 	unsigned int nsizes = 0, i, it;
 	struct xbufs x = {};
 
-	if (!transport_has(self->a.transport, op))
-		SKIP(return, "%s is not an op of this transport", op_names[op]);
+	if (!kt_transport_has(self->a.transport, op))
+		SKIP(return, "%s is not an op of this transport", kt_op_name(op));
 	if (self->a.transport == KRDMA_TRANSPORT_UD) {
 		sizes[nsizes++] = 1;
 		sizes[nsizes++] = self->mtu / 2 + 3;
@@ -573,7 +536,7 @@ static void atomic_op(struct __test_metadata *_metadata,
 	test_cmd_buf_read(result->handle, 0, &old, 8);
 	EXPECT_EQ(expect_old, old) {
 		TH_LOG("%s: returned 0x%llx, expected old value 0x%llx",
-		       op_names[op], (unsigned long long)old,
+		       kt_op_name(op), (unsigned long long)old,
 		       (unsigned long long)expect_old);
 	}
 }
@@ -619,7 +582,7 @@ KRDMA_TEST_F(xfer, atomic_fetch_add)
 	uint64_t shadow[8];
 	unsigned int i, w;
 
-	if (!transport_has(self->a.transport, KRDMA_OP_ATOMIC_FETCH_ADD))
+	if (!kt_transport_has(self->a.transport, KRDMA_OP_ATOMIC_FETCH_ADD))
 		SKIP(return, "RC only");
 	atomic_setup(_metadata, self, &target, &result, shadow);
 	for (i = 0; i < 24; i++) {
@@ -644,7 +607,7 @@ KRDMA_TEST_F(xfer, atomic_cmp_swp)
 	uint64_t shadow[8];
 	unsigned int i;
 
-	if (!transport_has(self->a.transport, KRDMA_OP_ATOMIC_CMP_SWP))
+	if (!kt_transport_has(self->a.transport, KRDMA_OP_ATOMIC_CMP_SWP))
 		SKIP(return, "RC only");
 	atomic_setup(_metadata, self, &target, &result, shadow);
 	for (i = 0; i < 16; i++) {
@@ -756,7 +719,7 @@ KRDMA_TEST_F(xfer, multi_sge_write_read)
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 
-	if (!transport_has(self->a.transport, KRDMA_OP_RDMA_WRITE))
+	if (!kt_transport_has(self->a.transport, KRDMA_OP_RDMA_WRITE))
 		SKIP(return, "no RDMA WRITE on UD");
 	expect = malloc(total);
 	got = malloc(total + 256);
@@ -784,7 +747,7 @@ KRDMA_TEST_F(xfer, multi_sge_write_read)
 	EXPECT_EQ(0, memcmp(expect, got + 128, total));
 	EXPECT_EQ(-1, kt_check_byte(got + 128 + total, 128, POISON));
 
-	if (transport_has(self->a.transport, KRDMA_OP_RDMA_READ)) {
+	if (kt_transport_has(self->a.transport, KRDMA_OP_RDMA_READ)) {
 		/* read it back into two pieces */
 		for (i = 0; i < 2; i++)
 			test_cmd_buf_alloc(self->dev.dev_index,
@@ -927,7 +890,7 @@ KRDMA_TEST_F(xfer, inline_write)
 	struct xbufs x = {};
 	uint32_t seed = kt_seed(500, 48, 0);
 
-	if (!transport_has(self->a.transport, KRDMA_OP_RDMA_WRITE))
+	if (!kt_transport_has(self->a.transport, KRDMA_OP_RDMA_WRITE))
 		SKIP(return, "no RDMA WRITE on UD");
 	xbufs_alloc(_metadata, self, &x, 4096);
 	kt_fill(x.src_map, 48, seed);
@@ -1296,7 +1259,7 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 			  KT_WC_REM_ACCESS_ERR, &wc);
 		test_cmd_buf_read(target.handle, 0, buf, 64);
 		EXPECT_EQ(-1, kt_check_byte(buf, 64, 0)) {
-			TH_LOG("%s changed the target", op_names[cases[i].op]);
+			TH_LOG("%s changed the target", kt_op_name(cases[i].op));
 		}
 		kt_destroy(self->fd, a.handle);
 		kt_destroy(self->fd, b.handle);
@@ -1439,7 +1402,7 @@ KRDMA_TEST_F(xfer, write_at_buffer_end)
 	uint8_t *buf;
 	unsigned int i;
 
-	if (!transport_has(self->a.transport, KRDMA_OP_RDMA_WRITE))
+	if (!kt_transport_has(self->a.transport, KRDMA_OP_RDMA_WRITE))
 		SKIP(return, "no RDMA WRITE on UD");
 	buf = malloc(65536);
 	ASSERT_NE(NULL, buf);

@@ -131,16 +131,11 @@ static const struct krdma_qp_caps fixture_caps = {
 
 FIXTURE_SETUP(ubuf)
 {
-	struct krdma_info info;
-
-	self->fd = kt_session_open(_metadata);
+	self->fd = kt_session_open_feature(_metadata,
+					   KRDMA_FEATURE_USER_BUFFERS,
+					   &self->dev);
 	if (self->fd < 0)
 		return;
-	ASSERT_OK(krdma_info_get(self->fd, &info));
-	if (!(info.features & KRDMA_FEATURE_USER_BUFFERS))
-		SKIP(return, "no KRDMA_FEATURE_USER_BUFFERS");
-	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
 	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &fixture_caps,
 			   &self->a, &self->b);
 }
@@ -809,17 +804,12 @@ FIXTURE(ureg)
 
 FIXTURE_SETUP(ureg)
 {
-	struct krdma_info info;
 	struct kt_dev dev;
 
-	self->fd = kt_session_open(_metadata);
+	self->fd = kt_session_open_feature(_metadata,
+					   KRDMA_FEATURE_USER_BUFFERS, &dev);
 	if (self->fd < 0)
 		return;
-	ASSERT_OK(krdma_info_get(self->fd, &info));
-	if (!(info.features & KRDMA_FEATURE_USER_BUFFERS))
-		SKIP(return, "no KRDMA_FEATURE_USER_BUFFERS");
-	if (kt_dev_pick(self->fd, NULL, &dev))
-		SKIP(return, "no device with an active port");
 	self->dev_index = dev.dev_index;
 	self->max_pages = dev.info.max_fast_reg_page_list_len;
 	ASSERT_OK(region_get(&self->r, 16 * psz, 0));

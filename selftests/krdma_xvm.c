@@ -190,24 +190,6 @@ static void xvm_sock_timeouts(int s, uint32_t ms)
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* @addr (IPv4 or IPv6 text) and @port as a krdma_sockaddr. */
-static int xvm_sockaddr(struct krdma_sockaddr *sa, const char *addr,
-			uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->port = port;
-	if (inet_pton(AF_INET, addr, sa->addr) == 1) {
-		sa->family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, addr, sa->addr) == 1) {
-		sa->family = AF_INET6;
-		return 0;
-	}
-	errno = EINVAL;
-	return -1;
-}
-
 static uint16_t xvm_port(void)
 {
 	const char *p = getenv("XVM_PORT");
@@ -407,7 +389,7 @@ static bool srv_conn_new(struct srv *s, const struct xvm_req *req,
 			.transport = s->transport,
 		};
 
-		if (xvm_sockaddr(&l.addr, kt_rxe0_addr(false), 0) ||
+		if (kc_sockaddr(&l.addr, kt_rxe0_addr(false), 0) ||
 		    ioctl(s->fd, KRDMA_CM_LISTEN, &l)) {
 			srv_fail(rep, errno, "CM_LISTEN %s: %s",
 				 kt_rxe0_addr(false), strerror(errno));
@@ -677,42 +659,6 @@ static int xvm_serve(int argc, char **argv)
  * Client
  */
 
-static const char *const xvm_op_names[] = {
-	"SEND", "SEND_WITH_IMM", "RECV", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
-	"RDMA_READ", "ATOMIC_FETCH_ADD", "ATOMIC_CMP_SWP", "SEND_WITH_INV",
-	"LOCAL_INV",
-};
-
-static bool xvm_transport_has(uint32_t transport, uint32_t op)
-{
-	switch (op) {
-	case KRDMA_OP_SEND:
-	case KRDMA_OP_SEND_WITH_IMM:
-		return true;
-	case KRDMA_OP_RDMA_WRITE:
-	case KRDMA_OP_RDMA_WRITE_WITH_IMM:
-		return transport != KRDMA_TRANSPORT_UD;
-	case KRDMA_OP_RDMA_READ:
-	case KRDMA_OP_ATOMIC_FETCH_ADD:
-	case KRDMA_OP_ATOMIC_CMP_SWP:
-		return transport == KRDMA_TRANSPORT_RC;
-	default:
-		return false;
-	}
-}
-
-/* Sender-side completion opcode: IB reports sends with imm as SEND etc. */
-static bool xvm_send_wc_opcode_ok(uint32_t wr_op, uint32_t wc_op)
-{
-	if (wc_op == wr_op)
-		return true;
-	if (wr_op == KRDMA_OP_SEND_WITH_IMM)
-		return wc_op == KRDMA_OP_SEND;
-	if (wr_op == KRDMA_OP_RDMA_WRITE_WITH_IMM)
-		return wc_op == KRDMA_OP_RDMA_WRITE;
-	return false;
-}
-
 /* A client connection and the server's end of it. */
 struct xconn {
 	int fd;			/* the client session it lives in */
@@ -978,7 +924,7 @@ static void xconn_open(struct __test_metadata *_metadata,
 		uint16_t port = rep.port;
 		int ret, err;
 
-		ASSERT_OK(xvm_sockaddr(&cc.dst, self->peer, port));
+		ASSERT_OK(kc_sockaddr(&cc.dst, self->peer, port));
 		ret = ioctl(fd, KRDMA_CM_CONNECT, &cc);
 		err = errno;
 		/* the server's accept, whatever happened here */
@@ -1146,8 +1092,8 @@ static void xvm_one_transfer(struct __test_metadata *_metadata,
 	xconn_dest(c, &wr);
 	ASSERT_OK(kt_post1(c->fd, c->handle, &wr));
 	xvm_expect_wc(_metadata, c, wr_id, 0, &wc);
-	EXPECT_TRUE(xvm_send_wc_opcode_ok(op, wc.opcode)) {
-		TH_LOG("%s completed as opcode %u", xvm_op_names[op], wc.opcode);
+	EXPECT_TRUE(kt_send_wc_opcode_ok(op, wc.opcode)) {
+		TH_LOG("%s completed as opcode %u", kt_op_name(op), wc.opcode);
 	}
 
 	if (two_sided) {
@@ -1168,7 +1114,7 @@ static void xvm_one_transfer(struct __test_metadata *_metadata,
 			EXPECT_EQ(KT_WC_WITH_IMM, wc.wc_flags & KT_WC_WITH_IMM);
 			EXPECT_EQ(imm, wc.imm_data) {
 				TH_LOG("%s: imm_data 0x%x, sent 0x%x",
-				       xvm_op_names[op], wc.imm_data, imm);
+				       kt_op_name(op), wc.imm_data, imm);
 			}
 		}
 		if (ud) {
@@ -1184,14 +1130,14 @@ static void xvm_one_transfer(struct __test_metadata *_metadata,
 		bad = xvm_check(self->lmap, size, seed);
 		EXPECT_EQ(-1, bad) {
 			TH_LOG("%s size %llu: byte %lld is 0x%02x, expected 0x%02x",
-			       xvm_op_names[op], (unsigned long long)size,
+			       kt_op_name(op), (unsigned long long)size,
 			       (long long)bad, self->lmap[bad],
 			       kt_pattern_byte(seed, bad));
 		}
 		bad = kt_check_byte(self->lmap + size, XVM_SLACK, XVM_POISON_BYTE);
 		EXPECT_EQ(-1, bad) {
 			TH_LOG("%s size %llu: wrote past the message at +%lld",
-			       xvm_op_names[op], (unsigned long long)size,
+			       kt_op_name(op), (unsigned long long)size,
 			       (long long)bad);
 		}
 	} else {
@@ -1205,22 +1151,22 @@ static void xvm_one_transfer(struct __test_metadata *_metadata,
 		XVM_CALL(self->sock, XVM_CHECK, &req, &rep);
 		EXPECT_EQ(-1, rep.bad) {
 			TH_LOG("%s size %llu: server byte %lld is 0x%02x, expected 0x%02x",
-			       xvm_op_names[op], (unsigned long long)size,
+			       kt_op_name(op), (unsigned long long)size,
 			       (long long)rep.bad, rep.bad_got, rep.bad_want);
 		}
 		EXPECT_EQ(-1, rep.bad_poison) {
 			TH_LOG("%s size %llu: server buffer changed past the message at +%lld (0x%02x)",
-			       xvm_op_names[op], (unsigned long long)size,
+			       kt_op_name(op), (unsigned long long)size,
 			       (long long)rep.bad_poison, rep.poison_got);
 		}
 		EXPECT_EQ(-1, rep.bad_pre) {
 			TH_LOG("%s size %llu at %llu: server byte %lld before the message changed (0x%02x)",
-			       xvm_op_names[op], (unsigned long long)size,
+			       kt_op_name(op), (unsigned long long)size,
 			       (unsigned long long)roff,
 			       (long long)rep.bad_pre, rep.pre_got);
 		}
 	}
-	TH_LOG("%s %llu bytes at %llu: %llu ms", xvm_op_names[op],
+	TH_LOG("%s %llu bytes at %llu: %llu ms", kt_op_name(op),
 	       (unsigned long long)size, (unsigned long long)roff,
 	       (unsigned long long)(kt_now_ms() - t0));
 }
@@ -1233,8 +1179,8 @@ static void xvm_transfer_matrix(struct __test_metadata *_metadata,
 	unsigned int n = 0, i, it;
 	uint64_t max;
 
-	if (!xvm_transport_has(variant->transport, op))
-		SKIP(return, "%s is not an op of this transport", xvm_op_names[op]);
+	if (!kt_transport_has(variant->transport, op))
+		SKIP(return, "%s is not an op of this transport", kt_op_name(op));
 	if (variant->transport == KRDMA_TRANSPORT_UD) {
 		sizes[n++] = 1;
 		sizes[n++] = self->mtu / 2 + 3;
@@ -1538,7 +1484,7 @@ KRDMA_TEST_F_TIMEOUT(xvm, atomic_fetch_add, XVM_TEST_SECS)
 	struct krdma_wr wr;
 	struct krdma_wc wc;
 
-	if (!xvm_transport_has(variant->transport, KRDMA_OP_ATOMIC_FETCH_ADD))
+	if (!kt_transport_has(variant->transport, KRDMA_OP_ATOMIC_FETCH_ADD))
 		SKIP(return, "ATOMIC_FETCH_ADD is not an op of this transport");
 	KT_SKIP_RXE_DEFECT(KT_RXE_ATOMIC_RESEND);
 	xvm_atomic_setup(_metadata, self, variant, KRDMA_OP_ATOMIC_FETCH_ADD, ctr,
@@ -1567,7 +1513,7 @@ KRDMA_TEST_F_TIMEOUT(xvm, atomic_cmp_swp, XVM_TEST_SECS)
 	uint64_t shadow[ATOM_WORDS], cur;
 	unsigned int i;
 
-	if (!xvm_transport_has(variant->transport, KRDMA_OP_ATOMIC_CMP_SWP))
+	if (!kt_transport_has(variant->transport, KRDMA_OP_ATOMIC_CMP_SWP))
 		SKIP(return, "ATOMIC_CMP_SWP is not an op of this transport");
 	KT_SKIP_RXE_DEFECT(KT_RXE_ATOMIC_RESEND);
 	xvm_atomic_setup(_metadata, self, variant, KRDMA_OP_ATOMIC_CMP_SWP, ctr,
