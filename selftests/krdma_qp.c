@@ -272,6 +272,17 @@ KRDMA_TEST_F(obj, conn_modify_query_rts)
 	}
 }
 
+/* CONN_QUERY of @handle with PSNs the kernel must overwrite */
+static int psn_query(int fd, uint32_t handle, struct krdma_conn_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->handle = handle;
+	q->sq_psn = 0xabcdef;
+	q->rq_psn = 0xabcdef;
+	return ioctl(fd, KRDMA_CONN_QUERY, q);
+}
+
 /*
  * The PSNs a connected RC or UC QP sends next and expects next: before any
  * traffic, its own starting PSN and its peer's, as `rdma resource show qp`
@@ -288,13 +299,11 @@ KRDMA_TEST_F(obj, conn_query_psns)
 
 	for (t = KRDMA_TRANSPORT_RC; t <= KRDMA_TRANSPORT_UD; t++) {
 		test_cmd_conn_create(&self->dev, t, 0, NULL, &a);
-		q.sq_psn = q.rq_psn = 0xabcdef;
-		test_cmd_conn_query(a.handle, &q);
+		ASSERT_OK(psn_query(self->fd, a.handle, &q));
 		EXPECT_EQ(0u, q.sq_psn);
 		EXPECT_EQ(0u, q.rq_psn);
 		test_cmd_conn_pair(&self->dev, t, 0, NULL, &a, &b);
-		q.sq_psn = q.rq_psn = 0xabcdef;
-		test_cmd_conn_query(a.handle, &q);
+		ASSERT_OK(psn_query(self->fd, a.handle, &q));
 		if (t == KRDMA_TRANSPORT_UD) {
 			EXPECT_EQ(0u, q.sq_psn);
 			EXPECT_EQ(0u, q.rq_psn);
@@ -316,6 +325,33 @@ KRDMA_TEST_F(obj, conn_query_psns)
 			TH_LOG("%s: %s", want, kt_out(&rdma));
 		kt_proc_end(&rdma);
 	}
+}
+
+/*
+ * A caller built before sq_psn and rq_psn (a 40-byte struct) is answered
+ * as before, and nothing is written past its struct.
+ */
+KRDMA_TEST_F(obj, conn_query_first_version)
+{
+	const size_t first = offsetof(struct krdma_conn_query, sq_psn);
+	uint8_t buf[sizeof(struct krdma_conn_query) + 16];
+	struct krdma_conn_query *q = (void *)buf;
+	struct kt_conn a, b;
+	size_t i;
+
+	ASSERT_EQ(40u, first);
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b);
+	memset(buf, 0xa5, sizeof(buf));
+	q->size = first;
+	q->flags = 0;
+	q->handle = a.handle;
+	q->__reserved = 0;
+	test_cmd_ioctl(KRDMA_CONN_QUERY, q);
+	EXPECT_EQ((__u32)KRDMA_CONN_RTS, q->state);
+	EXPECT_EQ(a.qp_num, q->qp_num);
+	EXPECT_EQ(b.qp_num, q->dest_qp_num);
+	for (i = first; i < sizeof(buf); i++)
+		EXPECT_EQ(0xa5, buf[i]) TH_LOG("byte %zu written", i);
 }
 
 KRDMA_TEST_F(obj, conn_modify_twice)
