@@ -146,55 +146,38 @@ for r in $(seq "$ROUNDS"); do
 	add memcpy "$(awk '/memcpy/ { print $(NF-1) }' "$o")"
 done
 
+# One round of a pair: perftest's TOOL with PT_ARGS, then krdmactl bench
+# OP with K_ARGS and what perftest printed it used: its CQ moderation as
+# -Q, and its outstanding reads as -t where it has them (READ, atomics).
+# Figure N of the table line; the round's ratio as NAME.
+#   round_pair NAME N TOOL "PT_ARGS" OP "K_ARGS"
+round_pair() {
+	local name=$1 n=$2 tool=$3 pt_args=$4 op=$5 k_args=$6 o rd
+	# shellcheck disable=SC2086 # the argument lists
+	o=$(perftest "$name" "$tool" $pt_args -F)
+	add "pt_$name" "$(field "$o" "$n")"; cp "$o" "$TMP/last.pt_$name"
+	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
+	# shellcheck disable=SC2086
+	o=$(krdma "$name" $op "$ADDR" $k_args ${rd:+-t "$rd"} -Q "$(cqmod "$o")")
+	add "k_$name" "$(field "$o" "$n")"; cp "$o" "$TMP/last.k_$name"
+	pair "$name" "k_$name" "pt_$name"
+}
+
 for r in $(seq "$ROUNDS"); do
 	log "round $r/$ROUNDS"
-	o=$(perftest write ib_write_bw -s 65536 -n "$ITERS_BW" -t 128 -F)
-	add pt_write "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_write"
-	o=$(krdma write write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128 \
-		-Q "$(cqmod "$o")")
-	add k_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write"
-	pair write k_write pt_write
-
-	o=$(perftest read ib_read_bw -s 65536 -n "$ITERS_BW" -F)
-	add pt_read "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_read"
-	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
-	o=$(krdma read read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}" \
-		-Q "$(cqmod "$o")")
-	add k_read "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read"
-	pair read k_read pt_read
-
-	o=$(perftest write_q ib_write_bw -s 65536 -n "$ITERS_BW" -t 128 -F \
-		-q "$QPS_BW")
-	add pt_write_q "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_write_q"
-	o=$(krdma write_q write "$ADDR" -s 65536 -n "$ITERS_BW" -t 128 \
-		-Q "$(cqmod "$o")" -q "$QPS_BW")
-	add k_write_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_write_q"
-	pair write_q k_write_q pt_write_q
-
-	o=$(perftest read_q ib_read_bw -s 65536 -n "$ITERS_BW" -F \
-		-q "$QPS_BW")
-	add pt_read_q "$(field "$o" 4)"; cp "$o" "$TMP/last.pt_read_q"
-	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
-	o=$(krdma read_q read "$ADDR" -s 65536 -n "$ITERS_BW" -t "${rd:-16}" \
-		-Q "$(cqmod "$o")" -q "$QPS_BW")
-	add k_read_q "$(field "$o" 4)"; cp "$o" "$TMP/last.k_read_q"
-	pair read_q k_read_q pt_read_q
-
+	round_pair write 4 ib_write_bw "-s 65536 -n $ITERS_BW -t 128" \
+		write "-s 65536 -n $ITERS_BW -t 128"
+	round_pair read 4 ib_read_bw "-s 65536 -n $ITERS_BW" \
+		read "-s 65536 -n $ITERS_BW"
+	round_pair write_q 4 ib_write_bw "-s 65536 -n $ITERS_BW -t 128 -q $QPS_BW" \
+		write "-s 65536 -n $ITERS_BW -t 128 -q $QPS_BW"
+	round_pair read_q 4 ib_read_bw "-s 65536 -n $ITERS_BW -q $QPS_BW" \
+		read "-s 65536 -n $ITERS_BW -q $QPS_BW"
 	# small messages: the message rate, where a kernel loop should gain
-	o=$(perftest rate ib_write_bw -s 64 -n "$ITERS_RATE" -t 128 -F)
-	add pt_rate "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_rate"
-	o=$(krdma rate write "$ADDR" -s 64 -n "$ITERS_RATE" -t 128 \
-		-Q "$(cqmod "$o")")
-	add k_rate "$(field "$o" 5)"; cp "$o" "$TMP/last.k_rate"
-	pair rate k_rate pt_rate
-
-	o=$(perftest atomic ib_atomic_bw -n "$ITERS_ATOMIC" -F)
-	add pt_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.pt_atomic"
-	od=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
-	o=$(krdma atomic fadd "$ADDR" -n "$ITERS_ATOMIC" -t "${od:-16}" \
-		-Q "$(cqmod "$o")")
-	add k_atomic "$(field "$o" 5)"; cp "$o" "$TMP/last.k_atomic"
-	pair atomic k_atomic pt_atomic
+	round_pair rate 5 ib_write_bw "-s 64 -n $ITERS_RATE -t 128" \
+		write "-s 64 -n $ITERS_RATE -t 128"
+	round_pair atomic 5 ib_atomic_bw "-n $ITERS_ATOMIC" \
+		fadd "-n $ITERS_ATOMIC"
 done
 
 pt_lat() {
