@@ -88,17 +88,6 @@ static const struct kr_cmd {
 _Static_assert(ARRAY_SIZE(kr_cmds) == KT_CMD_LAST - KRDMA_CMD_BASE + 1,
 	       "kr_cmds[] lists every command");
 
-/* The errnos the header documents for every command. */
-static bool kr_common_errno(int err)
-{
-	switch (err) {
-	case ENOTTY: case EFAULT: case EINVAL: case E2BIG: case EOPNOTSUPP:
-	case ENOENT: case ENODEV: case EPERM: case EMSGSIZE: case ENOMEM:
-	case EBUSY: case ENETDOWN:
-		return true;
-	}
-	return false;
-}
 
 static bool kr_all_bytes(const void *p, size_t len, uint8_t val)
 {
@@ -125,28 +114,7 @@ static bool kr_all_bytes(const void *p, size_t len, uint8_t val)
 			}						\
 	} while (0)
 
-FIXTURE(contract)
-{
-	int fd;
-	struct krdma_info info;
-	struct kt_dev dev;
-	bool have_dev;
-};
-
-FIXTURE_SETUP(contract)
-{
-	self->fd = kt_session_open(_metadata);
-	if (self->fd < 0)
-		return;
-	ASSERT_OK(krdma_info_get(self->fd, &self->info));
-	self->have_dev = !kt_dev_pick(self->fd, NULL, &self->dev);
-}
-
-FIXTURE_TEARDOWN(contract)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-}
+KT_INFO_FIXTURE(contract)
 
 static uint8_t kr_ureg_mem[1 << 16] __attribute__((aligned(4096)));
 
@@ -618,26 +586,26 @@ KRDMA_TEST_F_TIMEOUT(contract, near_2_32_and_2_64, 300)
 				}
 				/* no completions or events: 0 of them is fine */
 				ret = ioctl(self->fd, KRDMA_POLL, &pl);
-				if (ret && !kr_common_errno(errno)) {
+				if (ret && !kt_common_errno(errno)) {
 					fprintf(stderr, "# POLL num_wcs 0x%x entry 0x%x: %s\n",
 						counts[i], sizes[j], strerror(errno));
 					bad++;
 				}
 				ret = ioctl(self->fd, KRDMA_GET_EVENTS, &ge);
-				if (ret && !kr_common_errno(errno)) {
+				if (ret && !kt_common_errno(errno)) {
 					fprintf(stderr, "# GET_EVENTS num 0x%x entry 0x%x: %s\n",
 						counts[i], sizes[j], strerror(errno));
 					bad++;
 				}
 				ret = ioctl(self->fd, KRDMA_QUERY_DEVICES, &q);
-				if (ret && !kr_common_errno(errno)) {
+				if (ret && !kt_common_errno(errno)) {
 					fprintf(stderr, "# QUERY_DEVICES num 0x%x entry 0x%x: %s\n",
 						counts[i], sizes[j], strerror(errno));
 					bad++;
 				}
 				if (kr_implemented(&self->info, KRDMA_CMD_QUERY_SESSIONS)) {
 					ret = ioctl(self->fd, KRDMA_QUERY_SESSIONS, &qs);
-					if (ret && !kr_common_errno(errno)) {
+					if (ret && !kt_common_errno(errno)) {
 						fprintf(stderr, "# QUERY_SESSIONS num 0x%x entry 0x%x: %s\n",
 							counts[i], sizes[j], strerror(errno));
 						bad++;
@@ -677,7 +645,7 @@ KRDMA_TEST_F_TIMEOUT(contract, near_2_32_and_2_64, 300)
 		wr.rkey = kb.rkey;
 		ret = kt_post1(self->fd, a.handle, &wr);
 		if (ret) {
-			EXPECT_TRUE(kr_common_errno(errno)) {
+			EXPECT_TRUE(kt_common_errno(errno)) {
 				TH_LOG("remote_addr +0x%llx: %s",
 				       (unsigned long long)kr_big[i], strerror(errno));
 			}

@@ -22,40 +22,8 @@
 
 #include "krdma_test.h"
 
-/* The errnos the header documents for every command. */
-static bool kr_common_errno(int err)
-{
-	switch (err) {
-	case ENOTTY: case EFAULT: case EINVAL: case E2BIG: case EOPNOTSUPP:
-	case ENOENT: case ENODEV: case EPERM: case EMSGSIZE: case ENOMEM:
-	case EBUSY: case ENETDOWN:
-		return true;
-	}
-	return false;
-}
 
-FIXTURE(races)
-{
-	int fd;
-	struct krdma_info info;
-	struct kt_dev dev;
-	bool have_dev;
-};
-
-FIXTURE_SETUP(races)
-{
-	self->fd = kt_session_open(_metadata);
-	if (self->fd < 0)
-		return;
-	ASSERT_OK(krdma_info_get(self->fd, &self->info));
-	self->have_dev = !kt_dev_pick(self->fd, NULL, &self->dev);
-}
-
-FIXTURE_TEARDOWN(races)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-}
+KT_INFO_FIXTURE(races)
 
 /* Device contexts drop back to one per device once sessions are gone. */
 static void kr_expect_contexts_settle(struct __test_metadata *_metadata, int fd)
@@ -255,7 +223,7 @@ static void kr_close_while_blocked(struct __test_metadata *_metadata,
 	pthread_join(t, NULL);
 	if (b.ret < 0) {
 		EXPECT_TRUE(b.err == EINTR || b.err == ETIMEDOUT ||
-			    b.err == EBADF || kr_common_errno(b.err)) {
+			    b.err == EBADF || kt_common_errno(b.err)) {
 			TH_LOG("blocked call: %s", strerror(b.err));
 		}
 	}

@@ -1511,6 +1511,47 @@ static inline int __kt_session_open_feature(struct __test_metadata *_metadata,
 	}
 
 /*
+ * A session, GET_INFO's answer and, where there is one, a device with an
+ * active port (have_dev): the fixture @name of the programs that try every
+ * command (krdma_contract) or race them (krdma_races).
+ */
+#define KT_INFO_FIXTURE(name)						\
+	FIXTURE(name)							\
+	{								\
+		int fd;							\
+		struct krdma_info info;					\
+		struct kt_dev dev;					\
+		bool have_dev;						\
+	};								\
+									\
+	FIXTURE_SETUP(name)						\
+	{								\
+		self->fd = kt_session_open(_metadata);			\
+		if (self->fd < 0)					\
+			return;						\
+		ASSERT_OK(krdma_info_get(self->fd, &self->info));	\
+		self->have_dev = !kt_dev_pick(self->fd, NULL, &self->dev); \
+	}								\
+									\
+	FIXTURE_TEARDOWN(name)						\
+	{								\
+		if (self->fd >= 0)					\
+			close(self->fd);				\
+	}
+
+/* The errnos uapi/krdma.h documents for every command. */
+static inline bool kt_common_errno(int err)
+{
+	switch (err) {
+	case ENOTTY: case EFAULT: case EINVAL: case E2BIG: case EOPNOTSUPP:
+	case ENOENT: case ENODEV: case EPERM: case EMSGSIZE: case ENOMEM:
+	case EBUSY: case ENETDOWN:
+		return true;
+	}
+	return false;
+}
+
+/*
  * The commands on a fixture's session (self->fd), as the iommufd selftests
  * have them: test_cmd_X(args) asserts that kt_X(self->fd, args) succeeds;
  * test_err_X(errno, args) expects it to fail with exactly that errno.
