@@ -55,19 +55,27 @@ FIXTURE_SETUP(bench)
 	if (!(info.features & KRDMA_FEATURE_BENCH))
 		SKIP(return, "KRDMA_BENCH not implemented");
 	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no RDMA device with an active port");
-	if (kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0, &caps,
-			   &self->a) &&
-	    errno == EINVAL) {
-		caps.max_inline_data = 0;
+		SKIP(return, "%s", kt_no_dev());
+	if (kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN)) {
+		/* where the device connects only through rdma_cm */
+		ASSERT_OK(kt_conn_pair_cm(self->fd, &self->dev,
+					  KRDMA_TRANSPORT_RC, 0, &caps,
+					  &self->a, &self->b));
+	} else {
+		if (kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
+				   &caps, &self->a) &&
+		    errno == EINVAL) {
+			caps.max_inline_data = 0;
+			ASSERT_OK(kt_conn_create(self->fd, &self->dev,
+						 KRDMA_TRANSPORT_RC, 0, &caps,
+						 &self->a));
+		}
 		ASSERT_OK(kt_conn_create(self->fd, &self->dev,
 					 KRDMA_TRANSPORT_RC, 0, &caps,
-					 &self->a));
+					 &self->b));
+		test_cmd_conn_connect(&self->a, &self->b);
+		test_cmd_conn_connect(&self->b, &self->a);
 	}
-	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 &caps, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->a, &self->b));
-	ASSERT_OK(kt_conn_connect(self->fd, &self->b, &self->a));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
 			       64 * BENCH_SIZE, &self->la));
 	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
@@ -752,8 +760,8 @@ KRDMA_TEST_F_TIMEOUT(bench, per_cpu_threads_capped, 90)
 				 &caps, &c));
 	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
 				 &caps, &d));
-	ASSERT_OK(kt_conn_connect(self->fd, &c, &d));
-	ASSERT_OK(kt_conn_connect(self->fd, &d, &c));
+	test_cmd_conn_connect(&c, &d);
+	test_cmd_conn_connect(&d, &c);
 	ASSERT_OK(kt_write_file(BENCH_MAX_THREADS, "1"));
 
 	/* a run holds the one thread allowed */
@@ -1107,6 +1115,7 @@ KRDMA_TEST_F(bench, remote_error_ends_run)
 	uint32_t h;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	bench_init(self, &b, &h, KRDMA_OP_RDMA_WRITE, 100);
 	b.remote_rkey ^= 0x80;	/* the key byte of a valid index */
 	EXPECT_ERRNO(EIO, ioctl(self->fd, KRDMA_BENCH, &b));
@@ -1141,8 +1150,8 @@ KRDMA_TEST_F(bench, server_srq_refused)
 				     KRDMA_CONN_SRQ, sc.handle, NULL, &c));
 	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_RC, 0,
 				 NULL, &d));
-	ASSERT_OK(kt_conn_connect(self->fd, &c, &d));
-	ASSERT_OK(kt_conn_connect(self->fd, &d, &c));
+	test_cmd_conn_connect(&c, &d);
+	test_cmd_conn_connect(&d, &c);
 	bench_init(self, &s, &h, KRDMA_OP_SEND, 0);
 	h = c.handle;
 	s.flags = KRDMA_BENCH_SERVER;
@@ -1277,8 +1286,8 @@ static void bench_ud_pair(FIXTURE_DATA(bench) *self, uint32_t recv_sge,
 	caps.max_recv_sge = 1;
 	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UD, 0,
 				 &caps, c));
-	ASSERT_OK(kt_conn_connect(self->fd, u, NULL));
-	ASSERT_OK(kt_conn_connect(self->fd, c, NULL));
+	test_cmd_conn_connect(u, NULL);
+	test_cmd_conn_connect(c, NULL);
 }
 
 /* What a UD run needs of its connections and buffer, one by one. */
@@ -1290,6 +1299,7 @@ KRDMA_TEST_F(bench, ud_errnos)
 	struct kt_buf small;
 	uint32_t h[2];
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UD);
 	bench_ud_pair(self, 2, &u, &c, _metadata);
 	ASSERT_OK(kt_conn_query(self->fd, u.handle, &q));
 	ASSERT_LT(0u, q.path_mtu);
@@ -1438,6 +1448,7 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_learns_peer, 90)
 	int status;
 	pid_t pid;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UD);
 	bench_ud_pair(self, 2, &u, &c, _metadata);
 	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
 	hs = u.handle;
@@ -1545,8 +1556,8 @@ KRDMA_TEST_F_TIMEOUT(bench, pingpong_client_late_ready, 60)
 				 &caps, &c));
 	ASSERT_OK(kt_conn_create(self->fd, &self->dev, KRDMA_TRANSPORT_UC, 0,
 				 &caps, &u));
-	ASSERT_OK(kt_conn_connect(self->fd, &c, &u));
-	ASSERT_OK(kt_conn_connect(self->fd, &u, &c));
+	test_cmd_conn_connect(&c, &u);
+	test_cmd_conn_connect(&u, &c);
 	/* the server's receives, before the first ping (UC drops it else) */
 	for (i = 0; i < 20; i++) {
 		kt_wr_init(&wr, 10 + i, KRDMA_OP_RECV, 0);
@@ -1589,6 +1600,7 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_short_timeout, 60)
 	int status;
 	pid_t pid;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UD);
 	bench_ud_pair(self, 2, &u, &c, _metadata);
 	ASSERT_OK(kt_ah_create(self->fd, c.handle, self->dev.gid, &ah));
 	hs = u.handle;
@@ -1611,6 +1623,7 @@ KRDMA_TEST_F_TIMEOUT(bench, ud_server_short_timeout, 60)
 
 FIXTURE(cli)
 {
+	struct kt_dev dev;
 	struct kt_proc server;
 	struct kt_proc client;
 	struct kt_proc other;	/* a server of the test's own */
@@ -1648,13 +1661,20 @@ static int cli_wait_listening(struct kt_proc *p)
 
 FIXTURE_SETUP(cli)
 {
-	const char *why = kt_krdmactl_unavailable("rxe0");
+	const char *why = kt_krdmactl_unavailable(kt_test_dev());
 	static unsigned int next;
 	char cmd[256];
+	int fd;
 
 	if (why)
 		SKIP(return, "%s", why);
-	snprintf(self->addr, sizeof(self->addr), "%s", kt_rxe0_addr(false));
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	ASSERT_OK(kt_dev_pick(fd, NULL, &self->dev));
+	close(fd);
+	/* the bench handshake's READY and END are SEND_WITH_IMMs */
+	KT_NEED(&self->dev, KT_CAP_IMM);
+	snprintf(self->addr, sizeof(self->addr), "%s", kt_test_addr(false));
 	self->port = 19500 + (getpid() % 200) * 4 + next++ % 4;
 	snprintf(cmd, sizeof(cmd), "krdmactl bench -p %u -T 30",
 		 self->port);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdmactl serve with its clients send, write, read, atomic and copy, all
- * on rxe0 in this VM (loopback), over rdma_cm at $RXE0_ADDR, on RC and
- * (what they offer) UC and UD.  Each case
+ * on the test device in this VM (loopback: rxe0, or $KRDMA_TEST_DEV), over
+ * rdma_cm at its address, on RC and (what they offer) UC and UD.  Each case
  * runs a server under timeout(1) on a port of its own, then the clients,
  * and checks exit statuses and output.
  */
@@ -82,6 +82,7 @@ static bool text_u64(const char *out, const char *key, uint64_t *val)
 
 FIXTURE(cli)
 {
+	struct kt_dev dev;	/* the test device, for what it lacks */
 	struct kt_proc server;
 	struct kt_proc client;
 	char dir[64];
@@ -89,10 +90,15 @@ FIXTURE(cli)
 
 FIXTURE_SETUP(cli)
 {
-	const char *why = kt_krdmactl_unavailable("rxe0");
+	const char *why = kt_krdmactl_unavailable(kt_test_dev());
+	int fd;
 
 	if (why)
 		SKIP(return, "%s", why);
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	ASSERT_OK(kt_dev_pick(fd, NULL, &self->dev));
+	close(fd);
 }
 
 FIXTURE_TEARDOWN(cli)
@@ -105,8 +111,8 @@ FIXTURE_TEARDOWN(cli)
 
 #define START_SERVER(fmt, ...)						\
 	do {								\
-		ASSERT_OK(cli_spawn(&self->server, "krdmactl serve -d rxe0 " \
-				    fmt, ##__VA_ARGS__));		\
+		ASSERT_OK(cli_spawn(&self->server, "krdmactl serve -d %s " \
+				    fmt, kt_test_dev(), ##__VA_ARGS__)); \
 		ASSERT_TRUE(cli_wait_listen(&self->server)) {		\
 			kt_reap(&self->server);			\
 			TH_LOG("server never listened:\n%s",		\
@@ -161,13 +167,13 @@ static void cli_expect_usage(struct __test_metadata *_metadata,
 KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
 {
 	START_SERVER("-p 18701 -n 4");
-	CLIENT_OK("send --data hello-krdma %s:18701", kt_rxe0_addr(false));
+	CLIENT_OK("send --data hello-krdma %s:18701", kt_test_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
-	CLIENT_OK("read -s 8192 -o 4096 %s:18701", kt_rxe0_addr(false));
+	CLIENT_OK("read -s 8192 -o 4096 %s:18701", kt_test_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
-	CLIENT_OK("write -s 65536 -o 128 %s:18701", kt_rxe0_addr(false));
+	CLIENT_OK("write -s 65536 -o 128 %s:18701", kt_test_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result OK"));
-	CLIENT_OK("-j send -s 4000 %s:18701", kt_rxe0_addr(false));
+	CLIENT_OK("-j send -s 4000 %s:18701", kt_test_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "\"result\":\"OK\""));
 	SERVER_OK();
 	EXPECT_NE(NULL, strstr(self->server.out, "recv 11 bytes from")) {
@@ -186,9 +192,9 @@ KRDMA_TEST_F_TIMEOUT(cli, send_write_read, CLI_CASE_TIMEOUT)
 KRDMA_TEST_F_TIMEOUT(cli, client_port_option, CLI_CASE_TIMEOUT)
 {
 	START_SERVER("-p 18726 -n 3");
-	CLIENT_OK("send -p 18726 %s", kt_rxe0_addr(false));
-	CLIENT_OK("read -p 1 %s:18726", kt_rxe0_addr(false));
-	CLIENT_OK("write --port 18726 -s 4096 %s", kt_rxe0_addr(false));
+	CLIENT_OK("send -p 18726 %s", kt_test_addr(false));
+	CLIENT_OK("read -p 1 %s:18726", kt_test_addr(false));
+	CLIENT_OK("write --port 18726 -s 4096 %s", kt_test_addr(false));
 	SERVER_OK();
 }
 
@@ -197,19 +203,20 @@ KRDMA_TEST_F_TIMEOUT(cli, atomics, CLI_CASE_TIMEOUT)
 {
 	uint64_t v = 99;
 
+	KT_NEED(&self->dev, KT_CAP_ATOMIC);
 	START_SERVER("-p 18702 --fill zero -n 4");
-	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", kt_rxe0_addr(false));
+	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", kt_test_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(0ULL, v);
-	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", kt_rxe0_addr(false));
+	CLIENT_OK("atomic fadd --add 5 -o 64 %s:18702", kt_test_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(5ULL, v);
 	CLIENT_OK("atomic cswap --compare 10 --swap 42 -o 64 %s:18702",
-		  kt_rxe0_addr(false));
+		  kt_test_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(10ULL, v);
 	EXPECT_NE(NULL, strstr(self->client.out, "swapped yes"));
-	CLIENT_OK("atomic fadd --add 0 -o 64 %s:18702", kt_rxe0_addr(false));
+	CLIENT_OK("atomic fadd --add 0 -o 64 %s:18702", kt_test_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(42ULL, v);
 	SERVER_OK();
@@ -222,12 +229,13 @@ KRDMA_TEST_F_TIMEOUT(cli, concurrent_fadd, CLI_CASE_TIMEOUT)
 	uint64_t v = 0;
 	int i;
 
+	KT_NEED(&self->dev, KT_CAP_ATOMIC);
 	memset(c, 0, sizeof(c));
 	START_SERVER("-p 18703 --fill zero -n 7 -T 30");
 	for (i = 0; i < 6; i++)
 		ASSERT_OK(cli_spawn(&c[i], "krdmactl atomic fadd --add 3 "
 				    "-n 20 -T 30 %s:18703",
-				    kt_rxe0_addr(false)));
+				    kt_test_addr(false)));
 	for (i = 0; i < 6; i++) {
 		kt_reap(&c[i]);
 		EXPECT_EQ(0, c[i].status) {
@@ -235,7 +243,7 @@ KRDMA_TEST_F_TIMEOUT(cli, concurrent_fadd, CLI_CASE_TIMEOUT)
 		}
 		kt_proc_end(&c[i]);
 	}
-	CLIENT_OK("atomic fadd --add 0 %s:18703", kt_rxe0_addr(false));
+	CLIENT_OK("atomic fadd --add 0 %s:18703", kt_test_addr(false));
 	EXPECT_TRUE(text_u64(self->client.out, "old", &v));
 	EXPECT_EQ(360ULL, v);
 	SERVER_OK();
@@ -249,7 +257,7 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_large, CLI_CASE_TIMEOUT)
 			       "/dev/urandom > %s/big.bin", self->dir,
 			       self->dir));
 	START_SERVER("-p 18704 --size 65536 --save %s/save -n 1", self->dir);
-	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, kt_rxe0_addr(false));
+	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, kt_test_addr(false));
 	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
 	SERVER_OK();
 	EXPECT_EQ(0, krdma_run("cmp %s/big.bin %s/save/big.bin", self->dir,
@@ -269,7 +277,7 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_unwritable, CLI_CASE_TIMEOUT)
 	/* sysfs: not even root may create a file there */
 	START_SERVER("-p 18705 --save /sys -n 1");
 	st = cli_run(&self->client, "krdmactl copy %s/f.txt %s:18705",
-		     self->dir, kt_rxe0_addr(false));
+		     self->dir, kt_test_addr(false));
 	EXPECT_EQ(1, st) {
 		TH_LOG("%s", self->client.out);
 	}
@@ -285,8 +293,9 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_unwritable, CLI_CASE_TIMEOUT)
 /* UC: send, write (checked by the server) and a copy of several chunks */
 KRDMA_TEST_F_TIMEOUT(cli, uc_send_write_copy, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UC);
 	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.c%d", getpid());
 	ASSERT_EQ(0, krdma_run("mkdir -p %s/save && head -c 200000 "
 			       "/dev/urandom > %s/f.bin", self->dir,
@@ -319,10 +328,11 @@ KRDMA_TEST_F_TIMEOUT(cli, uc_send_write_copy, CLI_CASE_TIMEOUT)
  */
 KRDMA_TEST_F_TIMEOUT(cli, ud_send_and_rc, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	uint64_t max = 0;
 	int st;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UD);
 	START_SERVER("-t rc,ud -p 18712 -n 5");
 	CLIENT_OK("send -t ud --data over-ud %s:18712", addr);
 	EXPECT_NE(NULL, strstr(self->client.out, "transport ud"));
@@ -382,7 +392,7 @@ KRDMA_TEST_F(cli, connect_refused)
 
 	/* refused at once, well before -T's timeout (seconds) */
 	st = cli_run(&self->client, "krdmactl send -T 20 %s:18799",
-		     kt_rxe0_addr(false));
+		     kt_test_addr(false));
 	EXPECT_EQ(1, st) {
 		TH_LOG("%s", self->client.out);
 	}
@@ -452,7 +462,7 @@ KRDMA_TEST_F_TIMEOUT(cli, bad_options, CLI_CASE_TIMEOUT)
  */
 KRDMA_TEST_F_TIMEOUT(cli, not_a_regular_file, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	int st;
 
 	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.f%d", getpid());
@@ -484,7 +494,7 @@ KRDMA_TEST_F_TIMEOUT(cli, not_a_regular_file, CLI_CASE_TIMEOUT)
  */
 KRDMA_TEST_F_TIMEOUT(cli, serve_addr_port, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	char buf[4096], want[64];
 	ssize_t n;
 	int fd;
@@ -515,7 +525,7 @@ KRDMA_TEST_F_TIMEOUT(cli, serve_addr_port, CLI_CASE_TIMEOUT)
  */
 KRDMA_TEST_F_TIMEOUT(cli, peer_strings_escaped, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	int st;
 
 	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.e%d", getpid());
@@ -535,8 +545,8 @@ KRDMA_TEST_F_TIMEOUT(cli, peer_strings_escaped, CLI_CASE_TIMEOUT)
 	kt_proc_end(&self->server);
 	kt_proc_end(&self->client);
 
-	ASSERT_OK(cli_spawn(&self->server, "krdmactl -j serve -d rxe0 "
-			    "-p 18715 -n 1"));
+	ASSERT_OK(cli_spawn(&self->server, "krdmactl -j serve -d %s "
+			    "-p 18715 -n 1", kt_test_dev()));
 	ASSERT_TRUE(cli_wait_listen(&self->server));
 	st = cli_run(&self->client, "krdmactl copy %s/e* %s:18715",
 		     self->dir, addr);
@@ -577,8 +587,13 @@ static bool cli_wait_out(struct kt_proc *p, const char *what, char *buf,
 	return false;
 }
 
+/*
+ * krdmactl bench: its handshake's READY and END are SEND_WITH_IMMs, so it
+ * runs where the device has immediate data.
+ */
 #define START_BENCH(fmt, ...)						\
 	do {								\
+		KT_NEED(&self->dev, KT_CAP_IMM);			\
 		ASSERT_OK(cli_spawn(&self->server, "krdmactl bench " fmt, \
 				    ##__VA_ARGS__));			\
 		ASSERT_TRUE(cli_wait_listen(&self->server)) {		\
@@ -608,15 +623,17 @@ static bool cli_wait_out(struct kt_proc *p, const char *what, char *buf,
  */
 KRDMA_TEST_F_TIMEOUT(cli, bench_ib_dev, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *dev = kt_test_dev(), *dev2 = kt_test_dev2();
+	const char *addr = kt_test_addr(false);
 	char want[96], buf[4096];
 
-	START_BENCH("-d rxe0 -p 18720");
-	snprintf(want, sizeof(want), "(%s:18720, rxe0)", addr);
+	START_BENCH("-d %s -p 18720", dev);
+	snprintf(want, sizeof(want), "(%s:18720, %s)", addr, dev);
 	EXPECT_TRUE(cli_wait_out(&self->server, want, buf, sizeof(buf)))
 		TH_LOG("no %s: %s", want, buf);
-	CLIENT_OK("bench write %s -p 18720 -d rxe0 -n 20 -s 4096", addr);
-	EXPECT_NE(NULL, strstr(self->client.out, " Device         : rxe0"))
+	CLIENT_OK("bench write %s -p 18720 -d %s -n 20 -s 4096", addr, dev);
+	snprintf(want, sizeof(want), " Device         : %s", dev);
+	EXPECT_NE(NULL, strstr(self->client.out, want))
 		TH_LOG("%s", self->client.out);
 	BENCH_REFUSED("-d nosuchdev0: no such RDMA device",
 		      "krdmactl bench write %s -p 18720 -d nosuchdev0 -n 20",
@@ -630,18 +647,20 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_ib_dev, CLI_CASE_TIMEOUT)
 	 * reaches it from rxe0 (over the veth) or from rxe1 itself: the
 	 * same HOST, the device -d says.
 	 */
-	addr = getenv("RXE1_ADDR");
+	addr = kt_test_addr2(false);
 	if (!addr)
 		return;
-	START_BENCH("-d rxe1 -p 18725");
-	snprintf(want, sizeof(want), "(%s:18725, rxe1)", addr);
+	START_BENCH("-d %s -p 18725", dev2);
+	snprintf(want, sizeof(want), "(%s:18725, %s)", addr, dev2);
 	EXPECT_TRUE(cli_wait_out(&self->server, want, buf, sizeof(buf)))
 		TH_LOG("no %s: %s", want, buf);
-	CLIENT_OK("bench write %s -p 18725 -d rxe0 -n 20 -s 4096", addr);
-	EXPECT_NE(NULL, strstr(self->client.out, " Device         : rxe0"))
+	CLIENT_OK("bench write %s -p 18725 -d %s -n 20 -s 4096", addr, dev);
+	snprintf(want, sizeof(want), " Device         : %s", dev);
+	EXPECT_NE(NULL, strstr(self->client.out, want))
 		TH_LOG("%s", self->client.out);
-	CLIENT_OK("bench write %s -p 18725 -d rxe1 -n 20 -s 4096", addr);
-	EXPECT_NE(NULL, strstr(self->client.out, " Device         : rxe1"))
+	CLIENT_OK("bench write %s -p 18725 -d %s -n 20 -s 4096", addr, dev2);
+	snprintf(want, sizeof(want), " Device         : %s", dev2);
+	EXPECT_NE(NULL, strstr(self->client.out, want))
 		TH_LOG("%s", self->client.out);
 }
 
@@ -651,7 +670,7 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_ib_dev, CLI_CASE_TIMEOUT)
  */
 KRDMA_TEST_F_TIMEOUT(cli, bench_ib_port_gid_mtu, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	uint64_t mtu = 0;
 	struct kt_dev d;
 	const char *p;
@@ -659,26 +678,27 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_ib_port_gid_mtu, CLI_CASE_TIMEOUT)
 
 	fd = krdma_open();
 	ASSERT_LE(0, fd);
-	ASSERT_OK(kt_dev_pick(fd, "rxe0", &d));
+	ASSERT_OK(kt_dev_pick(fd, NULL, &d));
 	close(fd);
-	ASSERT_EQ((uint32_t)KRDMA_GID_TYPE_ROCE_UDP_ENCAP, d.gid_type);
+	if (!kt_dev_iwarp(&d))
+		ASSERT_EQ((uint32_t)KRDMA_GID_TYPE_ROCE_UDP_ENCAP, d.gid_type);
 	START_BENCH("-p 18722");
-	CLIENT_OK("-j bench write %s -p 18722 -n 20 -s 4096 -d rxe0 -i %u "
-		  "-x %u", addr, d.port_num, d.gid_index);
+	CLIENT_OK("-j bench write %s -p 18722 -n 20 -s 4096 -d %s -i %u "
+		  "-x %u", addr, d.info.name, d.port_num, d.gid_index);
 	p = strstr(self->client.out, "\"path_mtu\":");
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->client.out);
 	mtu = strtoull(p + strlen("\"path_mtu\":"), NULL, 10);
 	ASSERT_TRUE(mtu >= 256 && mtu <= 4096);
-	CLIENT_OK("bench write %s -p 18722 -n 20 -s 4096 -d rxe0 -m %u",
-		  addr, (unsigned int)mtu);
+	CLIENT_OK("bench write %s -p 18722 -n 20 -s 4096 -d %s -m %u",
+		  addr, d.info.name, (unsigned int)mtu);
 	BENCH_REFUSED("path MTU is",
 		      "krdmactl bench write %s -p 18722 -n 20 -m %u", addr,
 		      mtu == 256 ? 512 : 256);
 	BENCH_REFUSED("-i 2: the connection to HOST is on port 1",
 		      "krdmactl bench write %s -p 18722 -n 20 -i 2", addr);
 	BENCH_REFUSED("-x 4000: no such GID index",
-		      "krdmactl bench write %s -p 18722 -n 20 -d rxe0 -x 4000",
-		      addr);
+		      "krdmactl bench write %s -p 18722 -n 20 -d %s -x 4000",
+		      addr, d.info.name);
 }
 
 /*
@@ -690,7 +710,7 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_ib_port_gid_mtu, CLI_CASE_TIMEOUT)
  */
 KRDMA_TEST_F_TIMEOUT(cli, bench_addresses_run_infinitely, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	struct kt_proc rdma = {};
 	char buf[8192], cmd[96], want[64], want0[64];
 	unsigned int qpn, rqpn, rpsn, rows = 0;
@@ -786,7 +806,7 @@ static int cli_samples(const char *out, bool sorted)
  */
 KRDMA_TEST_F_TIMEOUT(cli, bench_output_version, CLI_CASE_TIMEOUT)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	struct kt_proc ver = {};
 	char *end;
 	double v;

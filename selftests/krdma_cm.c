@@ -26,22 +26,21 @@
 #define ACCEPT_PDATA_MAX 196
 #define REJECT_PDATA_MAX 148
 
-static const char *env_or(const char *name, const char *def)
+/*
+ * The test device's IPv6 address; on rxe0 the bed's 2001:db8::1 when
+ * $RXE0_ADDR6 is not set.  NULL: the IPv6 cases skip.
+ */
+static const char *kc_addr6(void)
 {
-	const char *v = getenv(name);
-
-	return v && *v ? v : def;
+	return kt_test_addr(true) ?: (kt_test_dev_set() ? NULL : "2001:db8::1");
 }
 
-static const char *rxe0_addr(void)
-{
-	return env_or("RXE0_ADDR", "192.0.2.1");
-}
-
-static const char *rxe0_addr6(void)
-{
-	return env_or("RXE0_ADDR6", "2001:db8::1");
-}
+#define KC_NEED_ADDR6(self)						\
+	do {								\
+		if (!(self)->addr6)					\
+			SKIP(return, "%s: no IPv6 address (KRDMA_TEST_ADDR6)", \
+			     (self)->dev.info.name);			\
+	} while (0)
 
 /* One established connection: both ends and what the handshake carried. */
 struct kc_pair {
@@ -160,9 +159,9 @@ static int64_t kc_dev_index(int fd, const char *name)
 FIXTURE(cm)
 {
 	int sfd, cfd;		/* server and client sessions */
-	struct kt_dev dev;	/* rxe0 */
+	struct kt_dev dev;	/* the test device, kt_test_dev() */
 	const char *addr, *addr6;
-	uint32_t listener;	/* on $RXE0_ADDR:port, in sfd */
+	uint32_t listener;	/* on kt_test_addr():port, in sfd */
 	uint16_t port;
 	char max_events[32];	/* the module parameter, to restore, or "" */
 };
@@ -176,8 +175,8 @@ FIXTURE_SETUP(cm)
 		return;
 	self->cfd = krdma_open();
 	ASSERT_LE(0, self->cfd);
-	self->addr = rxe0_addr();
-	self->addr6 = rxe0_addr6();
+	self->addr = kt_test_addr(false);
+	self->addr6 = kc_addr6();
 	ASSERT_OK(kc_listen(self->sfd, self->addr, 0, &self->listener,
 			    &self->port));
 	ASSERT_NE(0, self->port);
@@ -303,6 +302,7 @@ KRDMA_TEST_F(cm, listen_ipv6)
 	uint32_t h, h2;
 	uint16_t p, p2;
 
+	KC_NEED_ADDR6(self);
 	ASSERT_OK(kc_listen(self->sfd, self->addr6, 0, &h, &p));
 	EXPECT_NE(0, p);
 	EXPECT_ERRNO(EADDRINUSE, kc_listen(self->sfd, self->addr6, p, &h2,
@@ -354,7 +354,7 @@ KRDMA_TEST_F(cm, connect_bad_arguments)
 
 	/* Source and destination of different families. */
 	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
-	kc_sockaddr(&c.cmd.src, self->addr6, 0);
+	kc_sockaddr(&c.cmd.src, self->addr6 ?: "2001:db8::1", 0);
 	EXPECT_ERRNO(EINVAL, ioctl(self->cfd, KRDMA_CM_CONNECT, &c.cmd));
 
 	/* Bad destination addresses. */
@@ -759,6 +759,7 @@ KRDMA_TEST_F_TIMEOUT(cm, ipv6_connect, 60)
 	uint32_t h;
 	uint16_t port;
 
+	KC_NEED_ADDR6(self);
 	ASSERT_OK(kc_listen(self->sfd, self->addr6, 0, &h, &port));
 	kc_establish(_metadata, self->sfd, self->cfd, h, self->addr6, port,
 		     "v6", 3, NULL, 0, &p);
@@ -906,6 +907,8 @@ KRDMA_TEST_F_TIMEOUT(cm, connect_local_only_refused, 120)
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const char *src = cases[i].src;
 
+		if (src && strchr(src, ':') && !self->addr6)
+			continue;	/* no IPv6 source on this device */
 		if (src && strchr(src, ':'))
 			src = self->addr6;
 		else if (src)
@@ -1085,6 +1088,11 @@ KRDMA_TEST_F(cm, accept_reject_not_a_request)
 	EXPECT_ERRNO(EINVAL, kc_accept(self->cfd, p.c, NULL, 0, NULL));
 	EXPECT_ERRNO(EINVAL, kc_reject(self->cfd, p.c, NULL, 0));
 	/* A connection set up by hand. */
+	/* (iWARP has none) */
+	if (kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN)) {
+		TH_LOG("%s", kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN));
+		return;
+	}
 	ASSERT_OK(kt_conn_create(self->sfd, &self->dev, KRDMA_TRANSPORT_RC, 0,
 				 NULL, &manual));
 	EXPECT_ERRNO(EINVAL, kc_accept(self->sfd, manual.handle, NULL, 0,
@@ -1437,20 +1445,27 @@ KRDMA_TEST_F_TIMEOUT(cm, disconnect_server_side_timewait, 90)
 
 KRDMA_TEST_F(cm, disconnect_wrong_handles)
 {
+	const char *no_manual = kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN);
 	struct krdma_cm_disconnect d = { .size = sizeof(d) };
-	struct kt_conn manual;
+	struct kt_conn manual = {};
 	struct kt_buf buf;
 
-	ASSERT_OK(kt_conn_create(self->sfd, &self->dev, KRDMA_TRANSPORT_RC, 0,
-				 NULL, &manual));
-	EXPECT_ERRNO(EINVAL, kc_disconnect(self->sfd, manual.handle));
+	/* a connection made by hand (iWARP has none) */
+	if (no_manual) {
+		TH_LOG("%s", no_manual);
+	} else {
+		ASSERT_OK(kt_conn_create(self->sfd, &self->dev,
+					 KRDMA_TRANSPORT_RC, 0, NULL, &manual));
+		EXPECT_ERRNO(EINVAL, kc_disconnect(self->sfd, manual.handle));
+	}
 	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index,
 			       KRDMA_ACCESS_LOCAL_WRITE, 64, &buf));
 	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, buf.handle));
 	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, self->listener));
 	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, 0));
 	EXPECT_ERRNO(ENOENT, kc_disconnect(self->sfd, 0x7fffffff));
-	d.handle = manual.handle;
+	/* the struct's own checks come before the handle's */
+	d.handle = no_manual ? self->listener : manual.handle;
 	d.flags = 1;
 	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_CM_DISCONNECT, &d));
 	d.flags = 0;
@@ -2159,14 +2174,15 @@ KRDMA_TEST_F_TIMEOUT(cm, server_close_established_only, 90)
 }
 
 /* ------------------------------------------------------------------------
- * rxe1 -> rxe0 across the veth
+ * rxe1 -> rxe0 across the veth (the test device's second, kt_test_dev2(),
+ * to it)
  */
 
 static void kc_cross(struct __test_metadata *_metadata,
 		     FIXTURE_DATA(cm) *self, const char *src, const char *dst)
 {
-	int64_t rxe0 = kc_dev_index(self->sfd, "rxe0");
-	int64_t rxe1 = kc_dev_index(self->sfd, "rxe1");
+	int64_t rxe0 = kc_dev_index(self->sfd, kt_test_dev());
+	int64_t rxe1 = kc_dev_index(self->sfd, kt_test_dev2());
 	struct krdma_cm_accept a;
 	struct krdma_event ev;
 	struct kc_connect c;
@@ -2271,6 +2287,7 @@ KRDMA_TEST_F_TIMEOUT(cm, uc_connect_send_and_write, 90)
 	uint16_t port;
 	uint32_t l;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UC);
 	kc_listen_transport(_metadata, self->sfd, self->addr,
 			    KRDMA_TRANSPORT_UC, &l, &port);
 	kc_establish_transport(_metadata, self, KRDMA_TRANSPORT_UC, port, &p);
@@ -2315,6 +2332,7 @@ KRDMA_TEST_F(cm, uc_rc_listener_mismatch)
 	uint16_t port;
 	uint32_t l;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UC);
 	kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
 	c.cmd.transport = KRDMA_TRANSPORT_UC;
 	kc_connect_run(&c);
@@ -2376,6 +2394,35 @@ static void kc_ud_post_recv(struct __test_metadata *_metadata, int fd,
 }
 
 /* UD: the client sends with no AH to the CM peer; the server names one. */
+/*
+ * A transport the device lacks (UC and UD on iWARP) is refused up front,
+ * EOPNOTSUPP, and leaves no handle behind.
+ */
+KRDMA_TEST_F(cm, transport_lacking_refused)
+{
+	uint32_t t, n = 0;
+	struct kc_connect c;
+
+	for (t = KRDMA_TRANSPORT_UC; t <= KRDMA_TRANSPORT_UD; t++) {
+		if (!kt_dev_lacks_transport(&self->dev, t))
+			continue;
+		n++;
+		kc_connect_init(&c, self->cfd, self->addr, self->port, NULL, 0);
+		c.cmd.transport = t;
+		kc_connect_run(&c);
+		EXPECT_EQ(-1, c.ret);
+		/* the protocol's (EPROTONOSUPPORT), else the driver's refusal */
+		EXPECT_TRUE(c.err == EPROTONOSUPPORT || c.err == EOPNOTSUPP) {
+			TH_LOG("%s: CM_CONNECT: %s",
+			       kt_dev_lacks_transport(&self->dev, t),
+			       strerror(c.err));
+		}
+	}
+	if (!n)
+		SKIP(return, "%s has every transport", self->dev.info.name);
+	kc_expect_no_handles(_metadata, self->cfd, 8);
+}
+
 KRDMA_TEST_F_TIMEOUT(cm, ud_connect_send_both_ways, 90)
 {
 	uint8_t data[512];
@@ -2385,6 +2432,7 @@ KRDMA_TEST_F_TIMEOUT(cm, ud_connect_send_both_ways, 90)
 	uint32_t l, ah;
 	uint16_t port;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UD);
 	kc_listen_transport(_metadata, self->sfd, self->addr,
 			    KRDMA_TRANSPORT_UD, &l, &port);
 	kc_establish_transport(_metadata, self, KRDMA_TRANSPORT_UD, port, &p);
@@ -2439,6 +2487,7 @@ KRDMA_TEST_F_TIMEOUT(cm, ud_reject_and_no_listener, 60)
 	uint16_t port;
 	uint32_t l;
 
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UD);
 	kc_listen_transport(_metadata, self->sfd, self->addr,
 			    KRDMA_TRANSPORT_UD, &l, &port);
 	kc_connect_init(&c, self->cfd, self->addr, port, NULL, 0);
@@ -2476,19 +2525,20 @@ KRDMA_TEST_F_TIMEOUT(cm, ud_reject_and_no_listener, 60)
 
 KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv4, 90)
 {
-	const char *src = getenv("RXE1_ADDR");
+	const char *src = kt_test_addr2(false);
 
-	if (!src || !*src)
-		SKIP(return, "RXE1_ADDR not set (no rxe1)");
+	if (!src)
+		SKIP(return, "%s", kt_no_dev2(false));
 	kc_cross(_metadata, self, src, self->addr);
 }
 
 KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv6, 90)
 {
-	const char *src = getenv("RXE1_ADDR6");
+	const char *src = kt_test_addr2(true);
 
-	if (!src || !*src)
-		SKIP(return, "RXE1_ADDR6 not set (no rxe1)");
+	if (!src)
+		SKIP(return, "%s", kt_no_dev2(true));
+	KC_NEED_ADDR6(self);
 	kc_cross(_metadata, self, src, self->addr6);
 }
 

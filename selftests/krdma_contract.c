@@ -232,7 +232,7 @@ KRDMA_TEST_F_TIMEOUT(contract, unknown_flags_every_command, 120)
 	test_cmd_conn_connect(&ud, NULL);
 	test_cmd_ah_create(ud.handle, self->dev.gid, &ah);
 	if (self->info.features & KRDMA_FEATURE_RDMA_CM)
-		ASSERT_OK(kc_listen(self->fd, kt_rxe0_addr(false), 0, &listener, &port));
+		ASSERT_OK(kc_listen(self->fd, kt_test_addr(false), 0, &listener, &port));
 
 	for (i = 0; i < ARRAY_SIZE(kr_cmds); i++) {
 		const struct kr_cmd *c = &kr_cmds[i];
@@ -297,11 +297,11 @@ KRDMA_TEST_F_TIMEOUT(contract, unknown_flags_every_command, 120)
 			base.cq.handle = rc.handle;
 			break;
 		case KRDMA_CMD_CM_LISTEN:
-			kc_sockaddr(&base.l.addr, kt_rxe0_addr(false), 0);
+			kc_sockaddr(&base.l.addr, kt_test_addr(false), 0);
 			break;
 		case KRDMA_CMD_CM_CONNECT:
 			/* to our own listener: nothing accepts, so it would time out */
-			kc_sockaddr(&base.cn.dst, kt_rxe0_addr(false), port);
+			kc_sockaddr(&base.cn.dst, kt_test_addr(false), port);
 			base.cn.timeout_ms = 1;
 			break;
 		case KRDMA_CMD_CM_ACCEPT:
@@ -637,7 +637,8 @@ KRDMA_TEST_F_TIMEOUT(contract, near_2_32_and_2_64, 300)
 		/* a remote address past the peer's buffer: posted, then an
 		 * error completion (none where rxe sends no NAK for it, its
 		 * requester resending forever); nothing written anywhere */
-		if (kt_rxe_defect(KT_RXE_NO_ACCESS_NAK))
+		if (kt_rxe_defect(KT_RXE_NO_ACCESS_NAK) ||
+		    kt_dev_lacks(&self->dev, KT_CAP_REMOTE_ERR_WC))
 			continue;
 		kt_wr_init(&wr, 100 + i, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
 		kt_wr_sge(&wr, kb.handle, 0, 8);
@@ -823,6 +824,8 @@ KRDMA_TEST_F_TIMEOUT(contract, completions_fully_written, 120)
 
 	if (!self->have_dev)
 		SKIP(return, "no device with an active port");
+	/* kr_wcs() posts a WRITE_WITH_IMM */
+	KT_NEED(&self->dev, KT_CAP_IMM);
 	kr_wcs(_metadata, self, 0x00, s0, r0);
 	kr_wcs(_metadata, self, 0xff, s1, r1);
 	for (i = 0; i < 2; i++) {
@@ -866,9 +869,9 @@ KRDMA_TEST_F_TIMEOUT(contract, events_fully_written, 120)
 	ASSERT_LE(0, fd2);
 	for (i = 0; i < (int)sizeof(pd); i++)
 		pd[i] = i + 1;
-	ASSERT_OK(kc_listen(fd2, kt_rxe0_addr(false), 0, &listener, &port));
+	ASSERT_OK(kc_listen(fd2, kt_test_addr(false), 0, &listener, &port));
 	/* a request the listener rejects, with private data */
-	kc_connect_init(&c, self->fd, kt_rxe0_addr(false), port, pd, 20);
+	kc_connect_init(&c, self->fd, kt_test_addr(false), port, pd, 20);
 	ASSERT_EQ(0, kc_connect_start(&c));
 	memset(ev, 0xff, sizeof(ev));
 	if (kc_wait_event(fd2, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS, &ev[0])) {

@@ -319,7 +319,8 @@ static int compare_gids(struct __test_metadata *_metadata, struct krdma_snap *s,
 			    memcmp(gid, g->gid, 16))
 				GID_MISMATCH("%s/%u gid %u: sysfs %s", d->name,
 					     p->port_num, j, gidstr);
-			t = krdma_gid_type_from_sysfs(type, p->link_layer);
+			t = krdma_gid_type_from_sysfs(type, p->link_layer,
+						      d->node_type);
 			if (t < 0 || (uint32_t)t != g->gid_type)
 				GID_MISMATCH("%s/%u gid %u: type %s, krdma %u", d->name,
 					     p->port_num, j, type, g->gid_type);

@@ -1770,7 +1770,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, bench, 900)
 
 static void fn_prep_listen(fn_t *self)
 {
-	kc_listen_init(&self->arg.listen, kt_rxe0_addr(false), 0);
+	kc_listen_init(&self->arg.listen, kt_test_addr(false), 0);
 }
 
 static void fn_prep_listen_ud(fn_t *self)
@@ -1865,7 +1865,7 @@ static void *fn_connector_fn(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
-		kc_connect_init(&c, p->fd, kt_rxe0_addr(false), p->port, NULL,
+		kc_connect_init(&c, p->fd, kt_test_addr(false), p->port, NULL,
 				0);
 		c.cmd.transport = p->transport;
 		c.cmd.timeout_ms = 5000;
@@ -1897,7 +1897,7 @@ static int fn_peer_start(bool connector, uint32_t transport, uint16_t port)
 	if (p->fd < 0)
 		return -1;
 	if (!connector) {
-		kc_listen_init(&l, kt_rxe0_addr(false), 0);
+		kc_listen_init(&l, kt_test_addr(false), 0);
 		l.transport = transport;
 		if (ioctl(p->fd, KRDMA_CM_LISTEN, &l))
 			goto err;
@@ -1947,7 +1947,7 @@ static void fn_prep_connect(fn_t *self)
 	c->size = sizeof(*c);
 	c->transport = fn_the_peer.transport;
 	c->timeout_ms = 5000;
-	kc_sockaddr(&c->dst, kt_rxe0_addr(false), fn_the_peer.port);
+	kc_sockaddr(&c->dst, kt_test_addr(false), fn_the_peer.port);
 }
 
 static int fn_call_connect(fn_t *self)
@@ -2023,7 +2023,7 @@ static int fn_request_init(fn_t *self, uint32_t transport)
 {
 	struct krdma_cm_listen l;
 
-	kc_listen_init(&l, kt_rxe0_addr(false), 0);
+	kc_listen_init(&l, kt_test_addr(false), 0);
 	l.transport = transport;
 	if (ioctl(self->fd, KRDMA_CM_LISTEN, &l))
 		return -1;

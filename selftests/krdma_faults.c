@@ -73,7 +73,7 @@ static int kf_serve_one(int s)
 	int fd;
 
 	fd = krdma_open();
-	if (fd < 0 || kt_dev_pick(fd, "rxe0", &d) ||
+	if (fd < 0 || kt_dev_pick(fd, NULL, &d) ||
 	    kf_full(s, &req, sizeof(req), false) || req.magic != KF_MAGIC ||
 	    kt_conn_create(fd, &d, KRDMA_TRANSPORT_RC, 0, NULL, &c) ||
 	    kt_buf_alloc(fd, d.dev_index, KRDMA_ACCESS_LOCAL_WRITE |
@@ -204,7 +204,7 @@ FIXTURE_SETUP(kf)
 	self->fd = kt_session_open(_metadata);
 	if (self->fd < 0)
 		return;
-	ASSERT_OK(kt_dev_pick(self->fd, "rxe0", &self->dev));
+	ASSERT_OK(kt_dev_pick(self->fd, NULL, &self->dev));
 	test_cmd_conn_create(&self->dev, KRDMA_TRANSPORT_RC, 0, NULL,
 			     &self->conn);
 	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE,

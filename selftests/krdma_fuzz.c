@@ -1489,8 +1489,8 @@ KRDMA_TEST_F_TIMEOUT(fuzz, random_ioctls, 100000)
 		}
 		TH_LOG("only %s", getenv("KRDMA_FUZZ_ONLY"));
 	}
-	fz.addr4 = kt_rxe0_addr(false);
-	fz.addr6 = kt_rxe0_addr(true) ?: "2001:db8::1";
+	fz.addr4 = kt_test_addr(false);
+	fz.addr6 = kt_test_addr(true) ?: "2001:db8::1";
 	fz.addr4b = getenv("RXE1_ADDR") ?: "192.0.2.11";
 	TH_LOG("seed %llu, %d threads, %lu s, hotplug %s (KRDMA_FUZZ_SEED, "
 	       "KRDMA_FUZZ_THREADS, KRDMA_FUZZ_DURATION, KRDMA_FUZZ_HOTPLUG)",

@@ -32,7 +32,7 @@ static int pp_gid_index(void)
 	char want[64], buf[128];
 	int i;
 
-	if (sscanf(kt_rxe0_addr(false), "%u.%u.%u.%u", &a, &b, &c, &d) != 4)
+	if (sscanf(kt_test_addr(false), "%u.%u.%u.%u", &a, &b, &c, &d) != 4)
 		return -1;
 	snprintf(want, sizeof(want),
 		 "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", a, b, c, d);
@@ -219,7 +219,7 @@ static unsigned int pp_size(const FIXTURE_VARIANT(interop) *v)
 static void pp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(interop) *v,
 		   enum pp_side side, int gid, bool client)
 {
-	const char *host = client ? kt_rxe0_addr(false) : "";
+	const char *host = client ? kt_test_addr(false) : "";
 
 	if (side == REFERENCE)
 		snprintf(cmd, len,
@@ -246,7 +246,7 @@ FIXTURE_SETUP(interop)
 	self->gid = pp_gid_index();
 	if (self->gid < 0)
 		SKIP(return, "no RoCEv2 GID ::ffff:%s on " RXE,
-		     kt_rxe0_addr(false));
+		     kt_test_addr(false));
 }
 
 FIXTURE_TEARDOWN(interop)
@@ -342,7 +342,7 @@ FIXTURE_SETUP(failures)
 	self->gid = pp_gid_index();
 	if (self->gid < 0)
 		SKIP(return, "no RoCEv2 GID ::ffff:%s on " RXE,
-		     kt_rxe0_addr(false));
+		     kt_test_addr(false));
 }
 
 FIXTURE_TEARDOWN(failures)
@@ -368,7 +368,7 @@ KRDMA_TEST_F(failures, connect_refused)
 	ASSERT_FALSE(tcp_listening(18698));
 	snprintf(cmd, sizeof(cmd),
 		 "krdmactl pingpong -d " RXE " -g %d -p 18698 %s", self->gid,
-		 kt_rxe0_addr(false));
+		 kt_test_addr(false));
 	t0 = now_s();
 	ASSERT_OK(pp_spawn(&self->client, "client", cmd));
 	kt_reap(&self->client);
@@ -439,7 +439,7 @@ KRDMA_TEST_F_TIMEOUT(failures, chk_detects_unmarked, PP_CASE_TIMEOUT)
 	snprintf(cmd, sizeof(cmd),
 		 "krdmactl pingpong -d " RXE " -g %d -p 18696 -n 20 -T "
 		 PP_IDLE " %s",
-		 self->gid, kt_rxe0_addr(false));
+		 self->gid, kt_test_addr(false));
 	ASSERT_OK(pp_spawn(&self->client, "client", cmd));
 	kt_reap_pair(&self->server, &self->client, PP_GRACE);
 	EXPECT_EQ(0, self->client.status) {

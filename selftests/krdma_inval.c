@@ -144,6 +144,7 @@ static void local_inv(struct __test_metadata *_metadata,
 KRDMA_TEST_F_TIMEOUT(inval, local_inv_revokes_remote_write, 60)
 {
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	dst_fill(_metadata, self, 0x5c);
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 1));
 	dst_expect(_metadata, self, 0x5c, 1);
@@ -193,6 +194,7 @@ KRDMA_TEST_F_TIMEOUT(inval, send_with_inv_revokes_remote_write, 60)
 	struct krdma_wc wc;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	dst_fill(_metadata, self, 0x3a);
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, write_dst(_metadata, self, 3));
 	kt_wr_init(&wr, 0x4444, KRDMA_OP_RECV, 0);
@@ -249,6 +251,7 @@ KRDMA_TEST_F_TIMEOUT(inval, other_session_rkey_refused, 60)
 	int ofd;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	ofd = krdma_open();
 	ASSERT_LE(0, ofd);
 	ASSERT_OK(kt_buf_alloc(ofd, self->dev.dev_index, KT_ACCESS_ALL, LEN,
@@ -300,7 +303,7 @@ static int nobody_send_with_inv(const struct kt_dev *dev, uint32_t rkey)
 	fd = krdma_open();
 	if (fd < 0)
 		return 102;
-	if (kt_conn_pair(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b))
+	if (kt_conn_pair_any(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &a, &b))
 		return 103;
 	if (kt_buf_alloc(fd, dev->dev_index, KRDMA_ACCESS_LOCAL_WRITE, 64,
 			 &buf))
@@ -329,6 +332,7 @@ KRDMA_TEST_F_TIMEOUT(inval, send_with_inv_of_other_session_refused, 60)
 	pid_t pid;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	if (!dev_is_rxe(&self->dev))
 		SKIP(return, "%s is not rxe: its invalidation keeps to the PD",
 		     self->dev.info.name);

@@ -36,8 +36,9 @@ FIXTURE_SETUP(netns)
 	if (access("/proc/self/ns/net", F_OK))
 		SKIP(return, "no network namespaces (CONFIG_NET_NS)");
 	if (kt_dev_pick(self->fd, NULL, &self->dev))
-		SKIP(return, "no device with an active port");
-	if (self->dev.port.link_layer != KRDMA_LINK_LAYER_ETHERNET)
+		SKIP(return, "%s", kt_no_dev());
+	if (self->dev.port.link_layer != KRDMA_LINK_LAYER_ETHERNET ||
+	    kt_dev_iwarp(&self->dev))
 		SKIP(return, "%s: not RoCE, its GIDs have no netdev",
 		     self->dev.info.name);
 	ASSERT_OK(krdma_info_get(self->fd, &info));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdmactl rping against rdma-core's rping and against itself: server and
- * client both run on rxe0 in this VM (its loopback path works) and meet
- * through rdma_cm at $RXE0_ADDR (or $RXE0_ADDR6).  Each case runs the two
+ * client both run on the test device in this VM (rxe0, or $KRDMA_TEST_DEV;
+ * its loopback path works) and meet through rdma_cm at its address.  Each case runs the two
  * programs under timeout(1), on a port of its own, and wants both to exit
  * 0 and print, with -v, exactly rping's lines for every ping:
  *
@@ -13,7 +13,6 @@
 
 #include "krdma_test.h"
 
-#define RXE "rxe0"
 #define RP_CASE_TIMEOUT 150	/* the harness' limit for one case */
 /*
  * krdmactl -T: a CM packet lost on a loaded machine (an RTU) comes back
@@ -166,6 +165,21 @@ RP_CASE(size_1000_krdmactl_server_rping_client, KRDMACTL, REFERENCE, false, 1000
 RP_CASE(size_26_rping_server_krdmactl_client, REFERENCE, KRDMACTL, false, 26, 60, 7308);
 RP_CASE(size_65535_krdmactl_both, KRDMACTL, KRDMACTL, false, 65535, 3, 7309);
 
+/*
+ * The server's "-d DEV " when the suite runs on a device named by
+ * $KRDMA_TEST_DEV: krdmactl rping finds its device by the address as a
+ * GID, and an iWARP device has no such GID (a client's is its route's).
+ */
+static const char *rp_dev(void)
+{
+	static char opt[KRDMA_NAME_MAX + 8];
+
+	if (!kt_test_dev_set())
+		return "";
+	snprintf(opt, sizeof(opt), "-d %s ", kt_test_dev());
+	return opt;
+}
+
 static void rp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(rping) *v,
 		   enum rp_side side, const char *addr, bool client)
 {
@@ -175,23 +189,23 @@ static void rp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(rping) *v,
 			 v->count);
 	else
 		snprintf(cmd, len,
-			 "krdmactl rping %s -a %s -p %u -S %u -C %u -V -v -T "
-			 RP_IDLE, client ? "" : "-s", addr, v->port, v->size,
-			 v->count);
+			 "krdmactl rping %s %s-a %s -p %u -S %u -C %u -V -v -T "
+			 RP_IDLE, client ? "" : "-s", client ? "" : rp_dev(),
+			 addr, v->port, v->size, v->count);
 }
 
 FIXTURE_SETUP(rping)
 {
-	const char *why = kt_krdmactl_unavailable(RXE);
+	const char *why = kt_krdmactl_unavailable(kt_test_dev());
 
 	if (why)
 		SKIP(return, "%s", why);
 	if ((variant->server == REFERENCE || variant->client == REFERENCE) &&
 	    !krdma_have_cmd("rping"))
 		SKIP(return, "no rping (rdma-core rdmacm-utils)");
-	self->addr = kt_rxe0_addr(variant->v6);
+	self->addr = kt_test_addr(variant->v6);
 	if (!self->addr)
-		SKIP(return, "no $RXE0_ADDR6");
+		SKIP(return, "%s: no IPv6 address", kt_test_dev());
 }
 
 FIXTURE_TEARDOWN(rping)
@@ -297,7 +311,7 @@ KRDMA_TEST_F(failures, connect_refused)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p 7398 -C 1 -T 5",
-		 kt_rxe0_addr(false));
+		 kt_test_addr(false));
 	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
 	kt_reap(&self->client);
 	EXPECT_EQ(1, self->client.status) {
@@ -313,8 +327,8 @@ KRDMA_TEST_F(failures, accept_timeout)
 {
 	char cmd[256];
 
-	snprintf(cmd, sizeof(cmd), "krdmactl rping -s -a %s -p 7397 -T 1",
-		 kt_rxe0_addr(false));
+	snprintf(cmd, sizeof(cmd), "krdmactl rping -s %s-a %s -p 7397 -T 1",
+		 rp_dev(), kt_test_addr(false));
 	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
 	kt_reap(&self->server);
 	EXPECT_EQ(1, self->server.status) {
@@ -333,12 +347,12 @@ KRDMA_TEST_F_TIMEOUT(failures, server_count_mismatch, RP_CASE_TIMEOUT)
 {
 	char cmd[256];
 
-	snprintf(cmd, sizeof(cmd), "krdmactl rping -s -a %s -p 7396 -C 5 "
-		 "-T " RP_IDLE, kt_rxe0_addr(false));
+	snprintf(cmd, sizeof(cmd), "krdmactl rping -s %s-a %s -p 7396 -C 5 "
+		 "-T " RP_IDLE, rp_dev(), kt_test_addr(false));
 	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
 	ASSERT_TRUE(rp_wait_listen(&self->server, 7396));
 	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p 7396 -C 3 -V "
-		 "-T " RP_IDLE, kt_rxe0_addr(false));
+		 "-T " RP_IDLE, kt_test_addr(false));
 	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
 	kt_reap_pair(&self->server, &self->client, RP_GRACE);
 	EXPECT_EQ(0, self->client.status) {

@@ -173,7 +173,8 @@ KRDMA_TEST_F(sessions, own_session)
  */
 KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 {
-	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK);
+	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK) ?:
+			     kt_dev_lacks(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	const struct krdma_session_info *me;
 	const struct krdma_conn_info *ci;
 	struct krdma_conn_query cq;
@@ -183,6 +184,8 @@ KRDMA_TEST_F_TIMEOUT(sessions, transfer_and_failure, 60)
 	uint32_t sid;
 	int kmsg = kt_kmsg_open();
 
+	/* a connection made by hand, as iWARP has none */
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 	kt_write_wait(_metadata, self->fd, a.handle, 1, &buf, 128, 1024,
@@ -410,6 +413,8 @@ KRDMA_TEST_F(sessions, restrack_has_the_qpn)
 	struct kt_conn a, b;
 	char cmd[64], want[64];
 
+	/* a connection made by hand, as iWARP has none */
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	if (!krdma_have_cmd("rdma"))
 		SKIP(return, "no rdma (iproute2) in PATH");
 	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &ks_caps, &a, &b);
@@ -438,6 +443,8 @@ KRDMA_TEST_F(sessions, dynamic_debug_steps)
 	struct kt_conn a, b;
 	int kmsg;
 
+	/* a connection made by hand, as iWARP has none */
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	ks_debugfs();
 	for (unsigned int i = 0; i < ARRAY_SIZE(controls) && !control; i++)
 		if (!access(controls[i], W_OK))
@@ -501,6 +508,8 @@ KRDMA_TEST_F_TIMEOUT(sessions, listing_races, 60)
 	pthread_t t[2];
 	char *text;
 
+	/* a connection made by hand, as iWARP has none */
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	for (int i = 0; i < 2; i++)
 		ASSERT_OK(pthread_create(&t[i], NULL, ks_churn_fn, &ch));
 	while (kt_now_ms() < end) {

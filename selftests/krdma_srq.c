@@ -64,8 +64,8 @@ FIXTURE_SETUP(srq)
 					   &self->dev);
 	if (self->fd < 0)
 		return;
-	if (!self->dev.info.max_srq)
-		SKIP(return, "%s has no SRQs", self->dev.info.name);
+	KT_NEED(&self->dev, KT_CAP_SRQ);
+	KT_NEED_CONN(&self->dev, variant->transport);
 	ASSERT_OK(srq_create(self->fd, self->dev.dev_index, SRQ_DEPTH, 2,
 			     &self->srq));
 	for (i = 0; i < NCONN; i++) {
@@ -416,11 +416,14 @@ KRDMA_TEST_F(srq, bind_errors)
 /* An SRQ on one device cannot serve a connection on another. */
 KRDMA_TEST_F(srq, bind_other_device)
 {
+	const char *other = kt_test_dev2();
 	struct kt_dev rxe1;
 	struct kt_conn conn;
 
-	if (kt_dev_pick(self->fd, "rxe1", &rxe1))
-		SKIP(return, "no rxe1");
+	if (!other)
+		SKIP(return, "%s", kt_no_dev2(false));
+	if (kt_dev_pick(self->fd, other, &rxe1))
+		SKIP(return, "%s: no %s", self->dev.info.name, other);
 	EXPECT_ERRNO(EINVAL, srq_conn_create(self->fd, &rxe1,
 					     variant->transport,
 					     self->srq.handle, &conn));
@@ -449,7 +452,7 @@ static void cm_send(struct __test_metadata *_metadata, int cfd, uint32_t conn,
 /* rdma_cm: a connection accepted with KRDMA_CONN_SRQ receives from it. */
 KRDMA_TEST_F_TIMEOUT(srq, cm_accept_with_srq, 90)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	struct krdma_cm_listen l;
 	struct krdma_cm_accept a;
 	struct krdma_event ev;

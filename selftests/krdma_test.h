@@ -228,13 +228,19 @@ static inline int krdma_parse_leading_uint(const char *s, uint32_t *val)
 	return 0;
 }
 
-/* sysfs' "IB/RoCE v1" / "RoCE v2" as a krdma_gid_type; -1 if unknown. */
-static inline int krdma_gid_type_from_sysfs(const char *s, uint32_t link_layer)
+/*
+ * sysfs' "IB/RoCE v1" / "RoCE v2" as a krdma_gid_type; -1 if unknown.  The
+ * first is RoCE v1 on an Ethernet port but for iWARP's (node type RNIC),
+ * whose GIDs (its MACs) are of type IB.
+ */
+static inline int krdma_gid_type_from_sysfs(const char *s, uint32_t link_layer,
+					    uint32_t node_type)
 {
 	if (!strcmp(s, "RoCE v2"))
 		return KRDMA_GID_TYPE_ROCE_UDP_ENCAP;
 	if (!strcmp(s, "IB/RoCE v1"))
-		return link_layer == KRDMA_LINK_LAYER_ETHERNET ?
+		return link_layer == KRDMA_LINK_LAYER_ETHERNET &&
+		       node_type != KRDMA_NODE_RNIC ?
 			KRDMA_GID_TYPE_ROCE : KRDMA_GID_TYPE_IB;
 	return -1;
 }
@@ -689,7 +695,7 @@ struct kt_dev {
 	struct krdma_port_info port;
 };
 
-/* RXE0_ADDR (192.0.2.1) as an IPv4-mapped GID. */
+/* Is @gid IPv4-mapped (of @addr, unless NULL)? */
 static inline bool kt_gid_is_v4mapped(const uint8_t *gid, const char *addr)
 {
 	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
@@ -724,25 +730,92 @@ static inline const char *kt_krdmactl_unavailable(const char *rxe)
 	return NULL;
 }
 
-/* $RXE0_ADDR (else 192.0.2.1); with @v6 $RXE0_ADDR6 (else NULL). */
-static inline const char *kt_rxe0_addr(bool v6)
+/*
+ * The device the suite runs on: $KRDMA_TEST_DEV, else rxe0.  Every fixture
+ * and helper takes its device and address from here, so that the one suite
+ * runs on another driver (siw0) as it does on rxe.
+ */
+static inline const char *kt_test_dev(void)
 {
-	const char *addr = getenv(v6 ? "RXE0_ADDR6" : "RXE0_ADDR");
+	const char *dev = getenv("KRDMA_TEST_DEV");
 
+	return dev && *dev ? dev : "rxe0";
+}
+
+/* Whether the device was chosen by $KRDMA_TEST_DEV (not rxe0 by default). */
+static inline bool kt_test_dev_set(void)
+{
+	const char *dev = getenv("KRDMA_TEST_DEV");
+
+	return dev && *dev;
+}
+
+/*
+ * The test device's address: $KRDMA_TEST_ADDR (with @v6 $KRDMA_TEST_ADDR6),
+ * else $RXE0_ADDR (192.0.2.1) and $RXE0_ADDR6 (NULL).
+ */
+static inline const char *kt_test_addr(bool v6)
+{
+	const char *addr = getenv(v6 ? "KRDMA_TEST_ADDR6" : "KRDMA_TEST_ADDR");
+
+	if (addr && *addr)
+		return addr;
+	addr = getenv(v6 ? "RXE0_ADDR6" : "RXE0_ADDR");
 	if (addr && *addr)
 		return addr;
 	return v6 ? NULL : "192.0.2.1";
 }
 
 /*
- * The device named @name (NULL: "rxe0", else the first one with an active
- * port), its first active port, and a GID there: the RoCE v2 GID of
- * $RXE0_ADDR, else any IPv4-mapped RoCE v2 GID, else any RoCE v2 GID, else
- * the first one.  -1 with errno ENODEV if there is none.
+ * A second device of the test device's driver, reachable from it, for the
+ * tests between two devices: $KRDMA_TEST_DEV2 at $KRDMA_TEST_ADDR2 (with
+ * @v6 $KRDMA_TEST_ADDR2_6); for rxe0, rxe1 at $RXE1_ADDR and $RXE1_ADDR6
+ * (the one VM's veth peer).  NULL when there is none.
+ */
+static inline const char *kt_test_dev2(void)
+{
+	const char *dev = getenv("KRDMA_TEST_DEV2");
+
+	if (dev && *dev)
+		return dev;
+	return strcmp(kt_test_dev(), "rxe0") ? NULL : "rxe1";
+}
+
+static inline const char *kt_test_addr2(bool v6)
+{
+	const char *addr = getenv(v6 ? "KRDMA_TEST_ADDR2_6" :
+				  "KRDMA_TEST_ADDR2");
+
+	if (!(addr && *addr) && !strcmp(kt_test_dev(), "rxe0"))
+		addr = getenv(v6 ? "RXE1_ADDR6" : "RXE1_ADDR");
+	return addr && *addr ? addr : NULL;
+}
+
+/* Why there is no kt_test_addr2(@v6), for a skip. */
+static inline const char *kt_no_dev2(bool v6)
+{
+	static char why[2 * KRDMA_NAME_MAX + 48];
+
+	if (!kt_test_dev2())
+		snprintf(why, sizeof(why),
+			 "%s: no second device (KRDMA_TEST_DEV2 not set)",
+			 kt_test_dev());
+	else
+		snprintf(why, sizeof(why), "%s: no %s address of %s",
+			 kt_test_dev(), v6 ? "IPv6" : "IPv4", kt_test_dev2());
+	return why;
+}
+
+/*
+ * The device named @name (NULL: the test device, kt_test_dev(); when that
+ * is rxe0 by default and missing, the first one with an active port), its
+ * first active port, and a GID there: the RoCE v2 GID of kt_test_addr(),
+ * else any IPv4-mapped RoCE v2 GID, else any RoCE v2 GID, else the first
+ * one (iWARP's).  -1 with errno ENODEV if there is none.
  */
 static inline int kt_dev_pick(int fd, const char *name, struct kt_dev *d)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	struct krdma_snap s;
 	uint32_t i, p, g;
 	int best = -1, best_score = -1;
@@ -753,8 +826,10 @@ static inline int kt_dev_pick(int fd, const char *name, struct kt_dev *d)
 	for (i = 0; i < s.ndev && best < 0; i++) {
 		struct krdma_device_info *di = &s.devs[i];
 
-		if (name ? strcmp(di->name, name) :
-		    (krdma_snap_find(&s, "rxe0") && strcmp(di->name, "rxe0")))
+		if (!name && (kt_test_dev_set() ||
+			      krdma_snap_find(&s, kt_test_dev())))
+			name = kt_test_dev();
+		if (name && strcmp(di->name, name))
 			continue;
 		for (p = 0; p < di->phys_port_cnt && best < 0; p++) {
 			struct krdma_port_info *pi = &s.ports[di->first_port + p];
@@ -794,6 +869,141 @@ static inline int kt_dev_pick(int fd, const char *name, struct kt_dev *d)
 	}
 	return 0;
 }
+
+/*
+ * What a test needs of its device beyond RC over a connection of rdma_cm,
+ * for kt_dev_lacks().  krdma refuses what a device lacks up front with the
+ * errno uapi/krdma.h documents; a test that needs it skips instead, naming
+ * the device and the capability it lacks, so that a run on another driver
+ * (siw) says what it did not cover.
+ */
+enum kt_cap {
+	KT_CAP_MANUAL_CONN,	/* CONN_CREATE/CONN_MODIFY: not on iWARP */
+	KT_CAP_UC,
+	KT_CAP_UD,
+	KT_CAP_ATOMIC,		/* atomic_cap not NONE */
+	KT_CAP_IMM,		/* immediate data: not on iWARP */
+	KT_CAP_SRQ,		/* max_srq */
+	KT_CAP_SGE_RD,		/* max_sge_rd > 1 */
+	KT_CAP_PSN,		/* PSNs: not on iWARP, a TCP stream */
+	KT_CAP_REMOTE_ERR_WC,	/* a remote error in the sender's completion */
+};
+
+static inline bool kt_dev_iwarp(const struct kt_dev *d)
+{
+	return d->info.node_type == KRDMA_NODE_RNIC;
+}
+
+/*
+ * Why the device @d cannot run a test that needs @cap ("siw0: atomic_cap
+ * none"), or NULL if it can.
+ */
+static inline const char *kt_dev_lacks(const struct kt_dev *d, enum kt_cap cap)
+{
+	static char why[KRDMA_NAME_MAX + 64];
+	const char *name = d->info.name;
+	const char *miss = NULL;
+
+	switch (cap) {
+	case KT_CAP_MANUAL_CONN:
+		if (kt_dev_iwarp(d))
+			miss = "iWARP connects only through rdma_cm";
+		break;
+	case KT_CAP_UC:
+		if (kt_dev_iwarp(d))
+			miss = "iWARP has no UC";
+		break;
+	case KT_CAP_UD:
+		if (kt_dev_iwarp(d))
+			miss = "iWARP has no UD";
+		break;
+	case KT_CAP_ATOMIC:
+		if (d->info.atomic_cap == KRDMA_ATOMIC_NONE)
+			miss = "atomic_cap none";
+		break;
+	case KT_CAP_IMM:
+		if (kt_dev_iwarp(d))
+			miss = "iWARP has no immediate data";
+		break;
+	case KT_CAP_SRQ:
+		if (!d->info.max_srq)
+			miss = "max_srq 0";
+		break;
+	case KT_CAP_PSN:
+		if (kt_dev_iwarp(d))
+			miss = "iWARP keeps no PSN";
+		break;
+	case KT_CAP_REMOTE_ERR_WC:
+		/* complete once TCP has it; a TERMINATE follows */
+		if (kt_dev_iwarp(d))
+			miss = "iWARP's sender completes before the remote error";
+		break;
+	case KT_CAP_SGE_RD:
+		if (d->info.max_sge_rd < 2) {
+			snprintf(why, sizeof(why), "%s: max_sge_rd %u", name,
+				 d->info.max_sge_rd);
+			return why;
+		}
+		break;
+	}
+	if (!miss)
+		return NULL;
+	snprintf(why, sizeof(why), "%s: %s", name, miss);
+	return why;
+}
+
+/* The transport's own capability (RC needs none). */
+static inline const char *kt_dev_lacks_transport(const struct kt_dev *d,
+						 uint32_t transport)
+{
+	if (transport == KRDMA_TRANSPORT_UC)
+		return kt_dev_lacks(d, KT_CAP_UC);
+	if (transport == KRDMA_TRANSPORT_UD)
+		return kt_dev_lacks(d, KT_CAP_UD);
+	return NULL;
+}
+
+/*
+ * Why connections of @transport cannot be made and connected by hand
+ * (kt_conn_self(), kt_conn_pair()) on @d, or NULL.
+ */
+static inline const char *kt_dev_lacks_conn(const struct kt_dev *d,
+					    uint32_t transport)
+{
+	return kt_dev_lacks_transport(d, transport) ?:
+	       kt_dev_lacks(d, KT_CAP_MANUAL_CONN);
+}
+
+/* Why @op (KRDMA_OP_*) cannot be tested on @d, or NULL. */
+static inline const char *kt_dev_lacks_op(const struct kt_dev *d, uint32_t op)
+{
+	switch (op) {
+	case KRDMA_OP_ATOMIC_FETCH_ADD:
+	case KRDMA_OP_ATOMIC_CMP_SWP:
+		return kt_dev_lacks(d, KT_CAP_ATOMIC);
+	case KRDMA_OP_SEND_WITH_IMM:
+	case KRDMA_OP_RDMA_WRITE_WITH_IMM:
+		return kt_dev_lacks(d, KT_CAP_IMM);
+	}
+	return NULL;
+}
+
+/*
+ * In a test or FIXTURE_SETUP: skip (and return) unless the device @d has
+ * what the test needs; the skip says the device and what it lacks.
+ */
+#define __KT_NEED(why_expr)						\
+	do {								\
+		const char *__why = (why_expr);				\
+									\
+		if (__why)						\
+			SKIP(return, "%s", __why);			\
+	} while (0)
+#define KT_NEED(d, cap) __KT_NEED(kt_dev_lacks(d, cap))
+#define KT_NEED_TRANSPORT(d, transport)					\
+	__KT_NEED(kt_dev_lacks_transport(d, transport))
+#define KT_NEED_CONN(d, transport) __KT_NEED(kt_dev_lacks_conn(d, transport))
+#define KT_NEED_OP(d, op) __KT_NEED(kt_dev_lacks_op(d, op))
 
 /* Buffers */
 
@@ -1014,6 +1224,7 @@ kt_sessions_conn(const struct kt_sessions *ks, uint32_t qpn)
 /* Connections */
 
 struct kt_conn {
+	const struct kt_dev *dev;	/* the device it was created on */
 	uint32_t handle, qp_num, psn, lid, transport;
 	uint8_t gid[16];
 	struct krdma_qp_caps caps;
@@ -1041,6 +1252,7 @@ static inline int kt_conn_create_srq(int fd, const struct kt_dev *d,
 		cc.caps = *caps;
 	if (ioctl(fd, KRDMA_CONN_CREATE, &cc))
 		return -1;
+	c->dev = d;
 	c->handle = cc.handle;
 	c->qp_num = cc.qp_num;
 	c->psn = cc.psn;
@@ -1435,9 +1647,21 @@ static inline int kt_session_open(struct __test_metadata *_metadata)
 	return fd;
 }
 
+/* Why kt_dev_pick(fd, NULL, ...) found no device, for a skip. */
+static inline const char *kt_no_dev(void)
+{
+	static char why[KRDMA_NAME_MAX + 48];
+
+	if (!kt_test_dev_set())
+		return "no device with an active port";
+	snprintf(why, sizeof(why), "%s: no such device with an active port",
+		 kt_test_dev());
+	return why;
+}
+
 /*
- * kt_session_open() and a device with an active port in @dev (rxe0 if
- * there is one): the session, or -1 with the test skipped.
+ * kt_session_open() and a device with an active port in @dev (the test
+ * device, kt_test_dev()): the session, or -1 with the test skipped.
  */
 static inline int kt_session_open_dev(struct __test_metadata *_metadata,
 				      struct kt_dev *dev)
@@ -1446,7 +1670,7 @@ static inline int kt_session_open_dev(struct __test_metadata *_metadata,
 
 	if (fd >= 0 && kt_dev_pick(fd, NULL, dev)) {
 		close(fd);
-		SKIP(return -1, "no device with an active port");
+		SKIP(return -1, "%s", kt_no_dev());
 	}
 	return fd;
 }
@@ -1473,7 +1697,7 @@ static inline int __kt_session_open_feature(struct __test_metadata *_metadata,
 	}
 	if (kt_dev_pick(fd, NULL, dev)) {
 		close(fd);
-		SKIP(return -1, "no device with an active port");
+		SKIP(return -1, "%s", kt_no_dev());
 	}
 	return fd;
 }
@@ -1574,16 +1798,44 @@ static inline bool kt_common_errno(int err)
 #define test_err_destroy(_errno, handle)				\
 	EXPECT_ERRNO(_errno, kt_destroy(self->fd, handle))
 
-#define test_cmd_conn_create(...)					\
-	ASSERT_OK(kt_conn_create(self->fd, __VA_ARGS__))
+/*
+ * The creates and connects skip first where the device lacks the transport
+ * or a connection by hand (kt_dev_lacks_conn(): iWARP's QPs come from
+ * rdma_cm alone, CONN_CREATE is refused there).
+ */
+#define test_cmd_conn_create(d, transport, ...)				\
+	do {								\
+		KT_NEED_CONN(d, transport);				\
+		ASSERT_OK(kt_conn_create(self->fd, d, transport,	\
+					 __VA_ARGS__));			\
+	} while (0)
 #define test_err_conn_create(_errno, ...)				\
 	EXPECT_ERRNO(_errno, kt_conn_create(self->fd, __VA_ARGS__))
 #define test_cmd_conn_connect(c, peer)					\
-	ASSERT_OK(kt_conn_connect(self->fd, c, peer))
+	do {								\
+		if ((c)->dev)						\
+			KT_NEED_CONN((c)->dev, (c)->transport);		\
+		ASSERT_OK(kt_conn_connect(self->fd, c, peer));		\
+	} while (0)
 #define test_err_conn_connect(_errno, c, peer)				\
 	EXPECT_ERRNO(_errno, kt_conn_connect(self->fd, c, peer))
-#define test_cmd_conn_self(...) ASSERT_OK(kt_conn_self(self->fd, __VA_ARGS__))
-#define test_cmd_conn_pair(...) ASSERT_OK(kt_conn_pair(self->fd, __VA_ARGS__))
+#define test_cmd_conn_self(d, transport, ...)				\
+	do {								\
+		KT_NEED_CONN(d, transport);				\
+		ASSERT_OK(kt_conn_self(self->fd, d, transport,		\
+				       __VA_ARGS__));			\
+	} while (0)
+/*
+ * test_cmd_conn_pair(): through rdma_cm where the device connects only so
+ * (kt_conn_pair_any()): a test that needs a pair made by hand uses
+ * kt_conn_pair() after KT_NEED_CONN().
+ */
+#define test_cmd_conn_pair(d, transport, ...)				\
+	do {								\
+		KT_NEED_TRANSPORT(d, transport);			\
+		ASSERT_OK(kt_conn_pair_any(self->fd, d, transport,	\
+					   __VA_ARGS__));		\
+	} while (0)
 #define test_cmd_conn_query(handle, q)					\
 	ASSERT_OK(kt_conn_query(self->fd, handle, q))
 #define test_err_conn_query(_errno, handle, q)				\
@@ -2098,6 +2350,92 @@ static inline int kc_connect_join(struct kc_connect *c, uint32_t ms)
 	pthread_join(c->thread, NULL);
 	c->started = false;
 	return 0;
+}
+
+/*
+ * Two connections of @transport on @d connected to each other through
+ * rdma_cm at kt_test_addr(), in the one session @fd: @a connected, @b
+ * accepted, the listener gone and the handshake's events taken.  0, or -1
+ * with errno.
+ */
+static inline int kt_conn_pair_cm(int fd, const struct kt_dev *d,
+				  uint32_t transport, uint32_t flags,
+				  const struct krdma_qp_caps *caps,
+				  struct kt_conn *a, struct kt_conn *b)
+{
+	const char *addr = kt_test_addr(false);
+	struct krdma_cm_accept acc;
+	struct krdma_cm_listen l;
+	struct krdma_event ev;
+	struct kc_connect c;
+	int ret, err;
+
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	kc_listen_init(&l, addr, 0);
+	l.transport = transport;
+	if (ioctl(fd, KRDMA_CM_LISTEN, &l))
+		return -1;
+	kc_connect_init(&c, fd, addr, l.port, NULL, 0);
+	c.cmd.transport = transport;
+	c.cmd.flags = flags;
+	if (caps)
+		c.cmd.caps = *caps;
+	ret = kc_connect_start(&c);
+	if (ret) {
+		kt_destroy(fd, l.handle);
+		errno = ret;
+		return -1;
+	}
+	ret = kc_wait_event(fd, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS, &ev);
+	if (!ret) {
+		kc_accept_init(&acc, ev.handle, NULL, 0);
+		acc.flags = flags;
+		if (caps)
+			acc.caps = *caps;
+		ret = ioctl(fd, KRDMA_CM_ACCEPT, &acc);
+	}
+	err = errno;
+	/* the CONNECT ends by its own timeout: wait for it, it uses @c */
+	if (kc_connect_join(&c, 3 * CM_MS)) {
+		pthread_join(c.thread, NULL);
+		c.started = false;
+	}
+	kt_destroy(fd, l.handle);
+	if (ret || c.ret) {
+		errno = ret ? err : c.err;
+		return -1;
+	}
+	a->dev = d;
+	b->dev = d;
+	a->transport = transport;
+	b->transport = transport;
+	a->handle = c.cmd.handle;
+	a->qp_num = c.cmd.qp_num;
+	a->caps = c.cmd.caps;
+	b->handle = ev.handle;
+	b->qp_num = acc.qp_num;
+	b->caps = acc.caps;
+	memcpy(a->gid, d->gid, 16);
+	memcpy(b->gid, d->gid, 16);
+	/* the handshake's events would keep the session readable */
+	while (kc_events(fd, &ev, 1, 0) > 0)
+		;
+	return 0;
+}
+
+/*
+ * kt_conn_pair(), or on a device that connects only through rdma_cm
+ * (iWARP) kt_conn_pair_cm(): a connected pair wherever there can be one.
+ */
+static inline int kt_conn_pair_any(int fd, const struct kt_dev *d,
+				   uint32_t transport, uint32_t flags,
+				   const struct krdma_qp_caps *caps,
+				   struct kt_conn *a, struct kt_conn *b)
+{
+	if (kt_dev_lacks(d, KT_CAP_MANUAL_CONN))
+		return kt_conn_pair_cm(fd, d, transport, flags, caps, a, b);
+	return kt_conn_pair(fd, d, transport, flags, caps, a, b);
 }
 
 /* KRDMA_TEST_F with the harness timeout given in seconds. */

@@ -164,7 +164,8 @@ static const struct krdma_qp_caps rc_caps = {
  */
 KRDMA_TEST_F(trace, post_and_completion)
 {
-	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK);
+	const char *no_nak = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK) ?:
+			     kt_dev_lacks(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	char a_handle[32], a_qpn[32], wr_id[32], bad_id[32];
 	char session[32] = "session=(not listed) ";
 	struct kt_sessions ks = {};
@@ -246,18 +247,20 @@ KRDMA_TEST_F(trace, destroy_drains_the_qp)
 /* rdma_cm events on both sides, and a bench run's start and end. */
 KRDMA_TEST_F_TIMEOUT(trace, cm_and_bench, 120)
 {
-	const char *why = kt_krdmactl_unavailable("rxe0");
+	const char *why = kt_krdmactl_unavailable(kt_test_dev());
 	struct kt_proc server = {}, client = {};
 	char cmd[256];
 
 	if (why)
 		SKIP(return, "%s", why);
+	/* the bench handshake's READY and END are SEND_WITH_IMMs */
+	KT_NEED(&self->dev, KT_CAP_IMM);
 	snprintf(cmd, sizeof(cmd), "krdmactl bench --once -p %d", PORT);
 	ASSERT_OK(kt_spawn(&server, "krdma_trace", "server", false, cmd));
 	usleep(500 * 1000);
 	snprintf(cmd, sizeof(cmd),
 		 "krdmactl bench write %s:%d -s 4096 -n 200 -q 1",
-		 kt_rxe0_addr(false), PORT);
+		 kt_test_addr(false), PORT);
 	for (int i = 0; i < 20; i++) {
 		ASSERT_OK(kt_spawn(&client, "krdma_trace", "client", false,
 				   cmd));

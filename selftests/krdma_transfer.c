@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krdma data path on one device's loopback path: two connections on rxe0
- * connected to each other (by hand, or through rdma_cm) move data with
- * every opcode their transport has, at sizes up to the port's largest
- * message, and every byte is checked at the receiver.  Then
+ * krdma data path on one device's loopback path: two connections on the
+ * test device (rxe0, or $KRDMA_TEST_DEV) connected to each other (by hand,
+ * or through rdma_cm) move data with every opcode their transport has, at
+ * sizes up to the port's largest message, and every byte is checked at
+ * the receiver.  Then
  * scatter/gather, inline data, batches, busy-polled vs interrupt-driven
  * completions (poll(2) readiness), and the failures a peer can cause:
  * a bad rkey, no receive posted (RNR), writes at a buffer's end.
@@ -96,14 +97,14 @@ static const struct krdma_qp_caps fixture_caps = {
 };
 
 /*
- * a connects to a listener of b's transport on $RXE0_ADDR, b accepts, both
+ * a connects to a listener of b's transport at kt_test_addr(), b accepts, both
  * in the one session (so either end may use any buffer).
  */
 static void cm_pair(struct __test_metadata *_metadata,
 		    FIXTURE_DATA(xfer) *self,
 		    const FIXTURE_VARIANT(xfer) *variant)
 {
-	const char *addr = kt_rxe0_addr(false);
+	const char *addr = kt_test_addr(false);
 	struct krdma_cm_listen l;
 	struct krdma_cm_accept acc;
 	struct krdma_event ev;
@@ -161,6 +162,7 @@ FIXTURE_SETUP(xfer)
 	TH_LOG("%s port %u gid_index %u mtu %u", self->dev.info.name,
 	       self->dev.port_num, self->dev.gid_index, self->mtu);
 	self->cm = variant->cm;
+	KT_NEED_TRANSPORT(&self->dev, variant->transport);
 	if (variant->cm) {
 		cm_pair(_metadata, self, variant);
 	} else {
@@ -407,6 +409,7 @@ static void transfer_matrix(struct __test_metadata *_metadata,
 
 	if (!kt_transport_has(self->a.transport, op))
 		SKIP(return, "%s is not an op of this transport", kt_op_name(op));
+	KT_NEED_OP(&self->dev, op);
 	if (self->a.transport == KRDMA_TRANSPORT_UD) {
 		sizes[nsizes++] = 1;
 		sizes[nsizes++] = self->mtu / 2 + 3;
@@ -584,6 +587,7 @@ KRDMA_TEST_F(xfer, atomic_fetch_add)
 
 	if (!kt_transport_has(self->a.transport, KRDMA_OP_ATOMIC_FETCH_ADD))
 		SKIP(return, "RC only");
+	KT_NEED(&self->dev, KT_CAP_ATOMIC);
 	atomic_setup(_metadata, self, &target, &result, shadow);
 	for (i = 0; i < 24; i++) {
 		uint64_t add = i % 5 == 4 ? (uint64_t)-3 : 0x10001ull * (i + 1);
@@ -609,6 +613,7 @@ KRDMA_TEST_F(xfer, atomic_cmp_swp)
 
 	if (!kt_transport_has(self->a.transport, KRDMA_OP_ATOMIC_CMP_SWP))
 		SKIP(return, "RC only");
+	KT_NEED(&self->dev, KT_CAP_ATOMIC);
 	atomic_setup(_metadata, self, &target, &result, shadow);
 	for (i = 0; i < 16; i++) {
 		uint64_t next = 0xabcdef0000000000ull + i * 0x1010101ull;
@@ -747,7 +752,12 @@ KRDMA_TEST_F(xfer, multi_sge_write_read)
 	EXPECT_EQ(0, memcmp(expect, got + 128, total));
 	EXPECT_EQ(-1, kt_check_byte(got + 128 + total, 128, POISON));
 
-	if (kt_transport_has(self->a.transport, KRDMA_OP_RDMA_READ)) {
+	if (kt_transport_has(self->a.transport, KRDMA_OP_RDMA_READ) &&
+	    kt_dev_lacks(&self->dev, KT_CAP_SGE_RD)) {
+		/* the device refuses a READ of two SGEs: EINVAL */
+		TH_LOG("no READ into two pieces: %s",
+		       kt_dev_lacks(&self->dev, KT_CAP_SGE_RD));
+	} else if (kt_transport_has(self->a.transport, KRDMA_OP_RDMA_READ)) {
 		/* read it back into two pieces */
 		for (i = 0; i < 2; i++)
 			test_cmd_buf_alloc(self->dev.dev_index,
@@ -1140,7 +1150,11 @@ KRDMA_TEST_F(xfer, poll_interrupted)
  * Failures a peer causes
  */
 
-/* A new connected pair; @a_mod (or NULL) gives a's RC attributes. */
+/*
+ * A new connected pair; @a_mod (or NULL) gives a's RC attributes.  Made by
+ * hand: the caller has checked KT_NEED_CONN() (a skip here would return
+ * only from this function).
+ */
 static void make_pair(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(xfer) *self, uint32_t transport,
 		      const struct krdma_conn_modify *a_mod,
@@ -1187,6 +1201,7 @@ KRDMA_TEST_F(xfer, write_bad_rkey)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 256, &src);
 	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 256, &dst);
 	kt_fill(buf, 256, 7);
@@ -1232,6 +1247,8 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
+	KT_NEED_CONN(&self->dev, KRDMA_TRANSPORT_RC);
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct kt_conn a, b;
 		struct kt_buf local, target;
@@ -1239,6 +1256,11 @@ KRDMA_TEST_F(xfer, remote_access_denied)
 		struct krdma_wc wc;
 		uint8_t buf[64];
 
+		if (kt_dev_lacks_op(&self->dev, cases[i].op)) {
+			TH_LOG("no %s case: %s", kt_op_name(cases[i].op),
+			       kt_dev_lacks_op(&self->dev, cases[i].op));
+			continue;
+		}
 		make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
 		test_cmd_buf_alloc(self->dev.dev_index,
 				   KRDMA_ACCESS_LOCAL_WRITE, 64, &local);
@@ -1285,6 +1307,8 @@ KRDMA_TEST_F(xfer, qp_access_denied)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC only");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
+	KT_NEED_CONN(&self->dev, KRDMA_TRANSPORT_RC);
 	/* b (the target) is the one with restricted access: make_pair(b, a) */
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, &mod, &b, &a);
 	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE, 64,
@@ -1367,6 +1391,7 @@ KRDMA_TEST_F(xfer, rnr_retry_exceeded)
 
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RNR NAKs are RC");
+	KT_NEED_CONN(&self->dev, KRDMA_TRANSPORT_RC);
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, &mod, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
 	for (i = 0; i < 3; i++) {
@@ -1465,6 +1490,8 @@ KRDMA_TEST_F(xfer, write_past_buffer_end)
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC reports remote access errors");
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
+	KT_NEED_CONN(&self->dev, KRDMA_TRANSPORT_RC);
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 4096, &src);
 	/* not a page multiple: the page behind the end exists but is not the buffer's */
@@ -1499,6 +1526,8 @@ KRDMA_TEST_F(xfer, atomic_misaligned)
 
 	if (self->a.transport != KRDMA_TRANSPORT_RC)
 		SKIP(return, "RC only");
+	KT_NEED(&self->dev, KT_CAP_ATOMIC);
+	KT_NEED_CONN(&self->dev, KRDMA_TRANSPORT_RC);
 	make_pair(_metadata, self, KRDMA_TRANSPORT_RC, NULL, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE |
 			   KRDMA_ACCESS_REMOTE_ATOMIC, 16, &target);

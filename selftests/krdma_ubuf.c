@@ -702,6 +702,7 @@ KRDMA_TEST_F(ubuf, write_past_user_end)
 	struct region r;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	ASSERT_OK(region_get(&r, 100, 13));
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, 100,
@@ -725,6 +726,7 @@ KRDMA_TEST_F(ubuf, write_before_user_start)
 	struct region r;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	ASSERT_OK(region_get(&r, 100, 13));
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p, 100,
@@ -743,6 +745,7 @@ KRDMA_TEST_F(ubuf, write_after_destroy)
 	struct region r;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	ASSERT_OK(region_get(&r, 8192, 0));
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, r.p,
@@ -762,6 +765,7 @@ KRDMA_TEST_F(ubuf, write_without_remote_write)
 	struct region r;
 
 	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
 	ASSERT_OK(region_get(&r, 4096, 0));
 	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,

@@ -389,10 +389,10 @@ static bool srv_conn_new(struct srv *s, const struct xvm_req *req,
 			.transport = s->transport,
 		};
 
-		if (kc_sockaddr(&l.addr, kt_rxe0_addr(false), 0) ||
+		if (kc_sockaddr(&l.addr, kt_test_addr(false), 0) ||
 		    ioctl(s->fd, KRDMA_CM_LISTEN, &l)) {
 			srv_fail(rep, errno, "CM_LISTEN %s: %s",
-				 kt_rxe0_addr(false), strerror(errno));
+				 kt_test_addr(false), strerror(errno));
 			return false;
 		}
 		s->listener = l.handle;

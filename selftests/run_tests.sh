@@ -1,12 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# run_tests.sh [--smoke | PROG...]: run the krdma selftests (inside the
-# test VM, as root, krdma.ko loaded, rxe0 present) and print one TAP stream:
+# run_tests.sh [--dev DEV] [--smoke | PROG...]: run the krdma selftests
+# (inside the test VM, as root, krdma.ko loaded, rxe0 present) and print
+# one TAP stream:
 #
 #   TAP version 13 / 1..N / each program's output as "# " lines /
 #   "ok N selftests: krdma: PROG" (or "not ok", or "# SKIP") after a
 #   "# PROG: N s" line with its time,
+#
+# --dev DEV (or $KRDMA_TEST_DEV) runs them on the device DEV (siw0) instead
+# of rxe0, at $KRDMA_TEST_ADDR and $KRDMA_TEST_ADDR6, else at the addresses
+# the test bed exports for it ($SIW0_ADDR, $SIW0_ADDR6 for siw0).  A test
+# that needs what DEV lacks skips, saying so; programs that only make sense
+# on rxe (they add and delete rxe devices or unload the module) are skipped
+# with the reason printed.  Each program's line and the totals then carry
+# "[DEV]", the last line "DEV: P passed, F failed, S skipped" before the
+# plain one, so that a summary can count per driver.
 #
 # --smoke runs the named subset that make check runs on the kernels between
 # the oldest and the newest, and make check-packages on the packaged module:
@@ -29,6 +39,28 @@ export PATH
 # and rxe bug that killed rxe0's CM for good) should not fail later tests
 # for nothing of their own.
 smoke="krdma_uapi krdma_devices krdma_transfer krdma_cm krdma_cli krdma_lifecycle"
+if [ "${1:-}" = --dev ]; then
+	[ -n "${2:-}" ] || { echo "run_tests.sh: --dev needs a device" >&2; exit 2; }
+	KRDMA_TEST_DEV=$2
+	shift 2
+fi
+dev=${KRDMA_TEST_DEV:-}
+if [ -n "$dev" ]; then
+	export KRDMA_TEST_DEV="$dev"
+	# the bed's $SIW0_ADDR for siw0, as $RXE0_ADDR for rxe0
+	var=$(echo "$dev" | tr 'a-z' 'A-Z' | tr -c 'A-Z0-9\n' _)_ADDR
+	if [ -z "${KRDMA_TEST_ADDR:-}" ]; then
+		KRDMA_TEST_ADDR=$(eval "echo \"\${$var:-}\"")
+		[ -n "$KRDMA_TEST_ADDR" ] && export KRDMA_TEST_ADDR
+	fi
+	if [ -z "${KRDMA_TEST_ADDR6:-}" ]; then
+		KRDMA_TEST_ADDR6=$(eval "echo \"\${${var}6:-}\"")
+		[ -n "$KRDMA_TEST_ADDR6" ] && export KRDMA_TEST_ADDR6
+	fi
+	label=" [$dev]"
+else
+	label=
+fi
 if [ "${1:-}" = --smoke ]; then
 	shift
 	# shellcheck disable=SC2086 # a list of programs
@@ -49,6 +81,19 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 n=0
 for p in $progs; do n=$((n + 1)); done
 
+# Why program $1 does not run on the device $dev (nothing: it runs).
+dev_skip() {
+	[ -n "$dev" ] && [ "$dev" != rxe0 ] || return 0
+	case $1 in
+	krdma_lifecycle)
+		echo "unloads krdma.ko and adds and deletes rxe devices" ;;
+	krdma_removal)
+		echo "removes rxe devices of its own under the tests" ;;
+	krdma_interop)
+		echo "its peers, rdma-core's ibv_*_pingpong, connect QPs by hand on rxe0" ;;
+	esac
+}
+
 echo "TAP version 13"
 echo "1..$n"
 
@@ -65,8 +110,15 @@ for p in $progs; do
 	fi
 	if [ -z "$exe" ] || [ ! -x "$exe" ]; then
 		echo "# $p: not found (make selftests)"
-		echo "not ok $i selftests: krdma: $p # not found"
+		echo "not ok $i selftests: krdma: $p$label # not found"
 		failed=$((failed + 1)) anyfail=1
+		continue
+	fi
+	why=$(dev_skip "$p")
+	if [ -n "$why" ]; then
+		echo "# $p: skipped on $dev: $why"
+		echo "ok $i selftests: krdma: $p$label # SKIP $why"
+		skipped=$((skipped + 1))
 		continue
 	fi
 	# Stream the output while keeping it for the Totals line.
@@ -105,23 +157,24 @@ for p in $progs; do
 	case $rc in
 	0)
 		if [ "$p_fail" != 0 ]; then
-			echo "not ok $i selftests: krdma: $p # exit=0 with failed cases"
+			echo "not ok $i selftests: krdma: $p$label # exit=0 with failed cases"
 			anyfail=1
 		elif [ "$p_pass" = 0 ] && [ "$p_skip" != 0 ]; then
-			echo "ok $i selftests: krdma: $p # SKIP"
+			echo "ok $i selftests: krdma: $p$label # SKIP"
 		else
-			echo "ok $i selftests: krdma: $p"
+			echo "ok $i selftests: krdma: $p$label"
 		fi ;;
 	4)
-		echo "ok $i selftests: krdma: $p # SKIP" ;;
+		echo "ok $i selftests: krdma: $p$label # SKIP" ;;
 	124|137|143)
-		echo "not ok $i selftests: krdma: $p # TIMEOUT ${timeout_s} seconds"
+		echo "not ok $i selftests: krdma: $p$label # TIMEOUT ${timeout_s} seconds"
 		anyfail=1 ;;
 	*)
-		echo "not ok $i selftests: krdma: $p # exit=$rc"
+		echo "not ok $i selftests: krdma: $p$label # exit=$rc"
 		anyfail=1 ;;
 	esac
 done
 
+[ -z "$dev" ] || echo "$dev: $passed passed, $failed failed, $skipped skipped"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] && [ "$anyfail" = 0 ]
