@@ -22,6 +22,7 @@
 #include "ioctl.h"
 #include "krdma_compat.h"
 #include "object.h"
+#include "quirks.h"
 
 #define KRDMA_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE |			\
 			  KRDMA_ACCESS_REMOTE_WRITE |			\
@@ -274,17 +275,11 @@ static int krdma_buf_sg(struct krdma_buf *buf)
 	return 0;
 }
 
-/*
- * Page slots to allocate an MR with for @pages pages.  rxe before 6.4 keeps
- * them in maps of 256 (RXE_BUF_PER_MAP) and rxe_mr_copy() steps to the next
- * map's pointer after a copy ends on the last slot of a map: with a last
- * map that is full, that reads past the map array (KASAN: slab-out-of-
- * bounds).  A spare slot keeps one more map allocated there; later rxe
- * (an xarray of pages) neither needs nor minds it.
- */
+/* Page slots to allocate an MR with for @pages pages. */
 static u32 krdma_mr_pages(struct krdma_device *kdev, u32 pages)
 {
-	if (kdev->ibdev->ops.driver_id == RDMA_DRIVER_RXE && pages % 256 == 0)
+	if (krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SPARE_SLOT) &&
+	    pages % 256 == 0)
 		return pages + 1;
 	return pages;
 }

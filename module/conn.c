@@ -385,6 +385,22 @@ static struct ib_qp *krdma_conn_create_queues(struct krdma_conn *conn,
 	return ERR_PTR(-EINVAL);
 }
 
+/*
+ * What a port's transport cannot carry, from its protocol and not its
+ * driver: iWARP (RFC 5040) has RC QPs only, connected by the iWARP CM over
+ * a TCP stream, never by hand; its RDMA READ lands in as many SGEs as
+ * max_sge_rd, and it has no immediate data (siw_post_send() refuses both
+ * immediate opcodes).
+ */
+bool krdma_port_is_iwarp(const struct krdma_device *kdev, u32 port)
+{
+	struct ib_device *ibdev = kdev->ibdev;
+
+	if (!rdma_is_port_valid(ibdev, port))
+		port = rdma_start_port(ibdev);
+	return rdma_protocol_iwarp(ibdev, port);
+}
+
 int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 {
 	struct ib_qp_init_attr init = {
@@ -403,6 +419,10 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	struct ib_qp *qp;
 	int ret = 0;
 
+	/* only RC rides an iWARP stream */
+	if (conn->transport != KRDMA_TRANSPORT_RC &&
+	    krdma_port_is_iwarp(conn->obj.kdev, conn->port_num))
+		return -EPROTONOSUPPORT;
 	if (conn->obj.published)
 		lockdep_assert_held_read(&conn->obj.hw_rwsem);
 	else
@@ -586,6 +606,9 @@ int krdma_conn_create(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	conn->obj.kdev = kdev;
 
 	ret = krdma_conn_set_port(conn, cmd->port_num, cmd->gid_index);
+	/* an iWARP QP reaches RTS through the iWARP CM alone: rdma_cm's */
+	if (!ret && krdma_port_is_iwarp(kdev, conn->port_num))
+		ret = -EPROTONOSUPPORT;
 	if (!ret)
 		ret = krdma_conn_use_srq(conn, cmd->flags, cmd->srq_handle);
 	if (!ret)

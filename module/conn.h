@@ -200,6 +200,7 @@ struct krdma_conn *krdma_conn_alloc_cm(struct krdma_session *session,
 int krdma_conn_attach_cm(struct krdma_conn *conn);
 int krdma_conn_caps(struct krdma_device *kdev, struct krdma_qp_caps *caps);
 int krdma_conn_use_srq(struct krdma_conn *conn, u32 flags, u32 srq_handle);
+bool krdma_port_is_iwarp(const struct krdma_device *kdev, u32 port);
 int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps);
 void krdma_conn_release_hw(struct krdma_conn *conn);
 /* drain.c: a send and a receive marker, which the CQ has room for */

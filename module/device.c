@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "device.h"
 #include "object.h"
+#include "quirks.h"
 #include "trace.h"
 
 static struct ib_client krdma_client;
@@ -215,17 +216,10 @@ static void krdma_device_free(struct kref *kref)
 	atomic_dec(&krdma_contexts);
 }
 
-/*
- * Whether a SEND_WITH_INV arriving on @kdev may revoke a key of another
- * PD.  rxe's responder finds the MR by the key's index alone
- * (rxe_invalidate_mr() checks key, type and bound windows, never the
- * QP's PD), so there a SEND_WITH_INV between two of one user's
- * connections revokes any MR of the device: other sessions', a kernel
- * ULP's.
- */
+/* Whether a SEND_WITH_INV arriving on @kdev may revoke a key of another PD. */
 bool krdma_device_inv_crosses_pd(const struct krdma_device *kdev)
 {
-	return kdev->ibdev->ops.driver_id == RDMA_DRIVER_RXE;
+	return krdma_quirk(kdev->ibdev, KRDMA_QUIRK_INV_CROSSES_PD);
 }
 
 void krdma_device_put(struct krdma_device *kdev)

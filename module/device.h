@@ -13,6 +13,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
+struct krdma_reg_cm;
 struct krdma_session;
 struct net;
 struct seq_file;
@@ -65,6 +66,7 @@ struct krdma_device {
  * @pd: the PD every object of the session on the device lives in
  * @reg_lock: protects @reg_qp and serialises the registrations on it
  * @reg_qp: RC QP of @pd connected to itself, posts fast registrations
+ * @reg_cm: on iWARP, the rdma_cm connection @reg_qp is an end of
  * @dev_entry: on @kdev's PD list, under the device's lock
  * @buf_keys: key -> the session's &struct krdma_buf whose MR has it, while
  *	the MR is registered; the xarray's lock protects a lookup and the kref
@@ -78,6 +80,7 @@ struct krdma_pd {
 	struct ib_pd *pd;
 	struct mutex reg_lock;		/* protects reg_qp, its posts */
 	struct ib_qp *reg_qp;
+	struct krdma_reg_cm *reg_cm;
 	struct list_head dev_entry;
 	struct xarray buf_keys;
 	bool dead;

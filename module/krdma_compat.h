@@ -17,11 +17,14 @@
 #include <linux/completion.h>
 #include <linux/kthread.h>
 #include <linux/mm.h>
+#include <linux/netdevice.h>
 #include <linux/overflow.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
 #include "krdma_config.h"
@@ -125,6 +128,46 @@ static inline void krdma_cm_apply_min_rnr_timer(struct rdma_cm_id *id,
 #define KRDMA_CPU_MAX_HOLDS_KTHREADS false
 #else
 #define KRDMA_CPU_MAX_HOLDS_KTHREADS true
+#endif
+
+#ifndef HAVE_IB_DEVICE_GET_NETDEV
+/*
+ * The netdev of @port, held: before the core exported its own, a driver's
+ * get_netdev(), else the netdev whose registered device
+ * (ib_device_set_netdev(), as rxe and siw do) is @ibdev; a device of
+ * several ports, whose netdevs that lookup cannot tell apart, has none.
+ */
+static inline struct net_device *
+ib_device_get_netdev(struct ib_device *ibdev, u32 port)
+{
+	struct net_device *ndev, *found = NULL;
+	struct ib_device *owner;
+	struct net *net;
+
+	if (ibdev->ops.get_netdev)
+		return ibdev->ops.get_netdev(ibdev, port);
+	if (rdma_start_port(ibdev) != rdma_end_port(ibdev))
+		return NULL;
+	rcu_read_lock();
+	for_each_net_rcu(net) {
+		for_each_netdev_rcu(net, ndev) {
+			owner = ib_device_get_by_netdev(ndev,
+							RDMA_DRIVER_UNKNOWN);
+			if (!owner)
+				continue;
+			if (owner == ibdev) {
+				found = ndev;
+				dev_hold(found);
+			}
+			ib_device_put(owner);
+			if (found)
+				goto out;
+		}
+	}
+out:
+	rcu_read_unlock();
+	return found;
+}
 #endif
 
 #endif /* KRDMA_COMPAT_H */

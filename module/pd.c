@@ -9,7 +9,10 @@
  *
  * Fast registration is posted on a QP of the MR's own PD, so each of these
  * PDs has its registration QP: RC, connected to itself, created on first
- * use, sharing the device's CQ.
+ * use, sharing the device's CQ.  An iWARP QP reaches RTS only through the
+ * iWARP CM, over a TCP stream (siw_qp_modify() refuses RTS without the
+ * stream's socket), so there the registration QP is the active end of an
+ * rdma_cm connection over loopback to a second QP of the same PD.
  *
  * Every object living in a PD holds a reference to it; the last one gone
  * frees it, so a session without objects on a device holds nothing of it.
@@ -17,11 +20,15 @@
  * the device's usage lock for write) never meets one half-built, and
  * removal destroys it after every object that lived in it.
  */
+#include <linux/inetdevice.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
+#include <rdma/rdma_cm.h>
 
 #include "conn.h"
 #include "device.h"
+#include "krdma_compat.h"
 #include "object.h"
 #include "wr.h"
 
@@ -62,6 +69,258 @@ static int krdma_reg_path(struct ib_device *ibdev, struct krdma_qp_path *path)
 	return -ENETDOWN;
 }
 
+#define KRDMA_REG_CM_TIMEOUT_MS 5000
+
+/**
+ * struct krdma_reg_cm - the rdma_cm connection of an iWARP registration QP
+ * @listen_id: listens on an ephemeral port of the device's address until
+ *	the connection is made
+ * @active_id: its QP is the PD's registration QP
+ * @passive_id: the accepted end, whose QP only keeps the stream up
+ * @kpd: the PD both QPs live in
+ * @cookie: in the connect's private data: only this request is accepted, a
+ *	stranger's connect to the port gets no QP in the PD
+ * @done: an awaited event came, with @status
+ * @status: 0, or what went wrong
+ */
+struct krdma_reg_cm {
+	struct rdma_cm_id *listen_id;
+	struct rdma_cm_id *active_id;
+	struct rdma_cm_id *passive_id;
+	struct krdma_pd *kpd;
+	u64 cookie;
+	struct completion done;
+	int status;
+};
+
+static void krdma_reg_cm_init_attr(struct krdma_pd *kpd,
+				   struct ib_qp_init_attr *init)
+{
+	*init = (struct ib_qp_init_attr) {
+		.send_cq = kpd->kdev->cq,
+		.recv_cq = kpd->kdev->cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+}
+
+static void krdma_reg_cm_signal(struct krdma_reg_cm *rc, int status)
+{
+	rc->status = status;
+	complete(&rc->done);
+}
+
+/* The listener and, once accepted, the passive end (it inherits them). */
+static int krdma_reg_cm_passive_handler(struct rdma_cm_id *id,
+					struct rdma_cm_event *ev)
+{
+	struct krdma_reg_cm *rc = id->context;
+	struct rdma_conn_param param = {};
+	struct ib_qp_init_attr init;
+
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return 0;
+	if (rc->passive_id || id->device != rc->kpd->kdev->ibdev ||
+	    ev->param.conn.private_data_len < sizeof(rc->cookie) ||
+	    memcmp(ev->param.conn.private_data, &rc->cookie,
+		   sizeof(rc->cookie)))
+		return -EACCES;	/* rdma_cm destroys the new id */
+	krdma_reg_cm_init_attr(rc->kpd, &init);
+	if (rdma_create_qp(id, rc->kpd->pd, &init))
+		return -ENOMEM;
+	if (rdma_accept(id, &param)) {
+		rdma_destroy_qp(id);
+		return -ECONNABORTED;
+	}
+	rc->passive_id = id;
+	return 0;
+}
+
+static int krdma_reg_cm_active_handler(struct rdma_cm_id *id,
+				       struct rdma_cm_event *ev)
+{
+	struct krdma_reg_cm *rc = id->context;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+	case RDMA_CM_EVENT_ESTABLISHED:
+		krdma_reg_cm_signal(rc, 0);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		krdma_reg_cm_signal(rc, ev->status < 0 ? ev->status :
+				   -ECONNREFUSED);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int krdma_reg_cm_wait(struct krdma_reg_cm *rc)
+{
+	unsigned long timeout = msecs_to_jiffies(KRDMA_REG_CM_TIMEOUT_MS);
+
+	if (!wait_for_completion_timeout(&rc->done, timeout))
+		return -ETIMEDOUT;
+	reinit_completion(&rc->done);
+	return rc->status;
+}
+
+static void krdma_reg_cm_destroy(struct krdma_reg_cm *rc)
+{
+	/* the listener first: then no handler sets passive_id any more */
+	if (rc->listen_id)
+		rdma_destroy_id(rc->listen_id);
+	if (rc->active_id) {
+		if (rc->active_id->qp)
+			rdma_destroy_qp(rc->active_id);
+		rdma_destroy_id(rc->active_id);
+	}
+	if (rc->passive_id) {
+		rdma_destroy_qp(rc->passive_id);
+		rdma_destroy_id(rc->passive_id);
+	}
+	kfree(rc);
+}
+
+/* An IPv4 address of the netdev of @port, to listen and connect on. */
+static int krdma_reg_cm_addr(struct ib_device *ibdev, u32 port,
+			     struct sockaddr_in *sin)
+{
+	struct net_device *ndev = ib_device_get_netdev(ibdev, port);
+	const struct in_ifaddr *ifa;
+	struct in_device *idev;
+	int ret = -EADDRNOTAVAIL;
+
+	if (!ndev)
+		return -ENETDOWN;
+	rcu_read_lock();
+	idev = __in_dev_get_rcu(ndev);
+	ifa = idev ? rcu_dereference(idev->ifa_list) : NULL;
+	if (ifa) {
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = ifa->ifa_local;
+		sin->sin_port = 0;
+		ret = 0;
+	}
+	rcu_read_unlock();
+	dev_put(ndev);
+	return ret;
+}
+
+/*
+ * The iWARP registration QP: listen on an ephemeral port of the address
+ * of the device's first active port, connect to it, and keep both ends;
+ * the listener goes once the connection is made.
+ */
+static int krdma_reg_cm_connect(struct krdma_pd *kpd)
+{
+	struct ib_device *ibdev = kpd->kdev->ibdev;
+	struct net *net = kpd->session->net;
+	struct rdma_conn_param param = {};
+	struct ib_qp_init_attr init;
+	struct sockaddr_in src, dst;
+	struct krdma_reg_cm *rc;
+	struct ib_port_attr pattr;
+	int ret = -ENETDOWN;
+	u32 port;
+
+	rdma_for_each_port(ibdev, port) {
+		if (ib_query_port(ibdev, port, &pattr) ||
+		    pattr.state != IB_PORT_ACTIVE)
+			continue;
+		ret = krdma_reg_cm_addr(ibdev, port, &src);
+		if (!ret)
+			break;
+	}
+	if (ret)
+		return ret;
+	rc = kzalloc(sizeof(*rc), GFP_KERNEL);
+	if (!rc)
+		return -ENOMEM;
+	rc->kpd = kpd;
+	init_completion(&rc->done);
+	get_random_bytes(&rc->cookie, sizeof(rc->cookie));
+	rc->listen_id = rdma_create_id(net, krdma_reg_cm_passive_handler, rc,
+				       RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(rc->listen_id)) {
+		ret = PTR_ERR(rc->listen_id);
+		rc->listen_id = NULL;
+		goto err;
+	}
+	ret = rdma_bind_addr(rc->listen_id, (struct sockaddr *)&src);
+	if (!ret)
+		ret = rdma_listen(rc->listen_id, 1);
+	if (ret)
+		goto err;
+	dst = src;
+	/* the port rdma_bind_addr() picked */
+	dst.sin_port = ((struct sockaddr_in *)
+			&rc->listen_id->route.addr.src_addr)->sin_port;
+	rc->active_id = rdma_create_id(net, krdma_reg_cm_active_handler, rc,
+				       RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(rc->active_id)) {
+		ret = PTR_ERR(rc->active_id);
+		rc->active_id = NULL;
+		goto err;
+	}
+	ret = rdma_resolve_addr(rc->active_id, (struct sockaddr *)&src,
+				(struct sockaddr *)&dst,
+				KRDMA_REG_CM_TIMEOUT_MS);
+	if (!ret)
+		ret = krdma_reg_cm_wait(rc);
+	if (!ret && rc->active_id->device != ibdev)
+		ret = -ENETUNREACH;
+	if (!ret)
+		ret = rdma_resolve_route(rc->active_id, KRDMA_REG_CM_TIMEOUT_MS);
+	if (!ret)
+		ret = krdma_reg_cm_wait(rc);
+	if (ret)
+		goto err;
+	krdma_reg_cm_init_attr(kpd, &init);
+	ret = rdma_create_qp(rc->active_id, kpd->pd, &init);
+	if (ret)
+		goto err;
+	param.private_data = &rc->cookie;
+	param.private_data_len = sizeof(rc->cookie);
+	ret = rdma_connect(rc->active_id, &param);
+	if (!ret)
+		ret = krdma_reg_cm_wait(rc);
+	if (ret)
+		goto err;
+	rdma_destroy_id(rc->listen_id);
+	rc->listen_id = NULL;
+	kpd->reg_cm = rc;
+	kpd->reg_qp = rc->active_id->qp;
+	return 0;
+
+err:
+	krdma_reg_cm_destroy(rc);
+	return ret;
+}
+
+/* Destroy the registration QP and, on iWARP, its connection. */
+static void krdma_reg_qp_destroy(struct krdma_pd *kpd)
+{
+	if (kpd->reg_cm)
+		krdma_reg_cm_destroy(kpd->reg_cm);
+	else if (kpd->reg_qp)
+		ib_destroy_qp(kpd->reg_qp);
+	kpd->reg_cm = NULL;
+	kpd->reg_qp = NULL;
+}
+
 static int krdma_reg_qp_create(struct krdma_pd *kpd)
 {
 	struct krdma_device *kdev = kpd->kdev;
@@ -90,6 +349,8 @@ static int krdma_reg_qp_create(struct krdma_pd *kpd)
 	int ret;
 
 	lockdep_assert_held(&kpd->reg_lock);
+	if (rdma_protocol_iwarp(kdev->ibdev, rdma_start_port(kdev->ibdev)))
+		return krdma_reg_cm_connect(kpd);
 	ret = krdma_reg_path(kdev->ibdev, &path);
 	if (ret)
 		return ret;
@@ -126,8 +387,7 @@ static int krdma_reg_wait(struct krdma_pd *kpd, struct krdma_reg_wait *wait)
 	}
 	if (wait->status == IB_WC_SUCCESS && !timed_out)
 		return 0;
-	ib_destroy_qp(kpd->reg_qp);
-	kpd->reg_qp = NULL;
+	krdma_reg_qp_destroy(kpd);
 	return wait->status == IB_WC_SUCCESS ? 0 : -EIO;
 }
 
@@ -235,9 +495,7 @@ void krdma_pd_kill(struct krdma_pd *kpd)
 	lockdep_assert_held(&kpd->kdev->lock);
 	if (kpd->dead)
 		return;
-	if (kpd->reg_qp)
-		ib_destroy_qp(kpd->reg_qp);
-	kpd->reg_qp = NULL;
+	krdma_reg_qp_destroy(kpd);
 	ib_dealloc_pd(kpd->pd);
 	kpd->pd = NULL;
 	kpd->dead = true;

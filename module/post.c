@@ -247,6 +247,16 @@ static int krdma_check_wr(const struct krdma_post_ctx *ctx,
 	}
 	if (uwr->opcode == KRDMA_OP_LOCAL_INV && uwr->num_sge)
 		return -EINVAL;
+	/* iWARP carries no immediate data (krdma_port_is_iwarp()) */
+	if ((uwr->opcode == KRDMA_OP_SEND_WITH_IMM ||
+	     uwr->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM) &&
+	    krdma_port_is_iwarp(ctx->kdev, ctx->conn->port_num))
+		return -EOPNOTSUPP;
+	/* what a READ lands in: 0 is a driver that did not say */
+	if (uwr->opcode == KRDMA_OP_RDMA_READ &&
+	    ctx->kdev->ibdev->attrs.max_sge_rd &&
+	    uwr->num_sge > ctx->kdev->ibdev->attrs.max_sge_rd)
+		return -EINVAL;
 	/* where it reaches every PD's keys, an administrator's power */
 	if (uwr->opcode == KRDMA_OP_SEND_WITH_INV &&
 	    krdma_device_inv_crosses_pd(ctx->kdev) && !capable(CAP_NET_ADMIN))

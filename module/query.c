@@ -142,6 +142,22 @@ static int krdma_snap_gids(struct krdma_snapshot *snap,
 	return 0;
 }
 
+/*
+ * The port's netdev as the core knows it (ib_device_set_netdev(), a
+ * driver's get_netdev()): an iWARP port has one but no RoCE GIDs, whose
+ * attributes name the netdev otherwise.
+ */
+static void krdma_port_netdev(struct ib_device *ibdev, u32 port,
+			      struct krdma_port_info *pinfo)
+{
+	struct net_device *ndev = ib_device_get_netdev(ibdev, port);
+
+	if (!ndev)
+		return;
+	strscpy(pinfo->netdev, ndev->name, sizeof(pinfo->netdev));
+	dev_put(ndev);
+}
+
 static int krdma_snap_port(struct krdma_snapshot *snap,
 			   struct krdma_device *kdev, u32 port)
 {
@@ -187,7 +203,8 @@ static int krdma_snap_port(struct krdma_snapshot *snap,
 	if (ret)
 		return ret;
 	pinfo = &snap->ports[snap->num_ports - 1];
-	if (pinfo->num_gids)
+	krdma_port_netdev(kdev->ibdev, port, pinfo);
+	if (!pinfo->netdev[0] && pinfo->num_gids)
 		strscpy(pinfo->netdev, snap->gids[pinfo->first_gid].netdev,
 			sizeof(pinfo->netdev));
 	return 0;

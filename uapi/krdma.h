@@ -54,6 +54,9 @@
  *   above %KRDMA_MAX_CMD_SIZE.
  * - %EOPNOTSUPP: unknown flag, or an operation the transport or device
  *   lacks.
+ * - %EPROTONOSUPPORT: a connection the device's transport cannot carry:
+ *   UC or UD, or one made by hand, on iWARP (see "Transports and what they
+ *   refuse").
  * - %ENOENT: unknown handle.
  * - %ENODEV: the RDMA device was removed (or never existed, or is not one
  *   of the opener's network namespace).
@@ -380,7 +383,9 @@ enum krdma_link_layer {
  * @active_width: IB_WIDTH_* of the link
  * @first_gid: index of this port's first entry in the GIDs array
  * @num_gids: valid GID entries this port has
- * @netdev: NUL-terminated name of the port's net device ("" if none)
+ * @netdev: NUL-terminated name of the port's net device ("" if none), as
+ *	the RDMA core knows it (an iWARP port's too, which has no RoCE GIDs
+ *	to name it)
  * @__reserved: zero
  */
 struct krdma_port_info {
@@ -678,6 +683,43 @@ struct krdma_buf_rw {
  * connection's QP enters the error state.  %KRDMA_AH_CREATE makes a UD
  * address handle from a peer's GID, %KRDMA_SRQ_CREATE a shared receive
  * queue that connections bind with %KRDMA_CONN_SRQ.
+ */
+
+/**
+ * DOC: Transports and what they refuse
+ *
+ * A device's transport is a property of its ports, which krdma reads as
+ * the RDMA core's rdma_protocol_*() do, never from the driver's name:
+ * InfiniBand (&struct krdma_port_info.link_layer INFINIBAND), RoCE v1 or
+ * v2 (link layer Ethernet, by the GIDs' &struct krdma_gid_info.gid_type)
+ * or iWARP (&struct krdma_device_info.node_type %KRDMA_NODE_RNIC: an RDMA
+ * protocol over a TCP stream, RFC 5040; soft-iWARP, siw, is one).
+ * ``krdmactl devices`` shows it, and what the device supports, as the
+ * checks below decide it.
+ *
+ * What a transport or device lacks is refused before anything reaches
+ * the device, with:
+ *
+ * - %EPROTONOSUPPORT: on iWARP, a UC or UD connection (%KRDMA_CM_CONNECT,
+ *   %KRDMA_CM_ACCEPT of a UC or UD listener's request, %KRDMA_CONN_CREATE),
+ *   and any %KRDMA_CONN_CREATE: an iWARP QP reaches RTS only through the
+ *   iWARP CM, which rdma_cm drives, so iWARP connections are RC and made
+ *   with %KRDMA_CM_CONNECT and %KRDMA_CM_ACCEPT alone.
+ * - %EOPNOTSUPP: on iWARP, immediate data (%KRDMA_OP_SEND_WITH_IMM,
+ *   %KRDMA_OP_RDMA_WRITE_WITH_IMM in %KRDMA_POST and %KRDMA_BENCH): iWARP
+ *   carries none (siw refuses both at post); on any device whose
+ *   &struct krdma_device_info.atomic_cap is NONE (iWARP's), the atomics.
+ * - %EINVAL: an RDMA READ into more SGEs than the device's
+ *   &struct krdma_device_info.max_sge_rd (siw: 1), as any WR past its
+ *   queue's SGE count.
+ *
+ * A buffer is one MR, so %KRDMA_BUF_ALLOC and %KRDMA_BUF_REG_USER of more
+ * than &struct krdma_device_info.max_fast_reg_page_list_len pages of the
+ * largest page size in page_size_cap (siw: 256 pages of 4 KiB, 1 MiB) is
+ * %EINVAL.  On iWARP the buffers of a session are fast-registered on a QP
+ * of an rdma_cm connection the module makes over loopback to the device's
+ * own IPv4 address (that of its port's netdev): a device whose netdev has
+ * none is %EADDRNOTAVAIL there.
  */
 
 /**

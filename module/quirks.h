@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What krdma knows of particular drivers, in one place.
+ *
+ * Everything else asks a device what it can do (its attributes, its
+ * port's protocol), never which driver it is; a driver is named here
+ * only for a defect measured in it that no attribute shows, each with
+ * the measurement.  A caller asks krdma_quirk() about a defect, not
+ * about a driver.
+ */
+#ifndef KRDMA_QUIRKS_H
+#define KRDMA_QUIRKS_H
+
+#include <rdma/ib_verbs.h>
+
+/**
+ * enum krdma_quirk - a driver defect krdma works around
+ * @KRDMA_QUIRK_MR_SPARE_SLOT: an MR allocated for a multiple of 256 pages
+ *	needs one page slot more.  rxe before 6.4 keeps an MR's pages in maps
+ *	of 256 (RXE_BUF_PER_MAP) and rxe_mr_copy() steps to the next map's
+ *	pointer after a copy ends on the last slot of a map: with a last map
+ *	that is full, that reads past the map array (KASAN: slab-out-of-
+ *	bounds).  A spare slot keeps one more map allocated there; later rxe
+ *	(an xarray of pages) neither needs nor minds it.
+ * @KRDMA_QUIRK_INV_CROSSES_PD: a SEND_WITH_INV arriving on the device may
+ *	revoke a key of another PD.  rxe's responder finds the MR by the
+ *	key's index alone (rxe_invalidate_mr() checks key, type and bound
+ *	windows, never the QP's PD), so there a SEND_WITH_INV between two of
+ *	one user's connections revokes any MR of the device: other sessions',
+ *	a kernel ULP's.
+ */
+enum krdma_quirk {
+	KRDMA_QUIRK_MR_SPARE_SLOT,
+	KRDMA_QUIRK_INV_CROSSES_PD,
+};
+
+/* Whether @ibdev's driver has the defect @quirk. */
+static inline bool krdma_quirk(const struct ib_device *ibdev,
+			       enum krdma_quirk quirk)
+{
+	switch (quirk) {
+	case KRDMA_QUIRK_MR_SPARE_SLOT:
+	case KRDMA_QUIRK_INV_CROSSES_PD:
+		return ibdev->ops.driver_id == RDMA_DRIVER_RXE;
+	}
+	return false;
+}
+
+#endif /* KRDMA_QUIRKS_H */
