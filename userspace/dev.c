@@ -326,6 +326,93 @@ static void print_caps(const struct krdma_device_info *d)
 	pr_obj_end();
 }
 
+/*
+ * Whether device @dev_index is iWARP (an RNIC), which carries no immediate
+ * data: the tool's protocols then say in the message what the immediate
+ * would have.
+ */
+bool dev_is_iwarp(int fd, uint32_t dev_index)
+{
+	struct dev_snapshot s;
+	bool iwarp;
+
+	if (query_devices(fd, true, dev_index, &s))
+		return false;
+	iwarp = s.num_devs && s.devs[0].node_type == KRDMA_NODE_RNIC;
+	free_snapshot(&s);
+	return iwarp;
+}
+
+/* The device's first port, if the snapshot holds it. */
+static const struct krdma_port_info *
+first_port(const struct dev_snapshot *s, const struct krdma_device_info *d)
+{
+	if (d->first_port < s->num_ports && d->phys_port_cnt &&
+	    s->ports[d->first_port].dev_index == d->dev_index)
+		return &s->ports[d->first_port];
+	return NULL;
+}
+
+/*
+ * The transport, as the kernel's rdma_protocol_*() tell it: an RNIC is
+ * iWARP; else the link layer says InfiniBand, or Ethernet, whose RoCE
+ * version is that of the port's GIDs.
+ */
+static const char *dev_transport_name(const struct dev_snapshot *s,
+				      const struct krdma_device_info *d)
+{
+	const struct krdma_port_info *p = first_port(s, d);
+	bool v1 = false, v2 = false;
+	uint32_t i;
+
+	if (d->node_type == KRDMA_NODE_RNIC)
+		return "iWARP";
+	if (!p)
+		return "unknown";
+	if (p->link_layer == KRDMA_LINK_LAYER_INFINIBAND)
+		return "InfiniBand";
+	if (p->link_layer != KRDMA_LINK_LAYER_ETHERNET)
+		return "unknown";
+	for (i = 0; i < s->num_gids; i++) {
+		const struct krdma_gid_info *g = &s->gids[i];
+
+		if (g->dev_index != p->dev_index || g->port_num != p->port_num)
+			continue;
+		v1 |= g->gid_type == KRDMA_GID_TYPE_ROCE;
+		v2 |= g->gid_type == KRDMA_GID_TYPE_ROCE_UDP_ENCAP;
+	}
+	if (v1 && v2)
+		return "RoCE v1/v2";
+	return v1 ? "RoCE v1" : "RoCE v2";
+}
+
+static void pr_yes_no(const char *key, bool yes)
+{
+	pr_str(key, yes ? "yes" : "no");
+}
+
+/*
+ * What krdma can do on the device, as its checks decide it (the
+ * uapi/krdma.h DOC: "Transports and what they refuse"): iWARP has RC over
+ * rdma_cm alone, without immediate data; atomics need an atomic_cap.
+ */
+static void print_supports(const struct krdma_device_info *d)
+{
+	bool iwarp = d->node_type == KRDMA_NODE_RNIC;
+
+	pr_obj_begin("supports");
+	pr_yes_no("rc", true);
+	pr_yes_no("uc", !iwarp);
+	pr_yes_no("ud", !iwarp);
+	pr_yes_no("manual_connect", !iwarp);
+	pr_yes_no("atomics", d->atomic_cap != KRDMA_ATOMIC_NONE);
+	pr_yes_no("imm_data", !iwarp);
+	pr_yes_no("srq", d->max_srq != 0);
+	pr_u64("max_read_sge", d->max_sge_rd);
+	pr_u64("max_inline", d->max_inline_data);
+	pr_obj_end();
+}
+
 static void print_device(const struct dev_snapshot *s,
 			 const struct krdma_device_info *d)
 {
@@ -338,6 +425,7 @@ static void print_device(const struct dev_snapshot *s,
 	pr_label_u64("dev_index", NULL, d->dev_index);
 	pr_label_str("name", d->name);
 	pr_str("node_type", node_type_name(d->node_type));
+	pr_str("transport", dev_transport_name(s, d));
 	pr_str("node_guid", node_guid);
 	pr_str("sys_image_guid", sys_image_guid);
 	pr_hex("vendor_id", d->vendor_id);
@@ -345,6 +433,7 @@ static void print_device(const struct dev_snapshot *s,
 	pr_hex("hw_ver", d->hw_ver);
 	pr_u64("phys_port_cnt", d->phys_port_cnt);
 	print_caps(d);
+	print_supports(d);
 	print_ports(s, d);
 	pr_obj_end();
 }

@@ -25,6 +25,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
@@ -304,13 +305,45 @@ static void rp_addr_gid(const struct krdma_sockaddr *sa, uint8_t *gid)
 }
 
 /*
+ * The netdev holding @sa, as getifaddrs(3) names it, into @name; an iWARP
+ * port has no GID of its address, only the netdev.
+ */
+static bool rp_addr_netdev(const struct krdma_sockaddr *sa, char *name,
+			   size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	bool found = false;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		const void *a;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != sa->family)
+			continue;
+		if (sa->family == AF_INET)
+			a = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		else
+			a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+		if (!memcmp(a, sa->addr, sa->family == AF_INET ? 4 : 16)) {
+			snprintf(name, len, "%s", i->ifa_name);
+			found = true;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
  * The server's buffers must live on the device of the connection, which a
  * CONNECT_REQUEST does not name: -d, else the device that owns the listen
- * address as a GID, else the only device.
+ * address as a GID, else the device a port of which is on the address's
+ * netdev, else the only device.
  */
 static int rp_server_device(struct rp_ctx *ctx)
 {
 	const struct rp_opts *o = ctx->o;
+	char ifname[KRDMA_IFNAME_MAX];
 	struct dev_snapshot s;
 	uint8_t gid[16];
 	uint32_t i;
@@ -342,13 +375,24 @@ static int rp_server_device(struct rp_ctx *ctx)
 			}
 		}
 	}
+	if (!rp_addr_is_any(&ctx->sa) &&
+	    rp_addr_netdev(&ctx->sa, ifname, sizeof(ifname))) {
+		for (i = 0; i < s.num_ports; i++) {
+			if (!strcmp(s.ports[i].netdev, ifname)) {
+				ctx->dev_index = s.ports[i].dev_index;
+				ret = 0;
+				goto out;
+			}
+		}
+	}
 	if (s.num_devs == 1) {
 		ctx->dev_index = s.devs[0].dev_index;
 		ret = 0;
 	} else if (!s.num_devs) {
 		err_msg("rping: no RDMA device");
 	} else {
-		err_msg("rping: %u RDMA devices and none has %s as a GID: "
+		err_msg("rping: %u RDMA devices and none has %s as a GID "
+			"or on its netdev: "
 			"give -d DEVICE", s.num_devs, ctx->addr_str);
 	}
 out:

@@ -94,6 +94,7 @@ struct xc {
 	char peer[80];
 	uint32_t conn;
 	uint32_t dev_index;
+	bool no_imm;		/* iWARP: the messages alone say it */
 	struct xfer_adv adv;	/* host order */
 	struct verbs_buf buf;
 	uint64_t data_len;
@@ -636,6 +637,7 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 	if (ret)
 		return ret;
 	x->data_len = data_len;
+	x->no_imm = dev_is_iwarp(x->fd, x->dev_index);
 	ret = verbs_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
 			      XC_DATA_OFF + (data_len ? data_len : 8), &x->buf);
 	if (ret)
@@ -791,7 +793,7 @@ static int xc_stream(struct xc *x, uint64_t len)
 		crc = xfer_crc32(0, m + 1, len);
 		m->length = htobe64(len);
 		m->crc = htobe32(crc);
-		ret = xc_send(x, len, true, seq);
+		ret = xc_send(x, len, !x->no_imm, seq);
 		if (ret)
 			return ret;
 		if ((seq + 1) % XFER_STREAM_WINDOW && seq + 1 < n)
@@ -918,7 +920,7 @@ static int xc_do_write(struct xc *x)
 	m->length = htobe64(len);
 	m->arg = htobe64(seed);
 	m->crc = htobe32(crc);
-	type = xc_request(x, 0, true, crc);
+	type = xc_request(x, 0, !x->no_imm, crc);
 	if (type < 0)
 		return type;
 	pr_obj_begin("write");

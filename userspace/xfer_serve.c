@@ -142,6 +142,7 @@ struct sv {
 	char dev_name[KRDMA_NAME_MAX];
 	uint32_t listeners[KRDMA_TRANSPORT_UD + 1];	/* by transport */
 	uint32_t ud_mtu;	/* the device's smallest active MTU */
+	bool no_imm;		/* iWARP: none comes, the messages say it */
 	bool accept_waits;	/* a module without async accepts: ACCEPT waits */
 	struct verbs_buf data;
 	struct sv_client clients[SV_MAX_CLIENTS];
@@ -325,6 +326,8 @@ static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 	s->accept_waits = !(info.features & KRDMA_FEATURE_ACCEPT_ASYNC);
 	if (!ret)
 		ret = sv_pick_device(s);
+	if (!ret)
+		s->no_imm = dev_is_iwarp(s->fd, s->dev_index);
 	if (!ret && (s->o->transports & 1U << KRDMA_TRANSPORT_UD)) {
 		s->ud_mtu = xfer_port_mtu(s->fd, s->dev_index);
 		if (!s->ud_mtu)
@@ -784,7 +787,8 @@ static void sv_on_written(struct sv *s, struct sv_client *c,
 			 off + at);
 	else if ((crc = xfer_crc32(0, s->data.mem + off, len)) != want)
 		snprintf(bad, sizeof(bad), "crc32 mismatch");
-	else if (!(wc->wc_flags & KRDMA_WC_WITH_IMM) || wc->imm_data != want)
+	else if (!s->no_imm && (!(wc->wc_flags & KRDMA_WC_WITH_IMM) ||
+				wc->imm_data != want))
 		snprintf(bad, sizeof(bad), "immediate data is not the crc32");
 	sv_event("write", c);
 	pr_fmt_u64("bytes", "%" PRIu64 " bytes", len);
@@ -999,15 +1003,17 @@ static void sv_on_done(struct sv *s, struct sv_client *c)
 }
 
 /* A stream message: counted by its @seq, not answered. */
-static void sv_on_stream(struct sv_client *c, const struct xfer_msg *m,
-			 uint32_t byte_len, const struct krdma_wc *wc)
+static void sv_on_stream(struct sv *s, struct sv_client *c,
+			 const struct xfer_msg *m, uint32_t byte_len,
+			 const struct krdma_wc *wc)
 {
 	uint64_t len = be64toh(m->length);
 	uint32_t seq = be32toh(m->seq);
 
 	if (len != byte_len - sizeof(*m) || seq >= XFER_STREAM_MAX ||
 	    xfer_crc32(0, m + 1, len) != be32toh(m->crc) ||
-	    !(wc->wc_flags & KRDMA_WC_WITH_IMM) || wc->imm_data != seq) {
+	    (!s->no_imm && (!(wc->wc_flags & KRDMA_WC_WITH_IMM) ||
+			    wc->imm_data != seq))) {
 		c->st_bad++;
 		return;
 	}
@@ -1138,7 +1144,7 @@ static void sv_on_recv(struct sv *s, struct sv_client *c,
 		break;
 	case XM_SEND:
 		if (be64toh(m->arg) & XFER_SEND_STREAM)
-			sv_on_stream(c, m, len, wc);
+			sv_on_stream(s, c, m, len, wc);
 		else
 			sv_on_send(s, c, m, len);
 		break;
