@@ -1190,6 +1190,16 @@ static int krdma_bench_qp_ready(struct krdma_conn *conn)
 	int ret;
 
 	lockdep_assert_held_read(&conn->obj.hw_rwsem);
+	/*
+	 * An iWARP driver's query_qp() need not report the state (siw's
+	 * leaves it): there the QP is in RTS from rdma_cm's ESTABLISHED until
+	 * it errs or disconnects.
+	 */
+	if (krdma_port_is_iwarp(conn->obj.kdev, conn->port_num))
+		return test_bit(KRDMA_CONN_ESTABLISHED, &conn->state) &&
+		       !test_bit(KRDMA_CONN_QP_ERROR, &conn->state) &&
+		       !test_bit(KRDMA_CONN_DISCONNECTED, &conn->state) ?
+		       0 : -EINVAL;
 	ret = ib_query_qp(conn->qp, &attr, IB_QP_STATE, &init);
 	if (ret)
 		return ret;
