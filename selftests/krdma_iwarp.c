@@ -429,8 +429,10 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 60 krdmactl serve -d %s -a %s -p 18931 -n 3 "
-		 ">/dev/null 2>&1 & sleep 2; "
-		 "timeout 20 krdmactl send %s -p 18931 >/dev/null && "
+		 ">/dev/null 2>&1 & "
+		 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; "
+		 "timeout 20 krdmactl send %s -p 18931 >/dev/null 2>&1 && "
+		 "break; done && "
 		 "timeout 20 krdmactl read %s -p 18931 -s 65536 >/dev/null && "
 		 "timeout 20 krdmactl write %s -p 18931 -s 65536 >/dev/null; "
 		 "r=$?; wait $! || r=1; exit $r", self->dev.info.name,
@@ -442,8 +444,10 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 	}
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 30 krdmactl rping -s -a %s -p 18932 -C 3 "
-		 ">/dev/null 2>&1 & sleep 2; "
-		 "timeout 20 krdmactl rping -a %s -p 18932 -C 3 >/dev/null; "
+		 ">/dev/null 2>&1 & "
+		 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; "
+		 "timeout 20 krdmactl rping -a %s -p 18932 -C 3 >/dev/null "
+		 "2>&1 && break; done; "
 		 "r=$?; wait $! || r=1; exit $r", self->addr, self->addr);
 	ret = system(cmd);
 	EXPECT_EQ(0, ret) {
