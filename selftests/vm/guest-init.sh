@@ -7,9 +7,9 @@
 # pair, one guest) or eth0's rxe0 (two guests), loads krdma, runs the
 # command of /krdma/cmd.sh and powers off, printing the exit status for
 # run.sh after the marker it was given.  /krdma/config, written by run.sh,
-# sets MARK, REPO, RUNDIR, DMESG_FILE, MODULES, OPTIONAL_MODULES, INSMOD,
-# KO_MODPROBE, WATCHDOG_S (when to report a command that has not ended)
-# and the exported KRDMA_*, RXE0_ADDR*, PEER_ADDR*.
+# sets MARK, REPO, RUNDIR, DMESG_FILE, MODULES, OPTIONAL_MODULES,
+# SIW_MODULES, INSMOD, KO_MODPROBE, WATCHDOG_S (when to report a command
+# that has not ended) and the exported KRDMA_*, RXE0_ADDR*, PEER_ADDR*.
 # shellcheck disable=SC1091 # written by run.sh, in the guest
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
 mount -t proc proc /proc
@@ -84,6 +84,30 @@ setup_rxe1() {
 	ping -c 1 -W 3 -I 192.0.2.1 192.0.2.11 >/dev/null &&
 	ping -c 1 -W 3 -I 2001:db8::1 2001:db8::11 >/dev/null
 }
+# siw0 (soft-iWARP) on a netdev of its own, one guest: rdma_cm picks the
+# device by the netdev of the bound address, and of two devices on one
+# netdev the first registered.  siw runs over kernel TCP sockets, so its
+# traffic to its own address goes over lo and works (unlike rxe's).  A
+# guest without siw0 runs everything else as before: it only says why.
+# (198.51.100.0/24 is the tests' address of no host: not that one.)
+setup_siw0() {
+	for m in $SIW_MODULES; do
+		modprobe -q "$m" 2>/dev/null
+	done
+	err=$(modprobe siw 2>&1) || { SIW_WHY="modprobe siw: ${err:-failed}"; return 1; }
+	# a veth end: siw wants an Ethernet netdev with carrier, and a dummy's
+	# unknown speed has ib_core warn at every port query
+	if ! { ip link add ksiw0 type veth peer name ksiw1 &&
+	       ip link set ksiw1 up &&
+	       ip addr add 203.0.113.1/24 dev ksiw0 &&
+	       ip -6 addr add 2001:db8:113::1/64 dev ksiw0 nodad &&
+	       ip link set ksiw0 up; }; then
+		SIW_WHY="cannot set up ksiw0"
+		return 1
+	fi
+	err=$(rdma link add siw0 type siw netdev ksiw0 2>&1) ||
+		{ SIW_WHY="rdma link add siw0: ${err:-failed}"; return 1; }
+}
 setup() {
 	for m in $MODULES; do
 		opt=
@@ -114,6 +138,12 @@ setup() {
 		else
 			echo "vm: no rxe1 (traffic does not cross krdma0/krdma1)"
 			rdma link delete rxe1 2>/dev/null
+		fi
+		if setup_siw0; then
+			export SIW0_ADDR=203.0.113.1 SIW0_ADDR6=2001:db8:113::1
+		else
+			echo "vm: no siw0 ($SIW_WHY)"
+			rdma link delete siw0 2>/dev/null
 		fi
 	fi
 	KRDMA_LOADED=0

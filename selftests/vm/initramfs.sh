@@ -14,8 +14,10 @@
 #                      $CACHE/initramfs/<release>-<hash>.cpio: sets STATIC
 #
 # The caller defines note, die, CACHE, KROOT (the kernel's root:
-# lib/modules/REL), REL and KKEY.
-# GUEST_MODULES and OPTIONAL_MODULES are what the guest's init loads.
+# lib/modules/REL), REL and KKEY, and SIW_KO (siw.sh; empty: none), which
+# goes in as updates/siw.ko with what it depends on.
+# GUEST_MODULES and OPTIONAL_MODULES are what the guest's init loads;
+# SIW_MODULES what it loads, if it can, before siw.
 
 GUEST_PKGS=(rdma-core ibverbs-utils rdmacm-utils ibverbs-providers libibverbs1
 	librdmacm1 libibumad3 perftest iproute2)
@@ -60,6 +62,11 @@ GUEST_MODULES=(virtio_pci virtio_net 9pnet_virtio 9p netfs fscache crc32_generic
 # shellcheck disable=SC2034 # run.sh hands it to the guest
 OPTIONAL_MODULES=(netfs fscache crc32_generic crc32_pclmul dummy sch_netem
 	sch_prio sch_ingress cls_u32 act_gact act_mirred ifb)
+# siw's CRC32C (MPA's): libcrc32c (before 6.14) and the crypto API find
+# the implementation by request_module, which the guest's modules.alias
+# answers only when the module is in its tree; none is in every kernel
+# shellcheck disable=SC2034 # run.sh hands it to the guest
+SIW_MODULES=(crc32c_intel crc32c_generic libcrc32c)
 GUEST_TOOLS=(usr/bin/rdma sbin/ip bin/ip sbin/tc usr/bin/ibv_devices usr/bin/ibv_devinfo
 	usr/bin/ibv_rc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_uc_pingpong
 	usr/bin/ibv_srq_pingpong usr/bin/rping usr/bin/ucmatose usr/bin/udaddy
@@ -115,8 +122,10 @@ build_static() {
 		copy_libs "$t" "$UROOT/$f"
 	done
 	mkdir -p "$t/etc/libibverbs.d" "$t/usr/lib/x86_64-linux-gnu/libibverbs" "$t/etc/iproute2"
-	cp "$UROOT/etc/libibverbs.d/rxe.driver" "$t/etc/libibverbs.d/"
-	for f in "$UROOT"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so; do
+	# the providers of rxe0 and siw0 (without one, rdma_cm's tools find
+	# no device for the address: "rdma_bind_addr: No such device")
+	cp "$UROOT/etc/libibverbs.d/rxe.driver" "$UROOT/etc/libibverbs.d/siw.driver" "$t/etc/libibverbs.d/"
+	for f in "$UROOT"/usr/lib/x86_64-linux-gnu/libibverbs/lib{rxe,siw}-*.so; do
 		cp -L "$f" "$t/usr/lib/x86_64-linux-gnu/libibverbs/"
 		copy_libs "$t" "$f"
 	done
@@ -129,8 +138,14 @@ build_static() {
 	[ -e /etc/protocols ] && cp /etc/protocols "$t/etc/"
 	[ -e /etc/services ] && cp /etc/services "$t/etc/"
 	# kernel modules and their dependencies
-	local mods
-	mods=$(for m in "${GUEST_MODULES[@]}"; do
+	local mods want=("${GUEST_MODULES[@]}")
+	if [ -n "${SIW_KO:-}" ]; then
+		mkdir -p "$t/usr/lib/modules/$REL/updates"
+		cp "$SIW_KO" "$t/usr/lib/modules/$REL/updates/siw.ko"
+		want+=("${SIW_MODULES[@]}")
+		mapfile -t -O ${#want[@]} want < <(modinfo -F depends "$SIW_KO" | tr ',' '\n' | grep .)
+	fi
+	mods=$(for m in "${want[@]}"; do
 		# (an optional module the kernel lacks fails here: not fatal)
 		modprobe --show-depends -d "$KROOT" -S "$REL" "$m" 2>/dev/null | awk '$1=="insmod"{print $2}' || true
 	done | sort -u)
@@ -154,7 +169,7 @@ build_static() {
 }
 
 static_initramfs() {
-	SKEY=$( { echo "$KKEY $UKEY"; sha256sum "${BASH_SOURCE[0]}" /bin/busybox /usr/bin/kmod; dpkg-query -W libc6 kmod busybox-static 2>/dev/null; } | sha256sum | cut -c1-16)
+	SKEY=$( { echo "$KKEY $UKEY"; sha256sum "${BASH_SOURCE[0]}" /bin/busybox /usr/bin/kmod ${SIW_KO:+"$SIW_KO"}; dpkg-query -W libc6 kmod busybox-static 2>/dev/null; } | sha256sum | cut -c1-16)
 	STATIC=$CACHE/initramfs/$REL-$SKEY.cpio
 	if [ ! -e "$STATIC" ]; then
 		t1=$SECONDS

@@ -38,7 +38,8 @@
 #   --append 'ARGS'     more kernel command line (check-debug.sh: panic_on_warn=1)
 #
 # Host environment: KRDMA_CACHE (default /var/cache/krdma) holds the kernel
-# and userspace debs, extracted, keyed by version, and the static initramfs.
+# and userspace debs, extracted, keyed by version, siw.ko built for each
+# kernel, and the static initramfs.  KRDMA_SIW=0: no siw.ko, no siw0.
 # Logs go to $REPO/build/vm/<run>/ (console.log, dmesg.txt, and peer-*.log).
 #
 # In the guest CMD runs as root in $REPO (the repo is 9p-mounted read-write at
@@ -53,6 +54,9 @@
 #                       in the peer guest they name the first guest)
 #   RXE1_ADDR, RXE1_ADDR6   (one guest) 192.0.2.11, 2001:db8::11 on krdma1
 #                       under rxe1; unset if rxe1 could not be set up
+#   SIW0_ADDR, SIW0_ADDR6   (one guest) 203.0.113.1, 2001:db8:113::1 on
+#                       ksiw0 (a veth end) under siw0, soft-iWARP;
+#                       unset if siw0 could not be set up ("vm: no siw0")
 #   KRDMA_VM            1 (guest 1) or 2 (the peer guest); KRDMA_VMS 1 or 2
 #   PATH                $REPO/build/bin:$REPO/build/selftests, iproute2
 #                       (ip, tc, rdma), rdma-core tools (ibv_*, rping, ib_*
@@ -68,6 +72,11 @@
 # source) still goes over lo, as before, and one rxe device talking to itself
 # (both ends on rxe0) works as always.  (A second network namespace does not
 # help: in 6.1 rxe in a non-initial netns passes no traffic.)
+# siw0 has a netdev of its own: rdma_cm picks the device by the netdev of
+# the bound address, the first registered when two share one.  siw runs
+# over kernel TCP sockets, so siw0 talking to its own address works over lo.
+# Debian builds no siw: siw.sh builds siw.ko from the kernel's Debian source
+# package, once per kernel, and the static initramfs carries it.
 # --vms 2: eth0 (virtio-net, socket netdev on 127.0.0.1) under rxe0 in each.
 # Guest 2 starts CMD2 and signals readiness (a file in the run directory)
 # two seconds later; guest 1 waits for that and for a ping before CMD.
@@ -87,6 +96,8 @@ REPO=$(cd "$VMDIR/../.." && pwd)
 . "$VMDIR/kernels.sh"
 # shellcheck source=selftests/vm/initramfs.sh
 . "$VMDIR/initramfs.sh"
+# shellcheck source=selftests/vm/siw.sh
+. "$VMDIR/siw.sh"
 CACHE=${KRDMA_CACHE:-/var/cache/krdma}
 MARK=KRDMA-EXIT-STATUS
 
@@ -163,9 +174,12 @@ if [ -f "$KERNEL" ]; then
 	ln -s "$MODDIR" "$KROOT/lib/modules/$REL"
 	[ -e "$MODDIR/modules.dep" ] || depmod -b "$KROOT" "$REL"
 	KKEY=custom-$(cat "$BZIMAGE" "$MODDIR/modules.dep" | sha256sum | cut -c1-16)
+	# (a kernel of our own has siw built in, or goes without siw0)
+	SIW_KO=
 else
 	kernel_resolve "$KERNEL"
 	kernel_fetch_image
+	siw_module
 	KROOT=$KKDIR/root
 	BZIMAGE=$KROOT/boot/vmlinuz-$REL
 	KKEY=$(basename "$KKDIR")
@@ -234,6 +248,7 @@ mkvm() {	# mkvm N OUT.cpio [CMD...]
 		printf 'DMESG_FILE=%q\n' "$([ "$n" = 1 ] && echo dmesg.txt || echo peer-dmesg.txt)"
 		printf 'MODULES=%q\n' "${GUEST_MODULES[*]}"
 		printf 'OPTIONAL_MODULES=%q\n' "${OPTIONAL_MODULES[*]}"
+		printf 'SIW_MODULES=%q\n' "${SIW_MODULES[*]}"
 		printf 'INSMOD=%q\n' "$INSMOD"
 		# (guest uptime: the watchdog counts from qemu's start, a little before)
 		printf 'WATCHDOG_S=%q\n' "$((TIMEOUT >= 300 ? TIMEOUT - 90 : 0))"
