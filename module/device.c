@@ -424,6 +424,8 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	up_write(&krdma_devices_rwsem);
 
 	killed = krdma_device_kill_objects(kdev);
+	/* the iWARP registration QPs use the device's CQ */
+	krdma_pd_flush();
 	trace_krdma_device_remove(ibdev, kdev->id, killed);
 	ibdev_info(ibdev, "krdma: device %u removed, %u objects of its users destroyed\n",
 		   kdev->id, killed);
@@ -447,11 +449,19 @@ static struct ib_client krdma_client = {
 
 int krdma_devices_init(void)
 {
-	return ib_register_client(&krdma_client);
+	int ret = krdma_pd_init();
+
+	if (ret)
+		return ret;
+	ret = ib_register_client(&krdma_client);
+	if (ret)
+		krdma_pd_exit();
+	return ret;
 }
 
 void krdma_devices_exit(void)
 {
 	ib_unregister_client(&krdma_client);
 	WARN_ON(!xa_empty(&krdma_devices));
+	krdma_pd_exit();
 }

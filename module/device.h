@@ -114,6 +114,9 @@ struct krdma_pd *krdma_pd_get(struct krdma_session *session,
 			      struct krdma_device *kdev);
 int krdma_pd_reg_mr(struct krdma_pd *kpd, struct ib_mr *mr, int access);
 void krdma_pd_kill(struct krdma_pd *kpd);
+void krdma_pd_flush(void);
+int krdma_pd_init(void);
+void krdma_pd_exit(void);
 void krdma_pd_put(struct krdma_pd *kpd);
 
 #endif /* KRDMA_DEVICE_H */

@@ -151,6 +151,9 @@ ib_device_get_netdev(struct ib_device *ibdev, u32 port)
 	rcu_read_lock();
 	for_each_net_rcu(net) {
 		for_each_netdev_rcu(net, ndev) {
+			/* as the core's: none being unregistered */
+			if (ndev->reg_state != NETREG_REGISTERED)
+				continue;
 			owner = ib_device_get_by_netdev(ndev,
 							RDMA_DRIVER_UNKNOWN);
 			if (!owner)

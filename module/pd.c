@@ -23,6 +23,7 @@
 #include <linux/inetdevice.h>
 #include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/rdma_cm.h>
 
@@ -82,6 +83,8 @@ static int krdma_reg_path(struct ib_device *ibdev, struct krdma_qp_path *path)
  *	stranger's connect to the port gets no QP in the PD
  * @done: an awaited event came, with @status
  * @status: 0, or what went wrong
+ * @destroy_work: destroys the connection once its PD is gone (krdma_reg_wq)
+ * @pd: the PD to free after the connection's QPs, in @destroy_work
  */
 struct krdma_reg_cm {
 	struct rdma_cm_id *listen_id;
@@ -91,7 +94,20 @@ struct krdma_reg_cm {
 	u64 cookie;
 	struct completion done;
 	int status;
+	struct work_struct destroy_work;
+	struct ib_pd *pd;
 };
+
+/*
+ * Where a dead PD's iWARP registration connection is destroyed.  Its
+ * rdma_destroy_qp() waits (siw_destroy_qp()) for iw_cm to handle the
+ * stream's close, on iw_cm's ordered workqueue, behind any handler queued
+ * before it; krdma's own rdma_cm handlers take the device's lock and may
+ * drop a PD's last reference.  So the destroy never runs under that lock
+ * or in a handler, but here; krdma_pd_flush() waits for it before the
+ * device's CQ and the device go.
+ */
+static struct workqueue_struct *krdma_reg_wq;
 
 static void krdma_reg_cm_init_attr(struct krdma_pd *kpd,
 				   struct ib_qp_init_attr *init)
@@ -194,9 +210,22 @@ static void krdma_reg_cm_destroy(struct krdma_reg_cm *rc)
 	kfree(rc);
 }
 
-/* An IPv4 address of the netdev of @port, to listen and connect on. */
+static void krdma_reg_cm_destroy_work(struct work_struct *work)
+{
+	struct krdma_reg_cm *rc =
+		container_of(work, struct krdma_reg_cm, destroy_work);
+	struct ib_pd *pd = rc->pd;
+
+	krdma_reg_cm_destroy(rc);
+	ib_dealloc_pd(pd);
+}
+
+/*
+ * An IPv4 address of the netdev of @port, to listen and connect on, and
+ * (referenced) the namespace it is in, where the kernel's own ids go.
+ */
 static int krdma_reg_cm_addr(struct ib_device *ibdev, u32 port,
-			     struct sockaddr_in *sin)
+			     struct sockaddr_in *sin, struct net **net)
 {
 	struct net_device *ndev = ib_device_get_netdev(ibdev, port);
 	const struct in_ifaddr *ifa;
@@ -212,6 +241,7 @@ static int krdma_reg_cm_addr(struct ib_device *ibdev, u32 port,
 		sin->sin_family = AF_INET;
 		sin->sin_addr.s_addr = ifa->ifa_local;
 		sin->sin_port = 0;
+		*net = get_net(dev_net(ndev));
 		ret = 0;
 	}
 	rcu_read_unlock();
@@ -227,12 +257,12 @@ static int krdma_reg_cm_addr(struct ib_device *ibdev, u32 port,
 static int krdma_reg_cm_connect(struct krdma_pd *kpd)
 {
 	struct ib_device *ibdev = kpd->kdev->ibdev;
-	struct net *net = kpd->session->net;
 	struct rdma_conn_param param = {};
 	struct ib_qp_init_attr init;
 	struct sockaddr_in src, dst;
 	struct krdma_reg_cm *rc;
 	struct ib_port_attr pattr;
+	struct net *net = NULL;
 	int ret = -ENETDOWN;
 	u32 port;
 
@@ -240,15 +270,17 @@ static int krdma_reg_cm_connect(struct krdma_pd *kpd)
 		if (ib_query_port(ibdev, port, &pattr) ||
 		    pattr.state != IB_PORT_ACTIVE)
 			continue;
-		ret = krdma_reg_cm_addr(ibdev, port, &src);
+		ret = krdma_reg_cm_addr(ibdev, port, &src, &net);
 		if (!ret)
 			break;
 	}
 	if (ret)
 		return ret;
 	rc = kzalloc(sizeof(*rc), GFP_KERNEL);
-	if (!rc)
+	if (!rc) {
+		put_net(net);
 		return -ENOMEM;
+	}
 	rc->kpd = kpd;
 	init_completion(&rc->done);
 	get_random_bytes(&rc->cookie, sizeof(rc->cookie));
@@ -303,10 +335,12 @@ static int krdma_reg_cm_connect(struct krdma_pd *kpd)
 	rc->listen_id = NULL;
 	kpd->reg_cm = rc;
 	kpd->reg_qp = rc->active_id->qp;
+	put_net(net);
 	return 0;
 
 err:
 	krdma_reg_cm_destroy(rc);
+	put_net(net);
 	return ret;
 }
 
@@ -489,16 +523,50 @@ struct krdma_pd *krdma_pd_get(struct krdma_session *session,
 	return kpd;
 }
 
-/* Free the PD's verbs state; the caller holds the device's lock. */
+/*
+ * Free the PD's verbs state; the caller holds the device's lock.  An iWARP
+ * registration connection and the PD after it go in krdma_reg_wq.
+ */
 void krdma_pd_kill(struct krdma_pd *kpd)
 {
+	struct krdma_reg_cm *rc = kpd->reg_cm;
+
 	lockdep_assert_held(&kpd->kdev->lock);
 	if (kpd->dead)
 		return;
-	krdma_reg_qp_destroy(kpd);
-	ib_dealloc_pd(kpd->pd);
+	if (rc) {
+		rc->kpd = NULL;
+		rc->pd = kpd->pd;
+		INIT_WORK(&rc->destroy_work, krdma_reg_cm_destroy_work);
+		queue_work(krdma_reg_wq, &rc->destroy_work);
+		kpd->reg_cm = NULL;
+		kpd->reg_qp = NULL;
+	} else {
+		krdma_reg_qp_destroy(kpd);
+		ib_dealloc_pd(kpd->pd);
+	}
 	kpd->pd = NULL;
 	kpd->dead = true;
+}
+
+/*
+ * Wait for the registration connections of dead PDs to be destroyed; not
+ * under the device's lock (see krdma_reg_wq).
+ */
+void krdma_pd_flush(void)
+{
+	flush_workqueue(krdma_reg_wq);
+}
+
+int krdma_pd_init(void)
+{
+	krdma_reg_wq = alloc_workqueue("krdma_reg", WQ_MEM_RECLAIM, 0);
+	return krdma_reg_wq ? 0 : -ENOMEM;
+}
+
+void krdma_pd_exit(void)
+{
+	destroy_workqueue(krdma_reg_wq);
 }
 
 /* The last object in the PD is gone; called with the session's pd_lock. */

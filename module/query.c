@@ -144,17 +144,20 @@ static int krdma_snap_gids(struct krdma_snapshot *snap,
 
 /*
  * The port's netdev as the core knows it (ib_device_set_netdev(), a
- * driver's get_netdev()): an iWARP port has one but no RoCE GIDs, whose
- * attributes name the netdev otherwise.
+ * driver's get_netdev()), if it is in the caller's namespace: an iWARP
+ * port has one but no RoCE GIDs, whose attributes name the netdev
+ * otherwise.
  */
 static void krdma_port_netdev(struct ib_device *ibdev, u32 port,
+			      const struct net *net,
 			      struct krdma_port_info *pinfo)
 {
 	struct net_device *ndev = ib_device_get_netdev(ibdev, port);
 
 	if (!ndev)
 		return;
-	strscpy(pinfo->netdev, ndev->name, sizeof(pinfo->netdev));
+	if (net_eq(dev_net(ndev), net))
+		strscpy(pinfo->netdev, ndev->name, sizeof(pinfo->netdev));
 	dev_put(ndev);
 }
 
@@ -203,10 +206,12 @@ static int krdma_snap_port(struct krdma_snapshot *snap,
 	if (ret)
 		return ret;
 	pinfo = &snap->ports[snap->num_ports - 1];
-	krdma_port_netdev(kdev->ibdev, port, pinfo);
-	if (!pinfo->netdev[0] && pinfo->num_gids)
+	/* RoCE: the netdev of the first GID the caller may see */
+	if (pinfo->num_gids)
 		strscpy(pinfo->netdev, snap->gids[pinfo->first_gid].netdev,
 			sizeof(pinfo->netdev));
+	if (!pinfo->netdev[0])
+		krdma_port_netdev(kdev->ibdev, port, snap->net, pinfo);
 	return 0;
 }
 

@@ -717,9 +717,14 @@ struct krdma_buf_rw {
  * than &struct krdma_device_info.max_fast_reg_page_list_len pages of the
  * largest page size in page_size_cap (siw: 256 pages of 4 KiB, 1 MiB) is
  * %EINVAL.  On iWARP the buffers of a session are fast-registered on a QP
- * of an rdma_cm connection the module makes over loopback to the device's
- * own IPv4 address (that of its port's netdev): a device whose netdev has
- * none is %EADDRNOTAVAIL there.
+ * of an rdma_cm connection the module makes, on the first registration,
+ * from the device's own IPv4 address (the first of its first active
+ * port's netdev) to an ephemeral port of it.  There %KRDMA_BUF_ALLOC and
+ * %KRDMA_BUF_REG_USER may also fail with %ENETDOWN (no active port with a
+ * netdev), %EADDRNOTAVAIL (the netdev has no IPv4 address), %ENETUNREACH
+ * (rdma_cm resolves the address to another device: one netdev under two
+ * RDMA devices), or what the connection met (%ETIMEDOUT, %ECONNREFUSED,
+ * %EADDRINUSE); a later call tries again.
  */
 
 /**
