@@ -194,8 +194,8 @@ static void kr_close_while_blocked(struct __test_metadata *_metadata,
 	if (how == KR_KPOLL) {
 		if (!self->have_dev)
 			SKIP(return, "no device with an active port");
-		ASSERT_OK(kt_conn_create(fd, &self->dev, KRDMA_TRANSPORT_RC,
-					 KRDMA_CONN_NOTIFY, NULL, &c));
+		ASSERT_OK(kt_conn_rc_any(fd, &self->dev, KRDMA_CONN_NOTIFY,
+					 &c));
 		b.conn = c.handle;
 	}
 	b.fd = fd;
@@ -281,8 +281,8 @@ static void kr_killed_while_blocked(struct __test_metadata *_metadata,
 		if (b.fd < 0)
 			_exit(1);
 		if (how == KR_KPOLL) {
-			if (kt_conn_create(b.fd, &self->dev, KRDMA_TRANSPORT_RC,
-					   KRDMA_CONN_NOTIFY, NULL, &c))
+			if (kt_conn_rc_any(b.fd, &self->dev,
+					   KRDMA_CONN_NOTIFY, &c))
 				_exit(1);
 			b.conn = c.handle;
 		}

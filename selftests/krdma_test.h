@@ -952,6 +952,24 @@ static inline const char *kt_dev_lacks(const struct kt_dev *d, enum kt_cap cap)
 	return why;
 }
 
+/*
+ * The largest buffer one registration covers on @d, as uapi/krdma.h bounds
+ * BUF_ALLOC: max_fast_reg_page_list_len pages of the largest page size in
+ * page_size_cap (siw: 1 MiB); 0 when that is no bound a test meets.
+ */
+static inline uint64_t kt_dev_max_buf(const struct kt_dev *d)
+{
+	uint64_t cap = d->info.page_size_cap;
+	unsigned int shift;
+
+	if (!cap || !d->info.max_fast_reg_page_list_len)
+		return 0;
+	shift = 63 - __builtin_clzll(cap);
+	if (shift >= 32)
+		return 0;
+	return (uint64_t)d->info.max_fast_reg_page_list_len << shift;
+}
+
 /* The transport's own capability (RC needs none). */
 static inline const char *kt_dev_lacks_transport(const struct kt_dev *d,
 						 uint32_t transport)
@@ -2422,6 +2440,22 @@ static inline int kt_conn_pair_cm(int fd, const struct kt_dev *d,
 	while (kc_events(fd, &ev, 1, 0) > 0)
 		;
 	return 0;
+}
+
+/*
+ * An RC connection of @flags on @d, to post or wait on: made by hand, or
+ * where the device connects only through rdma_cm (iWARP) the connected
+ * end of a kt_conn_pair_cm(), whose peer stays in the session.
+ */
+static inline int kt_conn_rc_any(int fd, const struct kt_dev *d,
+				 uint32_t flags, struct kt_conn *c)
+{
+	struct kt_conn peer;
+
+	if (kt_dev_lacks(d, KT_CAP_MANUAL_CONN))
+		return kt_conn_pair_cm(fd, d, KRDMA_TRANSPORT_RC, flags, NULL,
+				       c, &peer);
+	return kt_conn_create(fd, d, KRDMA_TRANSPORT_RC, flags, NULL, c);
 }
 
 /*

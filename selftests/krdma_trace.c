@@ -172,6 +172,8 @@ KRDMA_TEST_F(trace, post_and_completion)
 	struct kt_conn a, b;
 	struct kt_buf buf;
 
+	/* it traces the CONN_CREATE of a pair made by hand */
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &rc_caps, &a, &b);
 	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 4096, &buf);
 

@@ -404,12 +404,16 @@ static void transfer_matrix(struct __test_metadata *_metadata,
 	uint64_t sizes[ARRAY_SIZE(sizes_rc) + 1];
 	uint64_t max_msg = self->dev.port.max_msg_sz < MAX_MSG_CAP ?
 			   self->dev.port.max_msg_sz : MAX_MSG_CAP;
+	uint64_t max_buf = kt_dev_max_buf(&self->dev);
 	unsigned int nsizes = 0, i, it;
 	struct xbufs x = {};
 
 	if (!kt_transport_has(self->a.transport, op))
 		SKIP(return, "%s is not an op of this transport", kt_op_name(op));
 	KT_NEED_OP(&self->dev, op);
+	/* xbufs_alloc()'s buffers are one registration each */
+	if (max_buf && max_msg > max_buf - KT_GRH_LEN - SLACK)
+		max_msg = max_buf - KT_GRH_LEN - SLACK;
 	if (self->a.transport == KRDMA_TRANSPORT_UD) {
 		sizes[nsizes++] = 1;
 		sizes[nsizes++] = self->mtu / 2 + 3;
