@@ -8,8 +8,9 @@
 # command of /krdma/cmd.sh and powers off, printing the exit status for
 # run.sh after the marker it was given.  /krdma/config, written by run.sh,
 # sets MARK, REPO, RUNDIR, DMESG_FILE, MODULES, OPTIONAL_MODULES,
-# SIW_MODULES, INSMOD, KO_MODPROBE, WATCHDOG_S (when to report a command
-# that has not ended) and the exported KRDMA_*, RXE0_ADDR*, PEER_ADDR*.
+# SIW_MODULES, SIW (0: no siw0), INSMOD, KO_MODPROBE, WATCHDOG_S (when to
+# report a command that has not ended) and the exported KRDMA_*,
+# RXE0_ADDR*, PEER_ADDR*.
 # shellcheck disable=SC1091 # written by run.sh, in the guest
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
 mount -t proc proc /proc
@@ -91,6 +92,7 @@ setup_rxe1() {
 # guest without siw0 runs everything else as before: it only says why.
 # (198.51.100.0/24 is the tests' address of no host: not that one.)
 setup_siw0() {
+	[ "$SIW" != 0 ] || { SIW_WHY="KRDMA_SIW=0"; return 1; }
 	for m in $SIW_MODULES; do
 		modprobe -q "$m" 2>/dev/null
 	done

@@ -249,6 +249,7 @@ mkvm() {	# mkvm N OUT.cpio [CMD...]
 		printf 'MODULES=%q\n' "${GUEST_MODULES[*]}"
 		printf 'OPTIONAL_MODULES=%q\n' "${OPTIONAL_MODULES[*]}"
 		printf 'SIW_MODULES=%q\n' "${SIW_MODULES[*]}"
+		printf 'SIW=%q\n' "${KRDMA_SIW:-1}"
 		printf 'INSMOD=%q\n' "$INSMOD"
 		# (guest uptime: the watchdog counts from qemu's start, a little before)
 		printf 'WATCHDOG_S=%q\n' "$((TIMEOUT >= 300 ? TIMEOUT - 90 : 0))"
