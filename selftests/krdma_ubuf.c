@@ -602,6 +602,7 @@ KRDMA_TEST_F(ubuf, atomics_on_user)
 	uint64_t *w, *res, shadow[8];
 	unsigned int i, k;
 
+	KT_NEED(&self->dev, KT_CAP_ATOMIC);
 	/* words 0..2 end one page, words 3..7 start the next */
 	ASSERT_OK(region_get(&rt, 64, psz - 24));
 	ASSERT_OK(region_get(&rr, 8, 8));
