@@ -1277,7 +1277,8 @@ static int krdma_bench_check_conn(struct krdma_bench_run *run,
 	if (krdma_bench_is_atomic(cmd->opcode) &&
 	    conn->obj.kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
 		return -EOPNOTSUPP;
-	if ((cmd->opcode == KRDMA_OP_SEND_WITH_IMM ||
+	/* iWARP carries no immediate data: the protocol's messages are */
+	if ((run->server || cmd->opcode == KRDMA_OP_SEND_WITH_IMM ||
 	     cmd->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM) &&
 	    krdma_port_is_iwarp(conn->obj.kdev, conn->port_num))
 		return -EOPNOTSUPP;

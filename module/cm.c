@@ -28,6 +28,11 @@
 
 #define KRDMA_CM_DEFAULT_TIMEOUT_MS 5000
 #define KRDMA_CM_DEFAULT_BACKLOG 128
+/*
+ * rdma_ucm's default net.rdma_ucm.max_backlog: an iWARP device's listen
+ * (iw_cm_listen()) allocates a work entry per pending request up front.
+ */
+#define KRDMA_CM_MAX_BACKLOG 1024
 
 /**
  * struct krdma_listener - a listening rdma_cm id
@@ -422,7 +427,9 @@ int krdma_cm_listen(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	}
 	ret = rdma_bind_addr(l->cm_id, (struct sockaddr *)&ss);
 	if (!ret)
-		ret = rdma_listen(l->cm_id, cmd->backlog ?:
+		ret = rdma_listen(l->cm_id, cmd->backlog ?
+				  min_t(u32, cmd->backlog,
+					KRDMA_CM_MAX_BACKLOG) :
 				  KRDMA_CM_DEFAULT_BACKLOG);
 	if (ret)
 		goto err_free;

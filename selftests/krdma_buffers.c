@@ -483,6 +483,8 @@ KRDMA_TEST_F_TIMEOUT(obj, objects_per_user_limit, 60)
 static int rdmacg_child(const struct kt_dev *dev, const char *cg)
 {
 	const char *name = dev->info.name;
+	/* a connection by hand, where the device has them (not iWARP) */
+	bool conns = !kt_dev_lacks(dev, KT_CAP_MANUAL_CONN);
 	struct kt_buf b[RDMACG_LIMIT + 1], x;
 	char path[512], max[128];
 	struct kt_conn c;
@@ -500,8 +502,8 @@ static int rdmacg_child(const struct kt_dev *dev, const char *cg)
 	/* one past rdma.max, a buffer or a connection: nothing is made */
 	if (!kt_buf_alloc(fd, dev->dev_index, 0, 4096, &x) || errno != EAGAIN)
 		return 4;
-	if (!kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &c) ||
-	    errno != EAGAIN)
+	if (conns && (!kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL,
+				      &c) || errno != EAGAIN))
 		return 5;
 	if (kt_rdmacg_objects(cg, name) != RDMACG_LIMIT)
 		return 6;
@@ -509,8 +511,11 @@ static int rdmacg_child(const struct kt_dev *dev, const char *cg)
 	if (kt_destroy(fd, b[0].handle) ||
 	    kt_rdmacg_objects(cg, name) != RDMACG_LIMIT - 1)
 		return 7;
-	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &c) ||
-	    kt_rdmacg_objects(cg, name) != RDMACG_LIMIT)
+	if (conns && kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, NULL, &c))
+		return 8;
+	if (!conns && kt_buf_alloc(fd, dev->dev_index, 0, 4096, &b[0]))
+		return 8;
+	if (kt_rdmacg_objects(cg, name) != RDMACG_LIMIT)
 		return 8;
 	if (!kt_buf_alloc(fd, dev->dev_index, 0, 4096, &x) || errno != EAGAIN)
 		return 9;
@@ -566,6 +571,13 @@ KRDMA_TEST_F_TIMEOUT(obj, rdma_cgroup_hca_object, 60)
 		_exit(rdmacg_child(&self->dev, cg));
 	EXPECT_EQ(0, child_step(pid));
 	EXPECT_EQ(0, kt_rdmacg_objects(cg, self->dev.info.name));
+	/*
+	 * No limit left before the cgroup goes: the kernel frees a device's
+	 * pool of a removed cgroup only on an uncharge, and the device's
+	 * removal would trip over it (docs/known-problems.rst).
+	 */
+	snprintf(max, sizeof(max), "%s hca_object=max", self->dev.info.name);
+	EXPECT_OK(kt_write_file(path, max));
 	rmdir(cg);
 }
 

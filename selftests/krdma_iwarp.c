@@ -337,6 +337,46 @@ KRDMA_TEST_F(iwarp, refuse_imm_atomic_read_sges)
 	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 }
 
+/*
+ * The in-kernel bench's server speaks its protocol in immediate data:
+ * refused up front on iWARP, as a bench run of an immediate opcode.
+ */
+KRDMA_TEST_F(iwarp, refuse_bench_server_and_imm)
+{
+	static const struct {
+		uint32_t opcode, flags;
+	} runs[] = {
+		{ KRDMA_OP_SEND, KRDMA_BENCH_SERVER },
+		{ KRDMA_OP_RDMA_WRITE, KRDMA_BENCH_SERVER },
+		{ KRDMA_OP_SEND_WITH_IMM, 0 },
+		{ KRDMA_OP_RDMA_WRITE_WITH_IMM, 0 },
+	};
+	struct krdma_bench b;
+	struct kt_buf lb;
+	uint32_t s, c;
+	size_t i;
+
+	s = iw_connect(_metadata, self, 0, &c);
+	ASSERT_NE(0u, s);
+	ASSERT_OK(kt_buf_alloc(self->sfd, self->dev.dev_index, KT_ACCESS_ALL,
+			       IW_LEN, &lb));
+	for (i = 0; i < ARRAY_SIZE(runs); i++) {
+		memset(&b, 0, sizeof(b));
+		b.size = sizeof(b);
+		b.flags = runs[i].flags;
+		b.opcode = runs[i].opcode;
+		b.num_conns = 1;
+		b.conns_uptr = (uintptr_t)&s;
+		b.local_buf = lb.handle;
+		b.msg_size = 64;
+		b.iters = 4;
+		b.timeout_ms = 500;
+		EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_BENCH, &b),
+			     "opcode %u flags %#x", runs[i].opcode,
+			     runs[i].flags);
+	}
+}
+
 /* SEND, WRITE and READ move every byte, both ways where they can. */
 KRDMA_TEST_F(iwarp, send_write_read)
 {

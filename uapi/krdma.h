@@ -706,9 +706,11 @@ struct krdma_buf_rw {
  *   iWARP CM, which rdma_cm drives, so iWARP connections are RC and made
  *   with %KRDMA_CM_CONNECT and %KRDMA_CM_ACCEPT alone.
  * - %EOPNOTSUPP: on iWARP, immediate data (%KRDMA_OP_SEND_WITH_IMM,
- *   %KRDMA_OP_RDMA_WRITE_WITH_IMM in %KRDMA_POST and %KRDMA_BENCH): iWARP
- *   carries none (siw refuses both at post); on any device whose
- *   &struct krdma_device_info.atomic_cap is NONE (iWARP's), the atomics.
+ *   %KRDMA_OP_RDMA_WRITE_WITH_IMM in %KRDMA_POST and %KRDMA_BENCH, and a
+ *   %KRDMA_BENCH_SERVER run, whose protocol's messages are immediate
+ *   data): iWARP carries none (siw refuses both at post); on any device
+ *   whose &struct krdma_device_info.atomic_cap is NONE (iWARP's), the
+ *   atomics.
  * - %EINVAL: an RDMA READ into more SGEs than the device's
  *   &struct krdma_device_info.max_sge_rd (siw: 1), as any WR past its
  *   queue's SGE count.
@@ -952,8 +954,8 @@ struct krdma_sockaddr {
  *	device serves (127.0.0.1) %ENODEV, one in use %EADDRINUSE, a family
  *	other than AF_INET/AF_INET6 %EAFNOSUPPORT; a port below 1024 without
  *	CAP_NET_BIND_SERVICE is %EACCES (so is CM_CONNECT's @src port)
- * @backlog: pending CONNECT_REQUESTs (0: default 128; above 2^31 - 1
- *	%EINVAL)
+ * @backlog: pending CONNECT_REQUESTs (0: default 128; above 1024, 1024,
+ *	as rdma_ucm's max_backlog; above 2^31 - 1 %EINVAL)
  * @transport: &enum krdma_transport of the connections it accepts: RC and
  *	UC share the rdma_cm TCP port space (a request of the other transport
  *	is rejected), UD listens in the UDP port space (SIDR)

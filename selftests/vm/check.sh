@@ -1,26 +1,30 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh: what `make check` runs.  The selftests in an rxe VM on each
-# kernel of the matrix (kernels.sh: 5.10, 6.1, 6.12 and sid's newest), then
-# one summary line per kernel and the total of the "N passed, N failed,
-# N skipped" lines the runs end with.
+# check.sh: what `make check` runs.  The selftests in a VM on each kernel
+# of the matrix (kernels.sh: 5.10, 6.1, 6.12 and sid's newest), on each of
+# the bed's two drivers: soft-RoCE rxe0 and soft-iWARP siw0 (built by
+# siw.sh for the kernel); then one summary line per kernel, one per driver,
+# and the total of the "N passed, N failed, N skipped" lines the runs end
+# with.
 #
-# What runs where, to fit CI's 90 minutes on a cold 2-core machine: the
-# whole suite (selftests/run_tests.sh) and the two-VM transfers
+# What runs where, to fit CI's 90 minutes on a cold 2-core machine: on rxe,
+# the whole suite (selftests/run_tests.sh) and the two-VM transfers
 # (selftests/two_vm.sh against two_vm_peer.sh) on the oldest and the newest
 # kernel, the kernels most unlike the one krdma was written on; the smoke
 # subset (run_tests.sh --smoke) on the kernels between, whose whole suite
-# make check-debug runs on a 6.1 debug kernel.
+# make check-debug runs on a 6.1 debug kernel.  On siw0, on every kernel,
+# the programs of SIW_TESTS (run_tests.sh --dev siw0); a guest without
+# siw0 fails the run.
 #
 # Env: KRDMA_CHECK_KERNELS (default: the matrix), KRDMA_CHECK_FULL (the
 # kernels of the whole suite and of two VMs, default "5.10 sid"; "all" for
 # every kernel), KRDMA_CHECK_TESTS (the in-guest runner of a whole suite,
 # default $REPO/selftests/run_tests.sh), KRDMA_CHECK_NO_TWO_VM (no two-VM
-# runs), plus what run.sh reads (KRDMA_CACHE, KRDMA_VM_TIMEOUT, MEM).  Extra
-# arguments go to run.sh.  A VM run that fails (kernel warning, watchdog,
-# non-zero status, no summary) counts at least one failure and makes
-# check.sh exit non-zero.
+# runs), KRDMA_CHECK_NO_SIW (no siw runs), plus what run.sh reads
+# (KRDMA_CACHE, KRDMA_VM_TIMEOUT, MEM).  Extra arguments go to run.sh.  A VM
+# run that fails (kernel warning, watchdog, non-zero status, no summary)
+# counts at least one failure and makes check.sh exit non-zero.
 set -euo pipefail
 
 VMDIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
@@ -30,6 +34,9 @@ REPO=$(cd "$VMDIR/../.." && pwd)
 KERNELS=${KRDMA_CHECK_KERNELS:-$KRDMA_MATRIX}
 FULL=${KRDMA_CHECK_FULL:-5.10 sid}
 TESTS=${KRDMA_CHECK_TESTS:-$REPO/selftests/run_tests.sh}
+# on siw0: discovery, transfers, posts, krdmactl, rping's interop and
+# what iWARP refuses
+SIW_TESTS="krdma_devices krdma_transfer krdma_post krdma_cli krdma_rping krdma_iwarp"
 
 out=$(mktemp /tmp/krdma-check.XXXXXX)
 trap 'rm -f "$out"' EXIT
@@ -37,13 +44,22 @@ trap 'rm -f "$out"' EXIT
 tp=0 tf=0 ts=0 bad=0
 results=()
 kernel_lines=()
+# per driver: "passed failed skipped"
+rxe_sum='' siw_sum=''
 
-# run_one LABEL RUN.SH-ARGS...: one VM run whose CMD ends with a summary
-# line; adds it to the totals and to the kernel's (kp, kf, ks), and sets
-# REL from what run.sh booted
+# add_sum "P F S" P F S: the sums
+add_sum() {
+	local a b c
+	read -r a b c <<<"${1:-0 0 0}"
+	echo "$((a + $2)) $((b + $3)) $((c + $4))"
+}
+
+# run_one DRIVER LABEL RUN.SH-ARGS...: one VM run whose CMD ends with a
+# summary line; adds it to the totals, to the kernel's (kp, kf, ks) and to
+# DRIVER's, and sets REL from what run.sh booted
 run_one() {
-	local label=$1 line rc p f s why
-	shift
+	local driver=$1 label=$2 line rc p f s why
+	shift 2
 	echo "=== check: $label ==="
 	set +e
 	"$VMDIR/run.sh" "$@" 2>&1 | tee "$out"
@@ -65,6 +81,10 @@ run_one() {
 	fi
 	tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
 	kp=$((kp + p)) kf=$((kf + f)) ks=$((ks + s))
+	case $driver in
+	rxe) rxe_sum=$(add_sum "$rxe_sum" "$p" "$f" "$s") ;;
+	siw) siw_sum=$(add_sum "$siw_sum" "$p" "$f" "$s") ;;
+	esac
 	results+=("$label${REL:+ ($REL)}: $p passed, $f failed, $s skipped${why:+ ($why)}")
 }
 
@@ -75,17 +95,24 @@ for k in $KERNELS; do
 	*) full=0 ;;
 	esac
 	if [ $full = 1 ]; then
-		run_one "kernel $k" --kernel "$k" "$@" -- "$TESTS"
+		run_one rxe "kernel $k" --kernel "$k" "$@" -- "$TESTS"
 	else
-		run_one "kernel $k, smoke" --kernel "$k" "$@" -- "$REPO/selftests/run_tests.sh" --smoke
+		run_one rxe "kernel $k, smoke" --kernel "$k" "$@" -- "$REPO/selftests/run_tests.sh" --smoke
 	fi
 	series=$k
 	[ -z "$REL" ] || series=$(kernel_series "$REL")
 	# the same build, two guests: transfers across a (qemu) wire
 	if [ $full = 1 ] && [ -z "${KRDMA_CHECK_NO_TWO_VM:-}" ]; then
-		run_one "kernel $k, two VMs" --kernel "$k" --no-build --vms 2 \
+		run_one rxe "kernel $k, two VMs" --kernel "$k" --no-build --vms 2 \
 			--peer-cmd "$REPO/selftests/two_vm_peer.sh" "$@" \
 			-- "$REPO/selftests/two_vm.sh"
+	fi
+	# the same build on siw0: no summary line (a failure) without it
+	if [ -z "${KRDMA_CHECK_NO_SIW:-}" ]; then
+		# shellcheck disable=SC2016,SC2086 # the guest's $SIW0_ADDR; a list
+		run_one siw "kernel $k, siw0" --kernel "$k" --no-build "$@" \
+			-- sh -c '[ -n "${SIW0_ADDR:-}" ] || { echo "check: no siw0"; exit 1; }; exec "$0" "$@"' \
+			"$REPO/selftests/run_tests.sh" --dev siw0 $SIW_TESTS
 	fi
 	kernel_lines+=("$series: $kp passed, $kf failed, $ks skipped$([ $full = 1 ] || echo " (smoke)")")
 done
@@ -93,5 +120,11 @@ done
 echo "=== check: results ==="
 for r in "${results[@]}"; do echo "$r"; done
 for r in "${kernel_lines[@]}"; do echo "$r"; done
+for d in rxe siw; do
+	case $d in rxe) sum=$rxe_sum ;; siw) sum=$siw_sum ;; esac
+	[ -n "$sum" ] || continue
+	read -r p f s <<<"$sum"
+	echo "$d: $p passed, $f failed, $s skipped"
+done
 echo "$tp passed, $tf failed, $ts skipped"
 [ "$bad" = 0 ] && [ "$tf" = 0 ]
