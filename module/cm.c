@@ -29,8 +29,9 @@
 #define KRDMA_CM_DEFAULT_TIMEOUT_MS 5000
 #define KRDMA_CM_DEFAULT_BACKLOG 128
 /*
- * rdma_ucm's default net.rdma_ucm.max_backlog: an iWARP device's listen
- * (iw_cm_listen()) allocates a work entry per pending request up front.
+ * rdma_ucm's default net.rdma_ucm.max_backlog, as a fixed cap: an iWARP
+ * device's listen (iw_cm_listen()) allocates a work entry per pending
+ * request up front.
  */
 #define KRDMA_CM_MAX_BACKLOG 1024
 

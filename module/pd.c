@@ -103,9 +103,12 @@ struct krdma_reg_cm {
  * rdma_destroy_qp() waits (siw_destroy_qp()) for iw_cm to handle the
  * stream's close, on iw_cm's ordered workqueue, behind any handler queued
  * before it; krdma's own rdma_cm handlers take the device's lock and may
- * drop a PD's last reference.  So the destroy never runs under that lock
- * or in a handler, but here; krdma_pd_flush() waits for it before the
- * device's CQ and the device go.
+ * drop a PD's last reference.  So a dead PD's connection is destroyed
+ * here, never under that lock or in a handler; krdma_pd_flush() waits for
+ * it before the device's CQ and the device go.  The registration paths
+ * that destroy one they made (a failed connect or registration) hold
+ * neither: only the PD's reg_lock and the device's usage for read, which
+ * krdma's handlers never wait for (krdma_device_enter_ib() tries it).
  */
 static struct workqueue_struct *krdma_reg_wq;
 
@@ -150,11 +153,13 @@ static int krdma_reg_cm_passive_handler(struct rdma_cm_id *id,
 	krdma_reg_cm_init_attr(rc->kpd, &init);
 	if (rdma_create_qp(id, rc->kpd->pd, &init))
 		return -ENOMEM;
-	if (rdma_accept(id, &param)) {
-		rdma_destroy_qp(id);
-		return -ECONNABORTED;
-	}
+	/*
+	 * Kept even if the accept failed: its QP is destroyed with the
+	 * connection, not here (see krdma_reg_wq), once the active end
+	 * hears of the failure.
+	 */
 	rc->passive_id = id;
+	rdma_accept(id, &param);
 	return 0;
 }
 
@@ -241,8 +246,9 @@ static int krdma_reg_cm_addr(struct ib_device *ibdev, u32 port,
 		sin->sin_family = AF_INET;
 		sin->sin_addr.s_addr = ifa->ifa_local;
 		sin->sin_port = 0;
-		*net = get_net(dev_net(ndev));
-		ret = 0;
+		/* a namespace on its way out has no use for new ids */
+		*net = maybe_get_net(dev_net(ndev));
+		ret = *net ? 0 : -ENETDOWN;
 	}
 	rcu_read_unlock();
 	dev_put(ndev);

@@ -720,13 +720,15 @@ struct krdma_buf_rw {
  * largest page size in page_size_cap (siw: 256 pages of 4 KiB, 1 MiB) is
  * %EINVAL.  On iWARP the buffers of a session are fast-registered on a QP
  * of an rdma_cm connection the module makes, on the first registration,
- * from the device's own IPv4 address (the first of its first active
- * port's netdev) to an ephemeral port of it.  There %KRDMA_BUF_ALLOC and
- * %KRDMA_BUF_REG_USER may also fail with %ENETDOWN (no active port with a
- * netdev), %EADDRNOTAVAIL (the netdev has no IPv4 address), %ENETUNREACH
- * (rdma_cm resolves the address to another device: one netdev under two
- * RDMA devices), or what the connection met (%ETIMEDOUT, %ECONNREFUSED,
- * %EADDRINUSE); a later call tries again.
+ * from the device's own IPv4 address (the first address of the netdev of
+ * the first active port that has one) to an ephemeral port of it.  There
+ * %KRDMA_BUF_ALLOC and %KRDMA_BUF_REG_USER may also fail with %ENETDOWN
+ * (no active port with a netdev), %EADDRNOTAVAIL (no IPv4 address on
+ * them), %ENETUNREACH (rdma_cm resolves the address to another device:
+ * one netdev under two RDMA devices), what binding, listening, resolving
+ * or connecting met (%EADDRINUSE, %ETIMEDOUT, %ECONNREFUSED,
+ * %EHOSTUNREACH, ...), %ENOMEM, or %EIO (the registration failed or timed
+ * out; the connection is made anew); a later call tries again.
  */
 
 /**
@@ -955,7 +957,7 @@ struct krdma_sockaddr {
  *	other than AF_INET/AF_INET6 %EAFNOSUPPORT; a port below 1024 without
  *	CAP_NET_BIND_SERVICE is %EACCES (so is CM_CONNECT's @src port)
  * @backlog: pending CONNECT_REQUESTs (0: default 128; above 1024, 1024,
- *	as rdma_ucm's max_backlog; above 2^31 - 1 %EINVAL)
+ *	rdma_ucm's default max_backlog; above 2^31 - 1 %EINVAL)
  * @transport: &enum krdma_transport of the connections it accepts: RC and
  *	UC share the rdma_cm TCP port space (a request of the other transport
  *	is rejected), UD listens in the UDP port space (SIDR)

@@ -21,7 +21,7 @@
 # kernels of the whole suite and of two VMs, default "5.10 sid"; "all" for
 # every kernel), KRDMA_CHECK_TESTS (the in-guest runner of a whole suite,
 # default $REPO/selftests/run_tests.sh), KRDMA_CHECK_NO_TWO_VM (no two-VM
-# runs), KRDMA_CHECK_NO_SIW (no siw runs), plus what run.sh reads
+# runs), KRDMA_CHECK_NO_SIW or KRDMA_SIW=0 (no siw runs), plus what run.sh reads
 # (KRDMA_CACHE, KRDMA_VM_TIMEOUT, MEM).  Extra arguments go to run.sh.  A VM
 # run that fails (kernel warning, watchdog, non-zero status, no summary)
 # counts at least one failure and makes check.sh exit non-zero.
@@ -80,16 +80,19 @@ run_one() {
 		[ "$f" -gt 0 ] || f=1
 	fi
 	tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
-	kp=$((kp + p)) kf=$((kf + f)) ks=$((ks + s))
 	case $driver in
-	rxe) rxe_sum=$(add_sum "$rxe_sum" "$p" "$f" "$s") ;;
-	siw) siw_sum=$(add_sum "$siw_sum" "$p" "$f" "$s") ;;
+	rxe)
+		kp=$((kp + p)) kf=$((kf + f)) ks=$((ks + s))
+		rxe_sum=$(add_sum "$rxe_sum" "$p" "$f" "$s") ;;
+	siw)
+		ksiw="$p passed, $f failed, $s skipped"
+		siw_sum=$(add_sum "$siw_sum" "$p" "$f" "$s") ;;
 	esac
 	results+=("$label${REL:+ ($REL)}: $p passed, $f failed, $s skipped${why:+ ($why)}")
 }
 
 for k in $KERNELS; do
-	kp=0 kf=0 ks=0 REL=
+	kp=0 kf=0 ks=0 REL='' ksiw=''
 	case " $FULL " in
 	*" $k "*|" all ") full=1 ;;
 	*) full=0 ;;
@@ -108,13 +111,13 @@ for k in $KERNELS; do
 			-- "$REPO/selftests/two_vm.sh"
 	fi
 	# the same build on siw0: no summary line (a failure) without it
-	if [ -z "${KRDMA_CHECK_NO_SIW:-}" ]; then
+	if [ -z "${KRDMA_CHECK_NO_SIW:-}" ] && [ "${KRDMA_SIW:-1}" != 0 ]; then
 		# shellcheck disable=SC2016,SC2086 # the guest's $SIW0_ADDR; a list
 		run_one siw "kernel $k, siw0" --kernel "$k" --no-build "$@" \
 			-- sh -c '[ -n "${SIW0_ADDR:-}" ] || { echo "check: no siw0"; exit 1; }; exec "$0" "$@"' \
 			"$REPO/selftests/run_tests.sh" --dev siw0 $SIW_TESTS
 	fi
-	kernel_lines+=("$series: $kp passed, $kf failed, $ks skipped$([ $full = 1 ] || echo " (smoke)")")
+	kernel_lines+=("$series: $kp passed, $kf failed, $ks skipped on rxe$([ $full = 1 ] || echo " (smoke)")${ksiw:+; $ksiw on siw}")
 done
 
 echo "=== check: results ==="
