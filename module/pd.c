@@ -112,7 +112,8 @@ struct krdma_reg_cm {
  */
 static struct workqueue_struct *krdma_reg_wq;
 
-static void krdma_reg_cm_init_attr(struct krdma_pd *kpd,
+/* A registration QP, and on iWARP the other end of its connection. */
+static void krdma_reg_qp_init_attr(struct krdma_pd *kpd,
 				   struct ib_qp_init_attr *init)
 {
 	*init = (struct ib_qp_init_attr) {
@@ -150,7 +151,7 @@ static int krdma_reg_cm_passive_handler(struct rdma_cm_id *id,
 	    memcmp(ev->param.conn.private_data, &rc->cookie,
 		   sizeof(rc->cookie)))
 		return -EACCES;	/* rdma_cm destroys the new id */
-	krdma_reg_cm_init_attr(rc->kpd, &init);
+	krdma_reg_qp_init_attr(rc->kpd, &init);
 	if (rdma_create_qp(id, rc->kpd->pd, &init))
 		return -ENOMEM;
 	/*
@@ -326,7 +327,7 @@ static int krdma_reg_cm_connect(struct krdma_pd *kpd)
 		ret = krdma_reg_cm_wait(rc);
 	if (ret)
 		goto err;
-	krdma_reg_cm_init_attr(kpd, &init);
+	krdma_reg_qp_init_attr(kpd, &init);
 	ret = rdma_create_qp(rc->active_id, kpd->pd, &init);
 	if (ret)
 		goto err;
@@ -364,18 +365,7 @@ static void krdma_reg_qp_destroy(struct krdma_pd *kpd)
 static int krdma_reg_qp_create(struct krdma_pd *kpd)
 {
 	struct krdma_device *kdev = kpd->kdev;
-	struct ib_qp_init_attr init = {
-		.send_cq = kdev->cq,
-		.recv_cq = kdev->cq,
-		.qp_type = IB_QPT_RC,
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.cap = {
-			.max_send_wr = 4,
-			.max_recv_wr = 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-		},
-	};
+	struct ib_qp_init_attr init;
 	struct krdma_qp_path path = {
 		.path_mtu = IB_MTU_1024,
 		.timeout = 14,
@@ -394,6 +384,7 @@ static int krdma_reg_qp_create(struct krdma_pd *kpd)
 	ret = krdma_reg_path(kdev->ibdev, &path);
 	if (ret)
 		return ret;
+	krdma_reg_qp_init_attr(kpd, &init);
 	qp = ib_create_qp(kpd->pd, &init);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
