@@ -217,6 +217,9 @@ static bool fz_errno_documented(unsigned int nr, int err)
 		       nr == KRDMA_CMD_POST;
 	case EAGAIN:	/* the per-CPU threads of every run at once */
 		return nr == KRDMA_CMD_BENCH;
+	case EPROTONOSUPPORT:	/* iWARP: no connection by hand, UC, UD */
+		return nr == KRDMA_CMD_CONN_CREATE ||
+		       nr == KRDMA_CMD_CM_CONNECT || nr == KRDMA_CMD_CM_ACCEPT;
 	case ETIMEDOUT: case ENETUNREACH: case EHOSTUNREACH:
 		/* neighbour resolution of a RoCE peer */
 		if (nr == KRDMA_CMD_CONN_MODIFY || nr == KRDMA_CMD_AH_CREATE ||
@@ -225,6 +228,12 @@ static bool fz_errno_documented(unsigned int nr, int err)
 		break;
 	}
 	switch (nr) {
+	case KRDMA_CMD_BUF_ALLOC:
+	case KRDMA_CMD_BUF_REG_USER:
+		/* an iWARP PD's registration connection */
+		return err == EADDRNOTAVAIL || err == ENETUNREACH ||
+		       err == EHOSTUNREACH || err == ETIMEDOUT ||
+		       err == ECONNREFUSED || err == EADDRINUSE || err == EIO;
 	case KRDMA_CMD_CM_LISTEN:
 		return err == EADDRNOTAVAIL || err == EADDRINUSE ||
 		       err == EAFNOSUPPORT || err == EACCES;

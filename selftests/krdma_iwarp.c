@@ -347,7 +347,7 @@ KRDMA_TEST_F(iwarp, refuse_bench_server_and_imm)
 		uint32_t opcode, flags;
 	} runs[] = {
 		{ KRDMA_OP_SEND, KRDMA_BENCH_SERVER },
-		{ KRDMA_OP_RDMA_WRITE, KRDMA_BENCH_SERVER },
+		{ KRDMA_OP_SEND_WITH_IMM, KRDMA_BENCH_SERVER },
 		{ KRDMA_OP_SEND_WITH_IMM, 0 },
 		{ KRDMA_OP_RDMA_WRITE_WITH_IMM, 0 },
 	};
@@ -371,6 +371,12 @@ KRDMA_TEST_F(iwarp, refuse_bench_server_and_imm)
 		b.msg_size = 64;
 		b.iters = 4;
 		b.timeout_ms = 500;
+		/* a one-sided client's peer buffer: its own will do */
+		if (runs[i].opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM) {
+			b.remote_addr = lb.addr;
+			b.remote_length = IW_LEN;
+			b.remote_rkey = lb.rkey;
+		}
 		EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->sfd, KRDMA_BENCH, &b),
 			     "opcode %u flags %#x", runs[i].opcode,
 			     runs[i].flags);
