@@ -348,6 +348,14 @@ static int krdma_reg_cm_connect(struct krdma_pd *kpd)
 err:
 	krdma_reg_cm_destroy(rc);
 	put_net(net);
+	/*
+	 * A signal interrupted the stream's connect (siw's kernel_connect(),
+	 * its status then an event's): the user gets EINTR, never a
+	 * restart code the syscall did not return itself.
+	 */
+	if (ret == -ERESTARTSYS || ret == -ERESTARTNOINTR ||
+	    ret == -ERESTARTNOHAND || ret == -ERESTART_RESTARTBLOCK)
+		ret = -EINTR;
 	return ret;
 }
 

@@ -214,7 +214,9 @@ static bool fz_errno_documented(unsigned int nr, int err)
 		       nr == KRDMA_CMD_CM_CONNECT || nr == KRDMA_CMD_CM_ACCEPT ||
 		       nr == KRDMA_CMD_BENCH ||
 		       /* ... and a POST whose WRs' pages are faulted in */
-		       nr == KRDMA_CMD_POST;
+		       nr == KRDMA_CMD_POST ||
+		       /* ... and an iWARP PD's registration connection */
+		       nr == KRDMA_CMD_BUF_ALLOC || nr == KRDMA_CMD_BUF_REG_USER;
 	case EAGAIN:	/* the per-CPU threads of every run at once */
 		return nr == KRDMA_CMD_BENCH;
 	case EPROTONOSUPPORT:	/* iWARP: no connection by hand, UC, UD */

@@ -727,8 +727,9 @@ struct krdma_buf_rw {
  * them), %ENETUNREACH (rdma_cm resolves the address to another device:
  * one netdev under two RDMA devices), what binding, listening, resolving
  * or connecting met (%EADDRINUSE, %ETIMEDOUT, %ECONNREFUSED,
- * %EHOSTUNREACH, ...), %ENOMEM, or %EIO (the registration failed or timed
- * out; the connection is made anew); a later call tries again.
+ * %EHOSTUNREACH, ...), %EINTR (a signal interrupted the connect), %ENOMEM,
+ * or %EIO (the registration failed or timed out; the connection is made
+ * anew); a later call tries again.
  */
 
 /**
