@@ -565,7 +565,9 @@ void krdma_pd_flush(void)
 
 int krdma_pd_init(void)
 {
-	krdma_reg_wq = alloc_workqueue("krdma_reg", WQ_MEM_RECLAIM, 0);
+	/* unbound: a destroy may wait long, and on no CPU in particular */
+	krdma_reg_wq = alloc_workqueue("krdma_reg",
+				       WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	return krdma_reg_wq ? 0 : -ENOMEM;
 }
 
