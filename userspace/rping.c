@@ -17,9 +17,12 @@
  *
  * The client ends after COUNT pings (0: forever) with a disconnect; the
  * server serves one client until it disconnects.  rping posts its first
- * RECV before accepting; a krdma connection gets its QP in KRDMA_CM_ACCEPT,
- * so ours goes right after it, and a first advertisement that beats it is
- * retried by the peer (RNR, rnr_retry 7).
+ * RECV before accepting, and so must we: iWARP has no RNR retry, and a
+ * first advertisement that finds no receive ends the connection.  A krdma
+ * connection gets its QP in KRDMA_CM_ACCEPT, so the server's receives go to
+ * an SRQ made before it; on a device without SRQs the first one is posted
+ * right after the accept, and one the advertisement beats is retried by
+ * the peer (RNR, rnr_retry 7; such devices are InfiniBand or RoCE).
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -126,6 +129,7 @@ struct rp_ctx {
 	uint32_t dev_index;
 	uint32_t listener;
 	uint32_t conn;
+	uint32_t srq;		/* server: where its receives go (0: conn) */
 	bool disconnected;
 	/* control: RECV at 0, SEND at 16 */
 	struct verbs_buf ctrl;
@@ -463,7 +467,33 @@ static int rp_post_recv(struct rp_ctx *ctx)
 		},
 	};
 
-	return rp_post(ctx, &wr);
+	return verbs_post_one(ctx->fd, ctx->srq ?: ctx->conn, &wr);
+}
+
+/*
+ * Server: an SRQ of @ctx's device with the first RECV on it, which the
+ * connection takes in its accept; none (no error) if the device has no
+ * SRQs.
+ */
+static int rp_srq_prepare(struct rp_ctx *ctx)
+{
+	struct krdma_srq_create sc = {
+		.size = sizeof(sc),
+		.dev_index = ctx->dev_index,
+		.max_wr = 2,
+		.max_sge = 1,
+	};
+	int ret;
+
+	ret = krdma_ioctl_quiet(ctx->fd, KRDMA_SRQ_CREATE, &sc);
+	if (ret == -EOPNOTSUPP)
+		return 0;
+	if (ret) {
+		krdma_report(KRDMA_SRQ_CREATE, ret);
+		return ret;
+	}
+	ctx->srq = sc.handle;
+	return rp_post_recv(ctx);
 }
 
 /* The control SEND: an advertisement, or the server's zeroed go-ahead. */
@@ -905,6 +935,13 @@ static int rp_accept(struct rp_ctx *ctx)
 	uint32_t request = 0;
 	int ret;
 
+	ret = rp_srq_prepare(ctx);
+	if (ret)
+		return ret;
+	if (ctx->srq) {
+		ca.flags |= KRDMA_CONN_SRQ;
+		ca.srq_handle = ctx->srq;
+	}
 	while (!request) {
 		uint32_t tmo = 1000;
 
@@ -926,7 +963,7 @@ static int rp_accept(struct rp_ctx *ctx)
 	ca.handle = request;
 	ctx->conn = request;
 	ret = krdma_ioctl(ctx->fd, KRDMA_CM_ACCEPT, &ca);
-	if (ret)
+	if (ret || ctx->srq)
 		return ret;
 	/* right after: see the comment at the top */
 	return rp_post_recv(ctx);
