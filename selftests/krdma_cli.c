@@ -249,21 +249,43 @@ KRDMA_TEST_F_TIMEOUT(cli, concurrent_fadd, CLI_CASE_TIMEOUT)
 	SERVER_OK();
 }
 
-/* a 300 KiB file through a 64 KiB buffer: GOOD, identical */
-KRDMA_TEST_F_TIMEOUT(cli, copy_large, CLI_CASE_TIMEOUT)
+/*
+ * A file of @bytes random bytes copied to a server on @port (@size_opt: its
+ * buffer size option, or ""): GOOD, identical.
+ */
+static void copy_random(struct __test_metadata *_metadata,
+			FIXTURE_DATA(cli) *self, unsigned int bytes,
+			unsigned int port, const char *size_opt)
 {
 	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.d%d", getpid());
-	ASSERT_EQ(0, krdma_run("mkdir -p %s/save && head -c 307200 "
-			       "/dev/urandom > %s/big.bin", self->dir,
-			       self->dir));
-	START_SERVER("-p 18704 --size 65536 --save %s/save -n 1", self->dir);
-	CLIENT_OK("copy %s/big.bin %s:18704", self->dir, kt_test_addr(false));
+	ASSERT_EQ(0, krdma_run("mkdir -p %s/save && head -c %u /dev/urandom > %s/big.bin",
+			       self->dir, bytes, self->dir));
+	START_SERVER("-p %u %s --save %s/save -n 1", port, size_opt,
+		     self->dir);
+	CLIENT_OK("copy %s/big.bin %s:%u", self->dir, kt_test_addr(false),
+		  port);
 	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
 	SERVER_OK();
 	EXPECT_EQ(0, krdma_run("cmp %s/big.bin %s/save/big.bin", self->dir,
 			       self->dir));
+}
+
+/* a 300 KiB file through a 64 KiB buffer */
+KRDMA_TEST_F_TIMEOUT(cli, copy_large, CLI_CASE_TIMEOUT)
+{
+	copy_random(_metadata, self, 307200, 18704, "--size 65536");
 	EXPECT_NE(NULL, strstr(self->server.out, "seq 4 45056 bytes at 262144"));
 	TH_LOG("server:\n%s", self->server.out);
+}
+
+/*
+ * 3 MB through the server's default 1 MiB buffer: the client's chunks are
+ * what its device registers with its own header (on siw0, whose buffers
+ * are 256 pages, a little less than 1 MiB).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, copy_default_buffer, CLI_CASE_TIMEOUT)
+{
+	copy_random(_metadata, self, 3000000, 18742, "");
 }
 
 /* the server cannot create the file: both sides fail */
@@ -520,6 +542,42 @@ KRDMA_TEST_F_TIMEOUT(cli, serve_addr_port, CLI_CASE_TIMEOUT)
 	EXPECT_NE(NULL, strstr(self->server.out, want)) {
 		TH_LOG("%s: %s", want, self->server.out);
 	}
+}
+
+/*
+ * Without -d, a server's buffer is on the device its -a address is on: the
+ * test device's (first in the list or not: on siw0, rxe0 comes first), and
+ * the second device's; a write there lands in it.
+ */
+static void serve_on_addr(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(cli) *self, const char *dev,
+			  const char *addr, unsigned int port)
+{
+	char want[96];
+
+	ASSERT_OK(cli_spawn(&self->server, "krdmactl serve -a %s:%u -n 1",
+			    addr, port));
+	ASSERT_TRUE(cli_wait_listen(&self->server)) {
+		kt_reap(&self->server);
+		TH_LOG("server never listened:\n%s", self->server.out);
+	}
+	CLIENT_OK("write -s 65536 %s:%u", addr, port);
+	SERVER_OK();
+	snprintf(want, sizeof(want), " device %s ", dev);
+	EXPECT_NE(NULL, strstr(self->server.out, want)) {
+		TH_LOG("no \"%s\": %s", want, self->server.out);
+	}
+	kt_proc_end(&self->server);
+}
+
+KRDMA_TEST_F_TIMEOUT(cli, serve_device_of_addr, CLI_CASE_TIMEOUT)
+{
+	const char *addr2 = kt_test_addr2(false);
+
+	serve_on_addr(_metadata, self, kt_test_dev(), kt_test_addr(false),
+		      18740);
+	if (addr2)
+		serve_on_addr(_metadata, self, kt_test_dev2(), addr2, 18741);
 }
 
 /*

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krdmactl: HOST[:PORT] to a struct krdma_sockaddr, and back for output.
+ * krdmactl: HOST[:PORT] to a struct krdma_sockaddr, and back for output;
+ * the device an address is on.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,4 +104,86 @@ void addr_format(const struct krdma_sockaddr *sa, char *buf, size_t len)
 	} else {
 		snprintf(buf, len, "?");
 	}
+}
+
+bool addr_is_any(const struct krdma_sockaddr *sa)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(sa->addr, zero, sa->family == AF_INET ? 4 : 16);
+}
+
+/* The GID an address has on RoCE: itself, or IPv4-mapped. */
+static void addr_gid(const struct krdma_sockaddr *sa, uint8_t *gid)
+{
+	memset(gid, 0, 16);
+	if (sa->family == AF_INET) {
+		gid[10] = 0xff;
+		gid[11] = 0xff;
+		memcpy(gid + 12, sa->addr, 4);
+	} else {
+		memcpy(gid, sa->addr, 16);
+	}
+}
+
+/*
+ * The netdev holding @sa, as getifaddrs(3) names it, into @name; an iWARP
+ * port has no GID of its address, only the netdev.
+ */
+static bool addr_netdev(const struct krdma_sockaddr *sa, char *name,
+			size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	bool found = false;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		const void *a;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != sa->family)
+			continue;
+		if (sa->family == AF_INET)
+			a = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		else
+			a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+		if (!memcmp(a, sa->addr, sa->family == AF_INET ? 4 : 16)) {
+			snprintf(name, len, "%s", i->ifa_name);
+			found = true;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * The device that serves @sa on this host, from @s: the one with @sa as a
+ * GID (RoCE), else the one with a port on the netdev holding @sa (iWARP,
+ * whose GID is not its address).  False for a wildcard or if none does.
+ */
+bool addr_device(const struct dev_snapshot *s, const struct krdma_sockaddr *sa,
+		 uint32_t *dev_index)
+{
+	char ifname[KRDMA_IFNAME_MAX];
+	uint8_t gid[16];
+	uint32_t i;
+
+	if (addr_is_any(sa))
+		return false;
+	addr_gid(sa, gid);
+	for (i = 0; i < s->num_gids; i++) {
+		if (!memcmp(s->gids[i].gid, gid, 16)) {
+			*dev_index = s->gids[i].dev_index;
+			return true;
+		}
+	}
+	if (!addr_netdev(sa, ifname, sizeof(ifname)))
+		return false;
+	for (i = 0; i < s->num_ports; i++) {
+		if (!strcmp(s->ports[i].netdev, ifname)) {
+			*dev_index = s->ports[i].dev_index;
+			return true;
+		}
+	}
+	return false;
 }

@@ -343,6 +343,29 @@ bool dev_is_iwarp(int fd, uint32_t dev_index)
 	return iwarp;
 }
 
+/*
+ * The largest kernel buffer (KRDMA_BUF_ALLOC) device @dev_index takes: one
+ * MR's max_fast_reg_page_list_len chunks of the largest page size it maps,
+ * from the system's page up to 4 MiB; 0 if unknown.
+ */
+uint64_t dev_max_buf(int fd, uint32_t dev_index)
+{
+	uint64_t chunk, largest = 0;
+	struct dev_snapshot s;
+
+	if (query_devices(fd, true, dev_index, &s))
+		return 0;
+	if (s.num_devs) {
+		for (chunk = sysconf(_SC_PAGESIZE); chunk <= 4 << 20;
+		     chunk <<= 1)
+			if (s.devs[0].page_size_cap & chunk)
+				largest = chunk;
+		largest *= s.devs[0].max_fast_reg_page_list_len;
+	}
+	free_snapshot(&s);
+	return largest;
+}
+
 /* The device's first port, if the snapshot holds it. */
 static const struct krdma_port_info *
 first_port(const struct dev_snapshot *s, const struct krdma_device_info *d)

@@ -67,6 +67,7 @@ int query_devices(int fd, bool one, uint32_t dev_index,
 		  struct dev_snapshot *s);
 void free_snapshot(struct dev_snapshot *s);
 bool dev_is_iwarp(int fd, uint32_t dev_index);
+uint64_t dev_max_buf(int fd, uint32_t dev_index);
 
 /* util.c: messages, option parsing */
 void __printf(1, 2) err_msg(const char *fmt, ...);

@@ -28,7 +28,6 @@
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
-#include <ifaddrs.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
@@ -41,6 +40,7 @@
 
 #include <krdma.h>
 
+#include "addr.h"
 #include "krdmactl.h"
 #include "loop.h"
 #include "names.h"
@@ -288,56 +288,6 @@ static int rp_resolve_addr(struct rp_ctx *ctx)
 	return 0;
 }
 
-static bool rp_addr_is_any(const struct krdma_sockaddr *sa)
-{
-	static const uint8_t zero[16];
-
-	return !memcmp(sa->addr, zero, sa->family == AF_INET ? 4 : 16);
-}
-
-/* The GID an address has on RoCE: itself, or IPv4-mapped. */
-static void rp_addr_gid(const struct krdma_sockaddr *sa, uint8_t *gid)
-{
-	memset(gid, 0, 16);
-	if (sa->family == AF_INET) {
-		gid[10] = 0xff;
-		gid[11] = 0xff;
-		memcpy(gid + 12, sa->addr, 4);
-	} else {
-		memcpy(gid, sa->addr, 16);
-	}
-}
-
-/*
- * The netdev holding @sa, as getifaddrs(3) names it, into @name; an iWARP
- * port has no GID of its address, only the netdev.
- */
-static bool rp_addr_netdev(const struct krdma_sockaddr *sa, char *name,
-			   size_t len)
-{
-	struct ifaddrs *ifa, *i;
-	bool found = false;
-
-	if (getifaddrs(&ifa))
-		return false;
-	for (i = ifa; i && !found; i = i->ifa_next) {
-		const void *a;
-
-		if (!i->ifa_addr || i->ifa_addr->sa_family != sa->family)
-			continue;
-		if (sa->family == AF_INET)
-			a = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
-		else
-			a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-		if (!memcmp(a, sa->addr, sa->family == AF_INET ? 4 : 16)) {
-			snprintf(name, len, "%s", i->ifa_name);
-			found = true;
-		}
-	}
-	freeifaddrs(ifa);
-	return found;
-}
-
 /*
  * The server's buffers must live on the device of the connection, which a
  * CONNECT_REQUEST does not name: -d, else the device that owns the listen
@@ -347,9 +297,7 @@ static bool rp_addr_netdev(const struct krdma_sockaddr *sa, char *name,
 static int rp_server_device(struct rp_ctx *ctx)
 {
 	const struct rp_opts *o = ctx->o;
-	char ifname[KRDMA_IFNAME_MAX];
 	struct dev_snapshot s;
-	uint8_t gid[16];
 	uint32_t i;
 	int ret;
 
@@ -369,25 +317,9 @@ static int rp_server_device(struct rp_ctx *ctx)
 				o->dev_name);
 		goto out;
 	}
-	if (!rp_addr_is_any(&ctx->sa)) {
-		rp_addr_gid(&ctx->sa, gid);
-		for (i = 0; i < s.num_gids; i++) {
-			if (!memcmp(s.gids[i].gid, gid, 16)) {
-				ctx->dev_index = s.gids[i].dev_index;
-				ret = 0;
-				goto out;
-			}
-		}
-	}
-	if (!rp_addr_is_any(&ctx->sa) &&
-	    rp_addr_netdev(&ctx->sa, ifname, sizeof(ifname))) {
-		for (i = 0; i < s.num_ports; i++) {
-			if (!strcmp(s.ports[i].netdev, ifname)) {
-				ctx->dev_index = s.ports[i].dev_index;
-				ret = 0;
-				goto out;
-			}
-		}
+	if (addr_device(&s, &ctx->sa, &ctx->dev_index)) {
+		ret = 0;
+		goto out;
 	}
 	if (s.num_devs == 1) {
 		ctx->dev_index = s.devs[0].dev_index;

@@ -622,6 +622,7 @@ static int xc_check_range(struct xc *x, uint64_t off, uint64_t len)
 
 static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 {
+	uint64_t max_buf;
 	uint32_t i;
 	int ret;
 
@@ -636,6 +637,11 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 		ret = xc_check_range(x, x->o->offset, data_len);
 	if (ret)
 		return ret;
+	/* a copy's chunk is its own choice: one the device can register */
+	max_buf = dev_max_buf(x->fd, x->dev_index);
+	if (op == XFER_OP_COPY && max_buf > XC_DATA_OFF &&
+	    data_len > max_buf - XC_DATA_OFF)
+		data_len = max_buf - XC_DATA_OFF;
 	x->data_len = data_len;
 	x->no_imm = dev_is_iwarp(x->fd, x->dev_index);
 	ret = verbs_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
@@ -1051,6 +1057,8 @@ static int xc_copy_once(struct xc *x, struct xc_file *f)
 		return ret;
 	if (chunk_max > x->adv.length)
 		chunk_max = x->adv.length;
+	if (chunk_max > x->data_len)
+		chunk_max = x->data_len;
 	m = xc_send_msg(x);
 	xfer_msg_init(m, XM_FILE);
 	m->length = htobe64(f->size);

@@ -58,7 +58,8 @@ static const char serve_usage[] =
 	"private data; one line is printed per operation seen.  RC serves\n"
 	"every command, UC send, write and copy, UD send.\n"
 	"\n"
-	"  -d, --ib-dev DEV     device of the buffer (default: the first)\n"
+	"  -d, --ib-dev DEV     device of the buffer (default: the one -a is\n"
+	"                       on, else the first)\n"
 	"  -a, --addr ADDR[:N]  listen on ADDR (default: any IPv4 address),\n"
 	"                       on port N if given there\n"
 	"  -p, --port N         rdma_cm port (default 18516)\n"
@@ -264,18 +265,27 @@ static void sv_event_end(void)
 
 /* ---- setup ---- */
 
-static int sv_pick_device(struct sv *s)
+/*
+ * The buffer must live on the device the clients' connections arrive on,
+ * which a CONNECT_REQUEST does not name: -d, else the device the listen
+ * address @addr is on, else the first.
+ */
+static int sv_pick_device(struct sv *s, const struct krdma_sockaddr *addr)
 {
 	struct dev_snapshot snap;
-	uint32_t i;
+	uint32_t i, want;
+	bool by_addr;
 	int ret;
 
 	ret = query_devices(s->fd, false, 0, &snap);
 	if (ret)
 		return ret;
+	by_addr = !s->o->dev_name && addr_device(&snap, addr, &want);
 	ret = -ENODEV;
 	for (i = 0; i < snap.num_devs; i++) {
 		if (s->o->dev_name && strcmp(snap.devs[i].name, s->o->dev_name))
+			continue;
+		if (by_addr && snap.devs[i].dev_index != want)
 			continue;
 		s->dev_index = snap.devs[i].dev_index;
 		snprintf(s->dev_name, sizeof(s->dev_name), "%s",
@@ -325,7 +335,7 @@ static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 	ret = krdma_ioctl(s->fd, KRDMA_GET_INFO, &info);
 	s->accept_waits = !(info.features & KRDMA_FEATURE_ACCEPT_ASYNC);
 	if (!ret)
-		ret = sv_pick_device(s);
+		ret = sv_pick_device(s, addr);
 	if (!ret)
 		s->no_imm = dev_is_iwarp(s->fd, s->dev_index);
 	if (!ret && (s->o->transports & 1U << KRDMA_TRANSPORT_UD)) {
