@@ -539,6 +539,9 @@ static inline int kt_rxe_dummy_add(struct __test_metadata *_metadata,
  */
 #include <sys/utsname.h>
 
+/* rxe's vendor ID (RXE_VENDOR_ID): how a test knows the device is rxe */
+#define KT_RXE_VENDOR_ID 0xffffff
+
 enum kt_rxe_defect {
 	/*
 	 * An RDMA WRITE the responder refuses (rkey, access, range) is not
