@@ -572,12 +572,14 @@ static void serve_on_addr(struct __test_metadata *_metadata,
 
 KRDMA_TEST_F_TIMEOUT(cli, serve_device_of_addr, CLI_CASE_TIMEOUT)
 {
-	const char *addr2 = kt_test_addr2(false);
+	const char *addr2 = kt_test_addr2(false), *dev2 = kt_test_dev2();
 
 	serve_on_addr(_metadata, self, kt_test_dev(), kt_test_addr(false),
 		      18740);
-	if (addr2)
-		serve_on_addr(_metadata, self, kt_test_dev2(), addr2, 18741);
+	if (addr2 && dev2)
+		serve_on_addr(_metadata, self, dev2, addr2, 18741);
+	else
+		TH_LOG("%s", kt_no_dev2(false));
 }
 
 /*

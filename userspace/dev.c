@@ -346,7 +346,8 @@ bool dev_is_iwarp(int fd, uint32_t dev_index)
 /*
  * The largest kernel buffer (KRDMA_BUF_ALLOC) device @dev_index takes: one
  * MR's max_fast_reg_page_list_len chunks of the largest page size it maps,
- * from the system's page up to 4 MiB; 0 if unknown.
+ * from the system's page up to 4 MiB, and no more than max_mr_size; 0 if
+ * unknown.
  */
 uint64_t dev_max_buf(int fd, uint32_t dev_index)
 {
@@ -361,6 +362,8 @@ uint64_t dev_max_buf(int fd, uint32_t dev_index)
 			if (s.devs[0].page_size_cap & chunk)
 				largest = chunk;
 		largest *= s.devs[0].max_fast_reg_page_list_len;
+		if (largest > s.devs[0].max_mr_size)
+			largest = s.devs[0].max_mr_size;
 	}
 	free_snapshot(&s);
 	return largest;

@@ -20,9 +20,10 @@
  * RECV before accepting, and so must we: iWARP has no RNR retry, and a
  * first advertisement that finds no receive ends the connection.  A krdma
  * connection gets its QP in KRDMA_CM_ACCEPT, so the server's receives go to
- * an SRQ made before it; on a device without SRQs the first one is posted
- * right after the accept, and one the advertisement beats is retried by
- * the peer (RNR, rnr_retry 7; such devices are InfiniBand or RoCE).
+ * an SRQ made before it.  Where no SRQ can be had the first one is posted
+ * right after the accept: on InfiniBand or RoCE an advertisement that beats
+ * it is retried by the peer (RNR, rnr_retry 7); on iWARP it may end the
+ * connection, and the server warns of that.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -404,8 +405,8 @@ static int rp_post_recv(struct rp_ctx *ctx)
 
 /*
  * Server: an SRQ of @ctx's device with the first RECV on it, which the
- * connection takes in its accept; none (no error) if the device has no
- * SRQs.
+ * connection takes in its accept.  Without one (a device or module without
+ * SRQs, a limit reached) the server goes on as before SRQs.
  */
 static int rp_srq_prepare(struct rp_ctx *ctx)
 {
@@ -418,11 +419,11 @@ static int rp_srq_prepare(struct rp_ctx *ctx)
 	int ret;
 
 	ret = krdma_ioctl_quiet(ctx->fd, KRDMA_SRQ_CREATE, &sc);
-	if (ret == -EOPNOTSUPP)
-		return 0;
 	if (ret) {
-		krdma_report(KRDMA_SRQ_CREATE, ret);
-		return ret;
+		if (dev_is_iwarp(ctx->fd, ctx->dev_index))
+			warn_msg("rping: no SRQ (%s): a client's first message may find no receive, which iWARP answers by disconnecting",
+				 strerror(-ret));
+		return 0;
 	}
 	ctx->srq = sc.handle;
 	return rp_post_recv(ctx);

@@ -638,10 +638,11 @@ static int xc_connect(struct xc *x, uint16_t op, uint64_t data_len)
 	if (ret)
 		return ret;
 	/* a copy's chunk is its own choice: one the device can register */
-	max_buf = dev_max_buf(x->fd, x->dev_index);
-	if (op == XFER_OP_COPY && max_buf > XC_DATA_OFF &&
-	    data_len > max_buf - XC_DATA_OFF)
-		data_len = max_buf - XC_DATA_OFF;
+	if (op == XFER_OP_COPY) {
+		max_buf = dev_max_buf(x->fd, x->dev_index);
+		if (max_buf > XC_DATA_OFF && data_len > max_buf - XC_DATA_OFF)
+			data_len = max_buf - XC_DATA_OFF;
+	}
 	x->data_len = data_len;
 	x->no_imm = dev_is_iwarp(x->fd, x->dev_index);
 	ret = verbs_buf_alloc(x->fd, x->dev_index, KRDMA_ACCESS_LOCAL_WRITE,
