@@ -11,7 +11,7 @@
  * without atomic_cap (EOPNOTSUPP), a READ into more SGEs than max_sge_rd
  * (EINVAL).  What it has moves verified data: buffers, and SEND, WRITE and
  * READ over an rdma_cm connection; and krdmactl's serve, send, read,
- * write and rping work there.
+ * write, rping and bench write and read work there.
  */
 #include "krdma_test.h"
 
@@ -451,11 +451,12 @@ KRDMA_TEST_F(iwarp, send_write_read)
 
 /*
  * krdmactl: `devices` tells the transport; serve with send, read and write
- * (whose checks ride in the messages where no immediate data can); rping.
+ * (whose checks ride in the messages where no immediate data can); rping;
+ * bench write and read, whose header names the transport as perftest does.
  */
 KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 {
-	char cmd[512], out[4096];
+	char cmd[512], out[8192];
 	const char *why = kt_krdmactl_unavailable(NULL);
 	FILE *f;
 	size_t n;
@@ -498,6 +499,31 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 	ret = system(cmd);
 	EXPECT_EQ(0, ret) {
 		TH_LOG("rping both ends on %s: status %d", self->addr, ret);
+	}
+
+	/* bench: WRITE and READ runs, which need no immediate data */
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 90 krdmactl bench -d %s -p 18933 >/dev/null 2>&1 & "
+		 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; "
+		 "timeout 30 krdmactl bench write %s -p 18933 -n 20 -s 4096 "
+		 "2>&1 && break; done && "
+		 "timeout 30 krdmactl bench read %s -p 18933 -n 20 -s 4096 2>&1; "
+		 "r=$?; kill $!; wait; exit $r", self->dev.info.name,
+		 self->addr, self->addr);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	ret = pclose(f);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("bench write, read on %s: status %d:\n%s", self->addr,
+		       ret, out);
+	}
+	EXPECT_NE(NULL, strstr(out, "Transport type : IW")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "read BW Test")) {
+		TH_LOG("%s", out);
 	}
 }
 

@@ -469,6 +469,7 @@ int bench_ib_check(int fd, const struct bench_ib_want *w, uint32_t handle,
 	if (query_devices(fd, false, 0, &s))
 		return 1;
 	d = dev_by_index(&s, dev_index);
+	e->iwarp = d && d->node_type == KRDMA_NODE_RNIC;
 	if (w->dev && (!d || strcmp(d->name, w->dev))) {
 		err_msg("bench: -d %s: the connection to HOST is on %s, not "
 			"on %s", w->dev, d ? d->name : "another device",

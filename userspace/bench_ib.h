@@ -31,6 +31,7 @@ struct bench_ib_ends {
 	uint32_t psn;		/* the PSN the QP sends next */
 	uint32_t rpsn;		/* the PSN it expects next from the peer */
 	bool have_psn;		/* RC, UC, not iWARP (else both are 0) */
+	bool iwarp;		/* the device is an RNIC */
 	uint32_t path_mtu;
 	bool have_gid, have_rgid;
 	uint8_t gid[16];

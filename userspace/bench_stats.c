@@ -37,7 +37,9 @@ void bench_print_header(const struct bench_opts *o, const char *dev,
 	       bench_ops[o->op].name, latency ? "Latency Test" : "BW Test",
 	       o->via_ioctl ? "ioctl-per-op" : "in-kernel");
 	printf(" Device         : %s\n", dev);
-	printf(" Number of qps  : %u\t\tTransport type : IB\n", o->qps);
+	/* perftest's names: IB for InfiniBand and RoCE, IW for iWARP */
+	printf(" Number of qps  : %u\t\tTransport type : %s\n", o->qps,
+	       ends[0].iwarp ? "IW" : "IB");
 	printf(" Loop threads   : %s\n", o->one_cpu || o->qps == 1 ? "1" :
 	       "one per CPU, up to one per QP");
 	printf(" Connection type: %s\t\tUsing SRQ      : OFF\n",
