@@ -106,7 +106,8 @@ void addr_format(const struct krdma_sockaddr *sa, char *buf, size_t len)
 	}
 }
 
-bool addr_is_any(const struct krdma_sockaddr *sa)
+/* 0.0.0.0 or :: */
+static bool addr_is_any(const struct krdma_sockaddr *sa)
 {
 	static const uint8_t zero[16];
 

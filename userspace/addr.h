@@ -19,8 +19,6 @@ void addr_format(const struct krdma_sockaddr *sa, char *buf, size_t len);
 
 struct dev_snapshot;
 
-/* 0.0.0.0 or :: */
-bool addr_is_any(const struct krdma_sockaddr *sa);
 /* the device of @s that @sa is on (a GID, or its port's netdev) */
 bool addr_device(const struct dev_snapshot *s, const struct krdma_sockaddr *sa,
 		 uint32_t *dev_index);
