@@ -28,7 +28,8 @@
 # polls them all from one.
 #
 # The other transports, OTHER_ROUNDS interleaved pairs each, figures without
-# targets: SEND 8 B latency over UD, WRITE 64 KiB bandwidth over UC.
+# targets: SEND 8 B latency over UD, WRITE 64 KiB bandwidth over UC; and on
+# siw0 (iWARP), when the guest has it, WRITE and READ 64 KiB, 1 QP.
 set -u
 
 REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -92,15 +93,18 @@ cqmod() {	# cqmod FILE
 		echo 1
 }
 
+# perftest's device options (PT_DEV) and the server's address (PT_ADDR)
+PT_DEV=(-d "$DEV" -x "$GIDX")
+PT_ADDR=$ADDR
 # perftest: server in the background, client here; prints the client's output file
 perftest() {	# perftest NAME TOOL ARGS...
 	local tool=$2 out=$TMP/$1.$RANDOM
 	shift 2
 	next_port
-	timeout 120 "$tool" -d "$DEV" -x "$GIDX" -p "$PORT" "$@" > "$out.srv" 2>&1 &
+	timeout 120 "$tool" "${PT_DEV[@]}" -p "$PORT" "$@" > "$out.srv" 2>&1 &
 	local spid=$!
 	sleep 1
-	timeout 120 "$tool" -d "$DEV" -x "$GIDX" -p "$PORT" "$@" "$ADDR" > "$out" 2>&1
+	timeout 120 "$tool" "${PT_DEV[@]}" -p "$PORT" "$@" "$PT_ADDR" > "$out" 2>&1
 	wait "$spid"
 	echo "$out"
 }
@@ -150,15 +154,16 @@ done
 # OP with K_ARGS and what perftest printed it used: its CQ moderation as
 # -Q, and its outstanding reads as -t where it has them (READ, atomics).
 # Figure N of the table line; the round's ratio as NAME.
-#   round_pair NAME N TOOL "PT_ARGS" OP "K_ARGS"
+# krdma connects to K_ADDR (default $ADDR).
+#   round_pair NAME N TOOL "PT_ARGS" OP "K_ARGS" [K_ADDR]
 round_pair() {
-	local name=$1 n=$2 tool=$3 pt_args=$4 op=$5 k_args=$6 o rd
+	local name=$1 n=$2 tool=$3 pt_args=$4 op=$5 k_args=$6 k_addr=${7:-$ADDR} o rd
 	# shellcheck disable=SC2086 # the argument lists
 	o=$(perftest "$name" "$tool" $pt_args -F)
 	add "pt_$name" "$(field "$o" "$n")"; cp "$o" "$TMP/last.pt_$name"
 	rd=$(awk '/Outstand reads/ { print $NF; exit }' "$o")
 	# shellcheck disable=SC2086
-	o=$(krdma "$name" $op "$ADDR" $k_args ${rd:+-t "$rd"} -Q "$(cqmod "$o")")
+	o=$(krdma "$name" $op "$k_addr" $k_args ${rd:+-t "$rd"} -Q "$(cqmod "$o")")
 	add "k_$name" "$(field "$o" "$n")"; cp "$o" "$TMP/last.k_$name"
 	pair "$name" "k_$name" "pt_$name"
 }
@@ -249,6 +254,32 @@ done
 kill "$SERVER_UD" "$SERVER_UC" 2>/dev/null
 wait "$SERVER_UD" "$SERVER_UC" 2>/dev/null
 
+# iWARP: siw0 (soft-iWARP, on a netdev of its own), perftest over rdma_cm
+# (-R, as iWARP connects), krdma against a server on siw0; WRITE and READ
+# (krdmactl bench's SEND protocol carries immediate data, which iWARP has
+# not).  The same pairs as rxe's, interleaved.
+IW_DEV=${IW_DEV:-siw0}
+if [ -n "${SIW0_ADDR:-}" ]; then
+	"$KRDMACTL" bench -d "$IW_DEV" -p 18520 -T 60 > "$TMP/server_iw.log" 2>&1 &
+	SERVER_IW=$!
+	sleep 1
+	PT_DEV=(-d "$IW_DEV" -R)
+	PT_ADDR=$SIW0_ADDR
+	for r in $(seq "$OTHER_ROUNDS"); do
+		log "iWARP round $r/$OTHER_ROUNDS"
+		round_pair iw_write 4 ib_write_bw "-s 65536 -n $ITERS_BW -t 128" \
+			write "-s 65536 -n $ITERS_BW -t 128 -d $IW_DEV -p 18520" "$SIW0_ADDR"
+		round_pair iw_read 4 ib_read_bw "-s 65536 -n $ITERS_BW" \
+			read "-s 65536 -n $ITERS_BW -d $IW_DEV -p 18520" "$SIW0_ADDR"
+	done
+	PT_DEV=(-d "$DEV" -x "$GIDX")
+	PT_ADDR=$ADDR
+	kill "$SERVER_IW" 2>/dev/null
+	wait "$SERVER_IW" 2>/dev/null
+else
+	log "no siw0: no iWARP figures"
+fi
+
 # connection setup scale
 CONN_JSON=
 for n in $CONNS; do
@@ -263,7 +294,8 @@ wait "$SERVER" 2>/dev/null
 declare -A M	# the medians of the figures
 for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
 	 pt_read_q k_read_q pt_rate k_rate pt_lat k_lat k_via pt_atomic \
-	 k_atomic pt_ud_lat k_ud_lat pt_uc_write k_uc_write; do
+	 k_atomic pt_ud_lat k_ud_lat pt_uc_write k_uc_write pt_iw_write \
+	 k_iw_write pt_iw_read k_iw_read; do
 	M[$k]=$(median ${V[$k]:-})
 done
 
@@ -271,7 +303,8 @@ done
 # ratio above 1, or below it where less is better: LOWER)
 declare -A RM RMIN RMAX RWON RN
 LOWER=" lat ud_lat via "
-for k in write read write_q read_q rate atomic lat via ud_lat uc_write; do
+for k in write read write_q read_q rate atomic lat via ud_lat uc_write \
+	 iw_write iw_read; do
 	RM[$k]=$(median ${R[$k]:-})
 	set -- ${R[$k]:-}
 	RN[$k]=$#
@@ -309,6 +342,9 @@ printf '%-30s %10s\n' "guest memcpy 64K [MB/s]" "${M[memcpy]}"
 printf '%-30s\n' "(other transports: of $OTHER_ROUNDS rounds)"
 row "UD SEND 8B lat p50 [us]" ud_lat "${M[k_ud_lat]}" "${M[pt_ud_lat]}" "-"
 row "UC WRITE 64K BW [MB/s]" uc_write "${M[k_uc_write]}" "${M[pt_uc_write]}" "-"
+printf '%-30s\n' "(iWARP, $IW_DEV: of $OTHER_ROUNDS rounds)"
+row "WRITE 64K BW, 1 QP [MB/s]" iw_write "${M[k_iw_write]}" "${M[pt_iw_write]}" "-"
+row "READ 64K BW, 1 QP [MB/s]" iw_read "${M[k_iw_read]}" "${M[pt_iw_read]}" "-"
 echo "raw: $(for k in "${!V[@]}"; do printf '%s=[%s] ' "$k" "${V[$k]# }"; done)"
 
 arr() { printf '[%s]' "$(echo $1 | sed 's/ /, /g')"; }
@@ -320,7 +356,7 @@ spread() {
 cat > "$OUT.tmp" <<EOF
 {
   "kernel": "$(uname -r)",
-  "device": "$DEV",
+  "device": "$DEV", "iwarp_device": "$([ -n "${SIW0_ADDR:-}" ] && echo "$IW_DEV")",
   "rounds": $ROUNDS, "lat_rounds": $LAT_ROUNDS, "other_rounds": $OTHER_ROUNDS,
   "params": {"bw_size": 65536, "bw_iters": $ITERS_BW, "tx_depth": 128,
              "bw_qps_multi": $QPS_BW, "rate_size": 64, "rate_iters": $ITERS_RATE,
@@ -331,24 +367,28 @@ cat > "$OUT.tmp" <<EOF
              "write_rate_64b": ${RM[rate]},
              "send_lat_8b_p50": ${RM[lat]}, "atomic_rate": ${RM[atomic]},
              "via_ioctl_lat": ${RM[via]},
-             "ud_send_lat_8b_p50": ${RM[ud_lat]}, "uc_write_bw_64k": ${RM[uc_write]}},
+             "ud_send_lat_8b_p50": ${RM[ud_lat]}, "uc_write_bw_64k": ${RM[uc_write]},
+             "iwarp_write_bw_64k": ${RM[iw_write]}, "iwarp_read_bw_64k": ${RM[iw_read]}},
   "round_ratios": {$(spread write_bw_64k write), $(spread read_bw_64k read),
                    $(spread write_bw_64k_multi_qp write_q), $(spread read_bw_64k_multi_qp read_q),
                    $(spread write_rate_64b rate),
                    $(spread send_lat_8b_p50 lat), $(spread atomic_rate atomic),
                    $(spread via_ioctl_lat via),
-                   $(spread ud_send_lat_8b_p50 ud_lat), $(spread uc_write_bw_64k uc_write)},
+                   $(spread ud_send_lat_8b_p50 ud_lat), $(spread uc_write_bw_64k uc_write),
+                   $(spread iwarp_write_bw_64k iw_write), $(spread iwarp_read_bw_64k iw_read)},
   "krdma": {"write_bw_64k_mbps": ${M[k_write]}, "read_bw_64k_mbps": ${M[k_read]},
             "write_bw_64k_multi_qp_mbps": ${M[k_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[k_read_q]},
             "write_rate_64b_mpps": ${M[k_rate]},
             "send_lat_8b_p50_us": ${M[k_lat]}, "atomic_rate_mpps": ${M[k_atomic]},
             "via_ioctl_lat_8b_p50_us": ${M[k_via]},
-            "ud_send_lat_8b_p50_us": ${M[k_ud_lat]}, "uc_write_bw_64k_mbps": ${M[k_uc_write]}},
+            "ud_send_lat_8b_p50_us": ${M[k_ud_lat]}, "uc_write_bw_64k_mbps": ${M[k_uc_write]},
+            "iwarp_write_bw_64k_mbps": ${M[k_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[k_iw_read]}},
   "perftest": {"write_bw_64k_mbps": ${M[pt_write]}, "read_bw_64k_mbps": ${M[pt_read]},
                "write_bw_64k_multi_qp_mbps": ${M[pt_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[pt_read_q]},
                "write_rate_64b_mpps": ${M[pt_rate]},
                "send_lat_8b_p50_us": ${M[pt_lat]}, "atomic_rate_mpps": ${M[pt_atomic]},
-               "ud_send_lat_8b_p50_us": ${M[pt_ud_lat]}, "uc_write_bw_64k_mbps": ${M[pt_uc_write]}},
+               "ud_send_lat_8b_p50_us": ${M[pt_ud_lat]}, "uc_write_bw_64k_mbps": ${M[pt_uc_write]},
+               "iwarp_write_bw_64k_mbps": ${M[pt_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[pt_iw_read]}},
   "memcpy_64k_mbps": ${M[memcpy]},
   "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
               "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
@@ -359,7 +399,9 @@ cat > "$OUT.tmp" <<EOF
               "k_via": $(arr "${V[k_via]:-}"),
               "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}"),
               "k_ud_lat": $(arr "${V[k_ud_lat]:-}"), "pt_ud_lat": $(arr "${V[pt_ud_lat]:-}"),
-              "k_uc_write": $(arr "${V[k_uc_write]:-}"), "pt_uc_write": $(arr "${V[pt_uc_write]:-}")},
+              "k_uc_write": $(arr "${V[k_uc_write]:-}"), "pt_uc_write": $(arr "${V[pt_uc_write]:-}"),
+              "k_iw_write": $(arr "${V[k_iw_write]:-}"), "pt_iw_write": $(arr "${V[pt_iw_write]:-}"),
+              "k_iw_read": $(arr "${V[k_iw_read]:-}"), "pt_iw_read": $(arr "${V[pt_iw_read]:-}")},
   "conns": [$CONN_JSON]
 }
 EOF

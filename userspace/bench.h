@@ -190,7 +190,7 @@ void *bench_progress_thread(void *arg);
 /* bench_proto.c */
 void bench_fill_pattern(uint8_t *p, uint64_t len);
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps);
+		       uint32_t transport, uint32_t qps, uint64_t dev_max);
 uint32_t bench_all_max(const struct bench_opts *o);
 uint32_t bench_protocol(int fd);
 extern struct krdma_sockaddr bench_src;

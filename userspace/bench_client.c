@@ -261,7 +261,8 @@ int bench_client(int fd, const struct bench_opts *o)
 			      KRDMA_ACCESS_LOCAL_WRITE,
 			      bench_buf_len(max_size,
 					    o->latency ? 1 : o->tx_depth,
-					    o->validate, o->transport, o->qps),
+					    o->validate, o->transport, o->qps,
+					    dev_max_buf(fd, conns[0].dev_index)),
 			     &buf);
 	if (ret)
 		goto out;

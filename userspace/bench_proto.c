@@ -27,20 +27,26 @@ void bench_fill_pattern(uint8_t *p, uint64_t len)
 
 /*
  * Bytes of the buffer a side needs for messages of @size, and over UD
- * the GRH area at its end, KRDMA_GRH_LEN bytes for each of @qps.
+ * the GRH area at its end, KRDMA_GRH_LEN bytes for each of @qps.  A slot
+ * per WR in flight, unless validating no more than BENCH_MAX_BUF nor
+ * @dev_max (the device's largest buffer, dev_max_buf(); 0: unknown) in
+ * whole slots: the loop takes slots in turn, and fewer of them only
+ * share one more often.
  */
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps)
+		       uint32_t transport, uint32_t qps, uint64_t dev_max)
 {
+	uint64_t grh = transport == KRDMA_TRANSPORT_UD ?
+		       (uint64_t)qps * KRDMA_GRH_LEN : 0;
 	uint64_t len = (uint64_t)size * depth;
 
 	if (!validate && len > BENCH_MAX_BUF)
 		len = BENCH_MAX_BUF;
+	if (!validate && dev_max > grh && len > dev_max - grh)
+		len = (dev_max - grh) - (dev_max - grh) % size;
 	if (len < size)
 		len = size;
-	if (transport == KRDMA_TRANSPORT_UD)
-		len += (uint64_t)qps * KRDMA_GRH_LEN;
-	return len;
+	return len + grh;
 }
 
 static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)

@@ -302,7 +302,9 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 				      KRDMA_ACCESS_REMOTE_ATOMIC,
 				      bench_buf_len(g->max_size, depth,
 						    g->flags & BH_VALIDATE,
-						    s->o->transport, g->qps),
+						    s->o->transport, g->qps,
+						    dev_max_buf(s->fd,
+								s->dev_index)),
 				     &g->buf);
 		if (ret) {
 			srv_reject(s, ev->handle);
