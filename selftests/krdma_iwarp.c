@@ -531,4 +531,58 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 	}
 }
 
+/*
+ * The largest kernel buffer the device takes, as krdmactl's dev_max_buf():
+ * max_fast_reg_page_list_len chunks of its largest page size up to 4 MiB,
+ * at most max_mr_size.
+ */
+static uint64_t iw_max_buf(const struct krdma_device_info *di)
+{
+	uint64_t chunk, largest = 0;
+
+	for (chunk = sysconf(_SC_PAGESIZE); chunk <= 4 << 20; chunk <<= 1)
+		if (di->page_size_cap & chunk)
+			largest = chunk;
+	largest *= di->max_fast_reg_page_list_len;
+	return largest < di->max_mr_size ? largest : di->max_mr_size;
+}
+
+/*
+ * A bench message larger than the server's device can register: the
+ * server refuses the client, saying why, and the client fails.
+ */
+KRDMA_TEST_F_TIMEOUT(iwarp, bench_message_over_largest_buffer, 90)
+{
+	uint64_t max = iw_max_buf(&self->dev.info);
+	const char *why = kt_krdmactl_unavailable(NULL);
+	char cmd[640], out[8192];
+	FILE *f;
+	size_t n;
+	int ret;
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (!max || max >= 1U << 29)
+		SKIP(return, "%s: largest buffer %llu: no message size over it",
+		     self->dev.info.name, (unsigned long long)max);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 60 krdmactl bench -d %s -p 18934 >/tmp/krdma-iw-big.log 2>&1 & "
+		 "sleep 2; timeout 30 krdmactl bench write %s -p 18934 -n 2 -s %llu 2>&1; "
+		 "r=$?; kill $!; wait; cat /tmp/krdma-iw-big.log; exit $r",
+		 self->dev.info.name, self->addr,
+		 (unsigned long long)max * 2);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	ret = pclose(f);
+	EXPECT_NE(0, ret) {
+		TH_LOG("bench write -s %llu on %s passed:\n%s",
+		       (unsigned long long)max * 2, self->addr, out);
+	}
+	EXPECT_NE(NULL, strstr(out, "more than the device's largest")) {
+		TH_LOG("%s", out);
+	}
+}
+
 TEST_HARNESS_MAIN

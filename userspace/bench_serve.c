@@ -240,6 +240,7 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		.magic = htobe32(BENCH_MAGIC),
 		.version = htobe16(BENCH_VERSION),
 	};
+	uint64_t dev_max, len;
 	struct srv_group *g;
 	uint32_t depth, index;
 	bool lat;
@@ -295,18 +296,19 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	lat = g->flags & BH_LATENCY;
 	depth = lat ? 4 : 2 * g->tx_depth;
 	if (g->op && !g->buf.handle) {
+		dev_max = dev_max_buf(s->fd, s->dev_index);
+		len = bench_buf_len(g->max_size, depth, g->flags & BH_VALIDATE,
+				    s->o->transport, g->qps, dev_max);
 		ret = verbs_buf_alloc(s->fd, s->dev_index,
 				      KRDMA_ACCESS_LOCAL_WRITE |
 				      KRDMA_ACCESS_REMOTE_WRITE |
 				      KRDMA_ACCESS_REMOTE_READ |
-				      KRDMA_ACCESS_REMOTE_ATOMIC,
-				      bench_buf_len(g->max_size, depth,
-						    g->flags & BH_VALIDATE,
-						    s->o->transport, g->qps,
-						    dev_max_buf(s->fd,
-								s->dev_index)),
-				     &g->buf);
+				      KRDMA_ACCESS_REMOTE_ATOMIC, len, &g->buf);
 		if (ret) {
+			if (dev_max && len > dev_max)
+				warn_msg("bench: refused a client: its messages need a buffer of %"
+					 PRIu64 " bytes, more than the device's largest, %"
+					 PRIu64, len, dev_max);
 			srv_reject(s, ev->handle);
 			srv_group_free(s, g);
 			return;
