@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# run_tests.sh [--dev DEV] [--smoke | PROG...]: run the krdma selftests
-# (inside the test VM, as root, krdma.ko loaded, rxe0 present) and print
-# one TAP stream:
+# run_tests.sh [--dev DEV] [--smoke | --iwarp | PROG...]: run the krdma
+# selftests (inside the test VM, as root, krdma.ko loaded, rxe0 present)
+# and print one TAP stream:
 #
 #   TAP version 13 / 1..N / each program's output as "# " lines /
 #   "ok N selftests: krdma: PROG" (or "not ok", or "# SKIP") after a
@@ -23,6 +23,10 @@
 # the ioctl contract, discovery, transfers of every transport and operation,
 # rdma_cm, krdmactl, and unload/reload.
 #
+# --iwarp runs the programs that make check and make check-debug run on an
+# iWARP device (--dev siw0): discovery, transfers, posts, krdmactl,
+# rping's interop and what iWARP refuses.
+#
 # then the test cases of all programs summed from their "# Totals:" lines
 # as a last line "P passed, F failed, S skipped".  Exit 1 if anything failed.
 # POSIX sh and busybox applets only.
@@ -39,6 +43,8 @@ export PATH
 # and rxe bug that killed rxe0's CM for good) should not fail later tests
 # for nothing of their own.
 smoke="krdma_uapi krdma_devices krdma_transfer krdma_cm krdma_cli krdma_lifecycle"
+iwarp="krdma_devices krdma_transfer krdma_post krdma_cli krdma_rping
+	krdma_iwarp"
 if [ "${1:-}" = --dev ]; then
 	[ -n "${2:-}" ] || { echo "run_tests.sh: --dev needs a device" >&2; exit 2; }
 	KRDMA_TEST_DEV=$2
@@ -61,11 +67,17 @@ if [ -n "$dev" ]; then
 else
 	label=
 fi
-if [ "${1:-}" = --smoke ]; then
+case ${1:-} in
+--smoke)
 	shift
 	# shellcheck disable=SC2086 # a list of programs
-	set -- $smoke
-fi
+	set -- $smoke ;;
+--iwarp)
+	shift
+	[ -n "$dev" ] || { echo "run_tests.sh: --iwarp needs --dev DEV first" >&2; exit 2; }
+	# shellcheck disable=SC2086 # a list of programs
+	set -- $iwarp ;;
+esac
 # the order of the Makefile's TEST_GEN_PROGS, as the kernel's runner has it
 all=$(awk '/^TEST_GEN_PROGS :=/ { f = 1; sub(/^TEST_GEN_PROGS :=/, "") }
 	f { c = /\\$/; sub(/\\$/, ""); printf "%s ", $0; if (!c) exit }' "$here/Makefile")

@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Transfers between two VMs joined by a qemu socket netdev, rxe0 on each:
+# Transfers between two VMs joined by qemu socket netdevs, rxe0 on each
+# over the first, siw0 over the second:
 # run.sh --vms 2 --peer-cmd selftests/two_vm_peer.sh -- selftests/two_vm.sh
-# Prints TAP and ends with "N passed, N failed, N skipped".
+# Prints TAP and ends with "siw0: N passed, N failed, N skipped" (the cases
+# over siw0) and "N passed, N failed, N skipped" (all).
 
 KRDMA_REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 PATH=$KRDMA_REPO/build/bin:$PATH
@@ -120,7 +122,7 @@ FAULTS_SOURCED=1
 . "$KRDMA_REPO/selftests/faults.sh"
 
 echo "TAP version 13"
-echo "1..20"
+echo "1..25"
 check ping ping -c 2 -W 5 "$PEER_ADDR"
 
 # The server's buffer starts filled with its pattern: read it before the
@@ -143,6 +145,38 @@ check pingpong_ud krdmactl pingpong -t ud -p 18611 -s 1024 -n 200 -T 60 \
 	"$PEER_ADDR"
 check pingpong_rc_ibv_server krdmactl pingpong -p 18612 -n 200 -c -T 60 \
 	"$PEER_ADDR"
+
+# iWARP across the second wire (siw0 on each side): transfers, a copy and
+# rping's interop, both roles.  The server's pattern is read first.  Their
+# counts make a "siw0: ..." line of their own, for make check's per-driver
+# sums.
+p0=$pass f0=$fail s0=$skip
+if [ -n "${PEER_SIW0_ADDR:-}" ]; then
+	check siw_read_64k krdmactl read -T 60 -s 65536 -o 65536 \
+		"$PEER_SIW0_ADDR:18650"
+	check siw_write_64k krdmactl write -T 60 -s 65536 "$PEER_SIW0_ADDR:18650"
+	check siw_copy_1mib krdmactl copy -T 60 /tmp/krdma-copy.bin \
+		"$PEER_SIW0_ADDR:18650"
+	check siw_rping_rping_server krdmactl rping -a "$PEER_SIW0_ADDR" \
+		-p 18651 -S 64 -C 10 -V -T 60
+	check siw_rping_krdmactl_server timeout -k 5 60 rping -c \
+		-a "$PEER_SIW0_ADDR" -p 18652 -S 64 -C 10 -V
+elif [ "${KRDMA_NO_SIW:-}" = KRDMA_SIW=0 ]; then
+	for t in read_64k write_64k copy_1mib rping_rping_server \
+		 rping_krdmactl_server; do
+		skip "siw_$t" "no siw0 (KRDMA_SIW=0)"
+	done
+else
+	for t in read_64k write_64k copy_1mib rping_rping_server \
+		 rping_krdmactl_server; do
+		n=$((n + 1))
+		why=${KRDMA_NO_SIW:-no PEER_SIW0_ADDR from the bed}
+		echo "not ok $n siw_$t # no siw0 ($why)"
+		fail=$((fail + 1))
+	done
+fi
+siw_line="siw0: $((pass - p0)) passed, $((fail - f0)) failed, $((skip - s0)) skipped"
+
 xvm
 
 # Faults on the wire (selftests/faults.sh): netem on the RoCE traffic only,
@@ -162,5 +196,6 @@ check copy_link_flap_resume f_flap
 check accept_rtu_lost f_rtu_lost
 fault_clear
 
+echo "$siw_line"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

@@ -7,17 +7,20 @@
 # panic_on_warn=1 and kmemleak on, runs the selftest suite
 # (selftests/run_tests.sh) in it, then scans kmemleak and fails on any
 # suspected leak, a failed test, or a kernel warning (which panics the
-# guest: run.sh then reports no status).  Ends with the suite's
-# "N passed, N failed, N skipped" line and the build and run times.
+# guest: run.sh then reports no status).  Ends with the build and run
+# times, siw0's "siw0: N passed, N failed, N skipped" line and the sum of
+# both runs' "N passed, N failed, N skipped".
 #
 # The suite runs as in `make check` (the debug kernel runs rxe traffic ~50x
 # slower, but the tests move little data), the fuzzer for
-# KRDMA_CHECK_FUZZ_DURATION seconds (default 60).
+# KRDMA_CHECK_FUZZ_DURATION seconds (default 60); then the iWARP subset on
+# siw0 (run_tests.sh --dev siw0 --iwarp); a guest without siw0 fails.
 #
 # Env: KRDMA_CHECK_DEBUG_PANIC=0 boots without panic_on_warn, so that one
 # report does not end the run (the run still fails on it; for surveying),
 # KRDMA_CHECK_DEBUG_TIMEOUT (the VM watchdog, default 2700 s),
-# KRDMA_CHECK_DEBUG_TESTS (programs to run, default all), MEM (default 2048),
+# KRDMA_CHECK_DEBUG_TESTS (programs to run, default all and then siw0's;
+# when set, no siw0 run), MEM (default 2048),
 # plus what run.sh and debug-kernel.sh read.  Extra arguments go to run.sh.
 #
 # check-debug.sh --fuzz SECS [RUN.SH-ARGS...]: what `make fuzz` runs: the
@@ -52,11 +55,25 @@ if [ "${1:-}" = --guest ]; then
 	shift
 	if [ $# -gt 0 ]; then
 		"$@"
+		rc=$?
 	else
 		# shellcheck disable=SC2086
 		"$REPO/selftests/run_tests.sh" ${KRDMA_CHECK_DEBUG_TESTS:-}
+		rc=$?
+		# then the iWARP subset on siw0 (built in): one more summary
+		# line, the "siw0: ..." one before it
+		if [ -n "${KRDMA_CHECK_DEBUG_TESTS:-}" ] ||
+		   [ "${KRDMA_NO_SIW:-}" = KRDMA_SIW=0 ]; then
+			:
+		elif [ -n "${SIW0_ADDR:-}" ]; then
+			"$REPO/selftests/run_tests.sh" --dev siw0 --iwarp || rc=1
+		else
+			echo "check-debug: no siw0 (${KRDMA_NO_SIW:-})"
+			echo "siw0: 0 passed, 1 failed, 0 skipped"
+			echo "0 passed, 1 failed, 0 skipped"
+			rc=1
+		fi
 	fi
-	rc=$?
 	echo "check-debug: ${*:-suite} took $(($(date +%s) - t0))s"
 	if [ -w "$KL" ]; then
 		# objects younger than 5 s are not reported; two scans, as
@@ -114,10 +131,21 @@ MEM=${MEM:-2048} "$VMDIR/run.sh" --kernel "$DEBUG_BZIMAGE" --modules "$DEBUG_MOD
 rc=${PIPESTATUS[0]}
 set -e
 trun=$((SECONDS - t1))
-line=$(tr -d '\r' < "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' | tail -n 1 || true)
+# the suite's summary line and siw0's; their sum is the run's
+lines=$(tr -d '\r' < "$out" | grep -E '^(siw0: )?[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' || true)
 echo "=== check-debug: results ==="
 echo "kernel build ${tbuild}s (0 if cached), VM run ${trun}s, total $((SECONDS - t0))s"
-[ -n "$line" ] || { line="0 passed, 1 failed, 0 skipped"; echo "check-debug: no summary line"; }
 [ "$rc" = 0 ] || echo "check-debug: run.sh exit $rc"
+# (two of them unless KRDMA_CHECK_DEBUG_TESTS or KRDMA_SIW=0)
+want=2
+[ -z "${KRDMA_CHECK_DEBUG_TESTS:-}" ] && [ "${KRDMA_SIW:-1}" != 0 ] || want=1
+echo "$lines" | grep '^siw0: ' || true
+n=$(echo "$lines" | grep -c '^[0-9]' || true)
+line=$(echo "$lines" | awk -v want=$want '/^[0-9]/ { p += $1; f += $3; s += $5; n++ }
+	END { if (n < want) f++; printf "%d passed, %d failed, %d skipped\n", p, f, s }')
+if [ "$n" -lt $want ]; then
+	echo "check-debug: $want summary lines expected, $n found"
+	[ "$rc" != 0 ] || rc=1
+fi
 echo "$line"
 exit "$rc"

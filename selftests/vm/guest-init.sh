@@ -8,9 +8,10 @@
 # command of /krdma/cmd.sh and powers off, printing the exit status for
 # run.sh after the marker it was given.  /krdma/config, written by run.sh,
 # sets MARK, REPO, RUNDIR, DMESG_FILE, MODULES, OPTIONAL_MODULES,
-# SIW_MODULES, SIW (0: no siw0), INSMOD, KO_MODPROBE, WATCHDOG_S (when to
-# report a command that has not ended) and the exported KRDMA_*,
-# RXE0_ADDR*, PEER_ADDR*.
+# SIW_MODULES, SIW (0: no siw0), NIC_MAC and SIW_MAC (two guests: rxe0's
+# NIC and siw0's), INSMOD, KO_MODPROBE, WATCHDOG_S (when to report a
+# command that has not ended) and the exported KRDMA_*, RXE0_ADDR*,
+# PEER_ADDR*.
 # shellcheck disable=SC1091 # written by run.sh, in the guest
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
 mount -t proc proc /proc
@@ -85,11 +86,12 @@ setup_rxe1() {
 	ping -c 1 -W 3 -I 192.0.2.1 192.0.2.11 >/dev/null &&
 	ping -c 1 -W 3 -I 2001:db8::1 2001:db8::11 >/dev/null
 }
-# siw0 (soft-iWARP) on a netdev of its own, one guest: rdma_cm picks the
-# device by the netdev of the bound address, and of two devices on one
-# netdev the first registered.  siw runs over kernel TCP sockets, so its
-# traffic to its own address goes over lo and works (unlike rxe's).  A
-# guest without siw0 runs everything else as before: it only says why.
+# siw0 (soft-iWARP) on a netdev of its own, ksiw0 (one guest: a veth end;
+# two: the second NIC): rdma_cm picks the device by the netdev of the bound
+# address, and of two devices on one netdev the first registered.  siw
+# runs over kernel TCP sockets, so its traffic to its own address goes over
+# lo and works (unlike rxe's).  A guest without siw0 runs everything else
+# as before: it only says why.
 # (198.51.100.0/24 is the tests' address of no host: not that one.)
 setup_siw0() {
 	[ "$SIW" != 0 ] || { SIW_WHY="KRDMA_SIW=0"; return 1; }
@@ -97,18 +99,35 @@ setup_siw0() {
 		modprobe -q "$m" 2>/dev/null
 	done
 	err=$(modprobe siw 2>&1) || { SIW_WHY="modprobe siw: ${err:-failed}"; return 1; }
-	# a veth end: siw wants an Ethernet netdev with carrier, and a dummy's
-	# unknown speed has ib_core warn at every port query
-	if ! { ip link add ksiw0 type veth peer name ksiw1 &&
-	       ip link set ksiw1 up &&
-	       ip addr add 203.0.113.1/24 dev ksiw0 &&
-	       ip -6 addr add 2001:db8:113::1/64 dev ksiw0 nodad &&
+	if [ "$KRDMA_VMS" = 1 ]; then
+		# a veth end: siw wants an Ethernet netdev with carrier, and a
+		# dummy's unknown speed has ib_core warn at every port query
+		{ ip link add ksiw0 type veth peer name ksiw1 &&
+		  ip link set ksiw1 up; } || { SIW_WHY="cannot add ksiw0"; return 1; }
+	elif [ ! -e /sys/class/net/ksiw0 ]; then
+		SIW_WHY="no NIC with MAC $SIW_MAC"
+		return 1
+	fi
+	if ! { ip addr add "203.0.113.$KRDMA_VM/24" dev ksiw0 &&
+	       ip -6 addr add "2001:db8:113::$KRDMA_VM/64" dev ksiw0 nodad &&
 	       ip link set ksiw0 up; }; then
 		SIW_WHY="cannot set up ksiw0"
 		return 1
 	fi
 	err=$(rdma link add siw0 type siw netdev ksiw0 2>&1) ||
 		{ SIW_WHY="rdma link add siw0: ${err:-failed}"; return 1; }
+}
+# name_nic MAC NAME: the NIC with MAC (run.sh's) is NAME, whatever the
+# order the two were found in
+name_nic() {
+	for mac_file in /sys/class/net/*/address; do
+		[ "$(cat "$mac_file")" = "$1" ] || continue
+		nic=${mac_file%/address}
+		nic=${nic##*/}
+		[ "$nic" = "$2" ] || ip link set "$nic" name "$2"
+		return
+	done
+	return 1
 }
 setup() {
 	for m in $MODULES; do
@@ -128,6 +147,9 @@ setup() {
 		NIC=krdma0
 		ip link set krdma1 up
 	else
+		# rxe0's NIC is eth0 (faults.sh's), siw0's ksiw0
+		name_nic "$SIW_MAC" ksiw0
+		name_nic "$NIC_MAC" eth0 || { echo "vm: no NIC with MAC $NIC_MAC"; return 1; }
 		NIC=eth0
 	fi
 	ip addr add "$RXE0_ADDR/24" dev $NIC || return 1
@@ -141,12 +163,16 @@ setup() {
 			echo "vm: no rxe1 (traffic does not cross krdma0/krdma1)"
 			rdma link delete rxe1 2>/dev/null
 		fi
-		if setup_siw0; then
-			export SIW0_ADDR=203.0.113.1 SIW0_ADDR6=2001:db8:113::1
-		else
-			echo "vm: no siw0 ($SIW_WHY)"
-			rdma link delete siw0 2>/dev/null
-		fi
+	fi
+	if setup_siw0; then
+		export SIW0_ADDR="203.0.113.$KRDMA_VM" SIW0_ADDR6="2001:db8:113::$KRDMA_VM"
+		p=$((3 - KRDMA_VM))
+		[ "$KRDMA_VMS" = 2 ] &&
+			export PEER_SIW0_ADDR="203.0.113.$p" PEER_SIW0_ADDR6="2001:db8:113::$p"
+	else
+		echo "vm: no siw0 ($SIW_WHY)"
+		export KRDMA_NO_SIW="$SIW_WHY"
+		rdma link delete siw0 2>/dev/null
 	fi
 	KRDMA_LOADED=0
 	# the node opened to all, as an administrator may: the tests'

@@ -54,9 +54,13 @@
 #                       in the peer guest they name the first guest)
 #   RXE1_ADDR, RXE1_ADDR6   (one guest) 192.0.2.11, 2001:db8::11 on krdma1
 #                       under rxe1; unset if rxe1 could not be set up
-#   SIW0_ADDR, SIW0_ADDR6   (one guest) 203.0.113.1, 2001:db8:113::1 on
-#                       ksiw0 (a veth end) under siw0, soft-iWARP;
-#                       unset if siw0 could not be set up ("vm: no siw0")
+#   SIW0_ADDR, SIW0_ADDR6   203.0.113.1, 2001:db8:113::1 (--vms 2: .2 and
+#                       ::2 in the peer guest) under siw0, soft-iWARP, on
+#                       ksiw0: a veth end (one guest) or the second NIC
+#                       (two guests); unset if siw0 could not be set up
+#                       ("vm: no siw0")
+#   PEER_SIW0_ADDR, PEER_SIW0_ADDR6   (--vms 2) the other guest's
+#   KRDMA_NO_SIW        why there is no siw0 ("KRDMA_SIW=0": not wanted)
 #   KRDMA_VM            1 (guest 1) or 2 (the peer guest); KRDMA_VMS 1 or 2
 #   PATH                $REPO/build/bin:$REPO/build/selftests, iproute2
 #                       (ip, tc, rdma), rdma-core tools (ibv_*, rping, ib_*
@@ -77,7 +81,8 @@
 # over kernel TCP sockets, so siw0 talking to its own address works over lo.
 # Debian builds no siw: siw.sh builds siw.ko from the kernel's Debian source
 # package, once per kernel, and the static initramfs carries it.
-# --vms 2: eth0 (virtio-net, socket netdev on 127.0.0.1) under rxe0 in each.
+# --vms 2: eth0 (virtio-net, socket netdev on 127.0.0.1) under rxe0 in each,
+# and a second wire of the same kind, renamed ksiw0, under siw0.
 # Guest 2 starts CMD2 and signals readiness (a file in the run directory)
 # two seconds later; guest 1 waits for that and for a ping before CMD.
 #
@@ -100,6 +105,10 @@ REPO=$(cd "$VMDIR/../.." && pwd)
 . "$VMDIR/siw.sh"
 CACHE=${KRDMA_CACHE:-/var/cache/krdma}
 MARK=KRDMA-EXIT-STATUS
+# (--vms 2) the MAC prefixes of rxe0's netdev and siw0's, :01 and :02 for
+# the guests
+NIC_MAC=52:54:00:4b:52
+SIW_MAC=52:54:00:4b:53
 
 KERNEL=6.1
 KDIR=
@@ -250,6 +259,7 @@ mkvm() {	# mkvm N OUT.cpio [CMD...]
 		printf 'OPTIONAL_MODULES=%q\n' "${OPTIONAL_MODULES[*]}"
 		printf 'SIW_MODULES=%q\n' "${SIW_MODULES[*]}"
 		printf 'SIW=%q\n' "${KRDMA_SIW:-1}"
+		printf 'NIC_MAC=%q SIW_MAC=%q\n' "$NIC_MAC:0$n" "$SIW_MAC:0$n"
 		printf 'INSMOD=%q\n' "$INSMOD"
 		# (guest uptime: the watchdog counts from qemu's start, a little before)
 		printf 'WATCHDOG_S=%q\n' "$((TIMEOUT >= 300 ? TIMEOUT - 90 : 0))"
@@ -317,10 +327,18 @@ free_port() {
 LOG=$RUNDIR/console.log
 PLOG=$RUNDIR/peer-console.log
 if [ "$VMS" = 2 ]; then
+	# two wires: eth0 (rxe0) and, with its own MAC, siw0's netdev
 	PORT=$(free_port)
-	qemu_cmd 1 -netdev "socket,id=n0,listen=127.0.0.1:$PORT" -device virtio-net-pci,netdev=n0,mac=52:54:00:4b:52:01
+	SPORT=$(free_port)
+	for _ in 1 2 3 4 5; do
+		[ "$SPORT" != "$PORT" ] && break
+		SPORT=$(free_port)
+	done
+	qemu_cmd 1 -netdev "socket,id=n0,listen=127.0.0.1:$PORT" -device "virtio-net-pci,netdev=n0,mac=$NIC_MAC:01" \
+		-netdev "socket,id=n1,listen=127.0.0.1:$SPORT" -device "virtio-net-pci,netdev=n1,mac=$SIW_MAC:01"
 	Q1=("${QEMU[@]}")
-	qemu_cmd 2 -netdev "socket,id=n0,connect=127.0.0.1:$PORT" -device virtio-net-pci,netdev=n0,mac=52:54:00:4b:52:02
+	qemu_cmd 2 -netdev "socket,id=n0,connect=127.0.0.1:$PORT" -device "virtio-net-pci,netdev=n0,mac=$NIC_MAC:02" \
+		-netdev "socket,id=n1,connect=127.0.0.1:$SPORT" -device "virtio-net-pci,netdev=n1,mac=$SIW_MAC:02"
 	Q2=("${QEMU[@]}")
 else
 	qemu_cmd 1
@@ -333,7 +351,7 @@ boot() {
 	PIDS+=("$P1")
 	if [ "$VMS" = 2 ]; then
 		for _ in $(seq 100); do
-			ss -Htln "sport = :$PORT" 2>/dev/null | grep -q . && break
+			[ "$(ss -Htln "( sport = :$PORT or sport = :$SPORT )" 2>/dev/null | wc -l)" -ge 2 ] && break
 			sleep 0.1
 		done
 		( "${Q2[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$PLOG" | sed -u 's/^/[peer] /' ) &
