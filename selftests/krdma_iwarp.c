@@ -450,6 +450,23 @@ KRDMA_TEST_F(iwarp, send_write_read)
 }
 
 /*
+ * Run @cmd with sh, its standard output in @out (NUL-terminated, at most
+ * @len - 1 bytes): pclose()'s status, or -1 if it could not start.
+ */
+static int iw_sh_out(const char *cmd, char *out, size_t len)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n;
+
+	out[0] = 0;
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	return pclose(f);
+}
+
+/*
  * krdmactl: `devices` tells the transport; serve with send, read and write
  * (whose checks ride in the messages where no immediate data can); rping;
  * bench write and read, whose header names the transport as perftest does.
@@ -458,19 +475,13 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 {
 	char cmd[512], out[8192];
 	const char *why = kt_krdmactl_unavailable(NULL);
-	FILE *f;
-	size_t n;
 	int ret;
 
 	if (why)
 		SKIP(return, "%s", why);
 	snprintf(cmd, sizeof(cmd), "krdmactl devices -d %s",
 		 self->dev.info.name);
-	f = popen(cmd, "r");
-	ASSERT_NE(NULL, f);
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = 0;
-	EXPECT_EQ(0, pclose(f));
+	EXPECT_EQ(0, iw_sh_out(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "transport iWARP"));
 	EXPECT_NE(NULL, strstr(out, "uc no ud no manual_connect no"));
 
@@ -514,11 +525,7 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 		 "timeout 30 krdmactl bench read %s -p 18933 -n 20 -s 4096 2>&1; "
 		 "r=$?; kill $!; wait; exit $r", self->dev.info.name,
 		 self->addr, self->addr);
-	f = popen(cmd, "r");
-	ASSERT_NE(NULL, f);
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = 0;
-	ret = pclose(f);
+	ret = iw_sh_out(cmd, out, sizeof(out));
 	EXPECT_EQ(0, ret) {
 		TH_LOG("bench write, read on %s: status %d:\n%s", self->addr,
 		       ret, out);
@@ -556,8 +563,6 @@ KRDMA_TEST_F_TIMEOUT(iwarp, bench_message_over_largest_buffer, 90)
 	uint64_t max = iw_max_buf(&self->dev.info);
 	const char *why = kt_krdmactl_unavailable(NULL);
 	char cmd[640], out[8192];
-	FILE *f;
-	size_t n;
 	int ret;
 
 	if (why)
@@ -571,11 +576,7 @@ KRDMA_TEST_F_TIMEOUT(iwarp, bench_message_over_largest_buffer, 90)
 		 "r=$?; kill $!; wait; cat /tmp/krdma-iw-big.log; exit $r",
 		 self->dev.info.name, self->addr,
 		 (unsigned long long)max * 2);
-	f = popen(cmd, "r");
-	ASSERT_NE(NULL, f);
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = 0;
-	ret = pclose(f);
+	ret = iw_sh_out(cmd, out, sizeof(out));
 	EXPECT_NE(0, ret) {
 		TH_LOG("bench write -s %llu on %s passed:\n%s",
 		       (unsigned long long)max * 2, self->addr, out);
