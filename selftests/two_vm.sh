@@ -16,6 +16,57 @@ gidx=$(grep -l '0000:0000:0000:0000:0000:ffff:' \
 	/sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | head -n 1)
 gidx=${gidx##*/}
 
+# The run's time: every case ends within what is left of it, so the run
+# prints its summary (and names what overran) a minute before the guest's
+# watchdog (WATCHDOG_S, uptime) reports it stuck and run.sh ends it.
+T_START=$(date +%s)
+up=$(cut -d. -f1 /proc/uptime)
+wd=${WATCHDOG_S:-0}
+[ "$wd" -gt 0 ] || wd=100000
+BUDGET=${TWO_VM_BUDGET:-$((wd - up - 60))}
+CASE_MAX=${TWO_VM_CASE_MAX:-240}	# krdma_faults: TWO_VM_FAULTS_MAX, 300
+
+# time_left SECS: SECS, or what is left of the budget if that is less
+time_left() {
+	left=$((BUDGET - ($(date +%s) - T_START)))
+	if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+
+# capped CMD...: CMD (a program or a function of faults.sh) ended after
+# at most case_max seconds (CASE_MAX unless a caller says) or the time
+# left; 124 then, and no fault left on the wire.  CMD runs in a session of
+# its own whose whole process group is killed: a function's programs too
+# (busybox's timeout signals only the one process it started).
+case_max=$CASE_MAX
+capped() {
+	secs=$(time_left "$case_max")
+	[ "$secs" -gt 0 ] || { echo "no time left of the run's ${BUDGET} s"; return 124; }
+	flag=/tmp/krdma-capped.$$
+	rm -f "$flag"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	setsid /bin/sh -c 'FAULTS_SOURCED=1 . "$0"; "$@"' \
+		"$KRDMA_REPO/selftests/faults.sh" "$@" &
+	cpid=$!
+	# (the timer's output is not the caller's pipe: it may outlive CMD)
+	setsid /bin/sh -c 'sleep "$1"; touch "$2"; kill -TERM -"$3"; sleep 10;
+		      kill -KILL -"$3"' capped "$secs" "$flag" "$cpid" \
+		>/dev/null 2>&1 &
+	tpid=$!
+	wait "$cpid" && cc=0 || cc=$?
+	# the timer by its pid (it may not have made its group yet), then its
+	# sleep by its group; and what CMD left behind, which would hold the
+	# caller's pipe open
+	kill -KILL "$tpid" 2>/dev/null
+	kill -KILL -"$tpid" 2>/dev/null
+	wait "$tpid" 2>/dev/null
+	kill -KILL -"$cpid" 2>/dev/null
+	[ -e "$flag" ] || return $cc
+	rm -f "$flag"
+	echo "timed out after $secs s"
+	fault_clear
+	return 124
+}
+
 # check NAME CMD...: one TAP line; the peer's servers may still be starting
 check() {
 	name=$1
@@ -23,9 +74,10 @@ check() {
 	n=$((n + 1))
 	tries=0
 	while :; do
-		out=$("$@" 2>&1) && rc=0 || rc=$?
+		out=$(capped "$@" 2>&1) && rc=0 || rc=$?
 		tries=$((tries + 1))
-		if [ $rc != 0 ] && [ $tries -lt 3 ] &&
+		# (a case that ran out of time is not tried again)
+		if [ $rc != 0 ] && [ $rc != 124 ] && [ $tries -lt 3 ] &&
 		   echo "$out" | grep -qi 'refused\|unreachable'; then
 			sleep 2
 			continue
@@ -74,7 +126,13 @@ xvm() {
 		return
 	fi
 	t0=$(date +%s)
-	{ XVM_PORT=18620 timeout -k 10 "$XVM_TIMEOUT" "$exe" 2>&1
+	secs=$(time_left "$XVM_TIMEOUT")
+	if [ "$secs" -le 0 ]; then
+		echo "not ok $n krdma_xvm # no time left of the run's ${BUDGET} s"
+		fail=$((fail + 1))
+		return
+	fi
+	{ XVM_PORT=18620 timeout -k 10 "$secs" "$exe" 2>&1
 	  echo $? >"$log.rc"; } | tee "$log" | sed 's/^/# /'
 	rc=$(cat "$log.rc" 2>/dev/null)
 	rc=${rc:-1}
@@ -115,7 +173,9 @@ prog() {
 		fail=$((fail + 1))
 		return
 	fi
-	check "$name" timeout -k 10 300 "$exe" "$@"
+	case_max=${TWO_VM_FAULTS_MAX:-300}
+	check "$name" "$exe" "$@"
+	case_max=$CASE_MAX
 }
 
 FAULTS_SOURCED=1

@@ -44,6 +44,9 @@ results=()
 kernel_lines=()
 # per driver: "passed failed skipped"
 rxe_sum='' siw_sum=''
+# what each failed run said of its failures, printed before the results:
+# a CI log's tail must name what failed
+failures=()
 
 # add_sum "P F S" P F S: the sums
 add_sum() {
@@ -98,6 +101,19 @@ run_one() {
 		siw_sum=$(add_sum "$siw_sum" "$sp" "$sf" "$ss")
 	fi
 	results+=("$label${REL:+ ($REL)}: $p passed, $f failed, $s skipped${why:+ ($why)}")
+	[ "$f" = 0 ] || failures+=("$label: $(failed_cases)")
+}
+
+# failed_cases: from $out, a failed run's failing TAP lines (a program's
+# own, at the top level or as nested cases), what run.sh said of the kernel
+# log and the problems it found there, and the watchdog's list of stuck
+# threads with the top of each stack (either guest's)
+failed_cases() {
+	echo
+	tr -d '\r' < "$out" |
+		grep -aE '^(\[peer\] )?(# )*not ok |^run\.sh: (kernel problems|no exit status)|^(\[peer\] )?vm: watchdog: (up|thread|  )|^(\[peer\] )?\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Oops|KASAN|hung_task|blocked for more|refcount_t|Kernel panic|UBSAN|general protection|soft lockup|rcu.*stall)' |
+		grep -avE 'watchdog:   .*(do_syscall_64|entry_SYSCALL|x64_sys_call|__x64_sys)' |
+		head -n 60 | sed 's/^/  /' || true
 }
 
 for k in $KERNELS; do
@@ -133,6 +149,10 @@ for k in $KERNELS; do
 	kernel_lines+=("$series: $kp passed, $kf failed, $ks skipped on rxe$([ $full = 1 ] || echo " (smoke)")${ksiw:+; $ksiw on siw}")
 done
 
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "=== check: failures ==="
+	for r in "${failures[@]}"; do echo "$r"; done
+fi
 echo "=== check: results ==="
 for r in "${results[@]}"; do echo "$r"; done
 for r in "${kernel_lines[@]}"; do echo "$r"; done

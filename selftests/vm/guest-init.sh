@@ -9,9 +9,9 @@
 # run.sh after the marker it was given.  /krdma/config, written by run.sh,
 # sets MARK, REPO, RUNDIR, DMESG_FILE, MODULES, OPTIONAL_MODULES,
 # SIW_MODULES, SIW (0: no siw0), NIC_MAC and SIW_MAC (two guests: rxe0's
-# NIC and siw0's), INSMOD, KO_MODPROBE, WATCHDOG_S (when to report a
-# command that has not ended) and the exported KRDMA_*, RXE0_ADDR*,
-# PEER_ADDR*.
+# NIC and siw0's), INSMOD, KO_MODPROBE and the exported WATCHDOG_S (the
+# uptime at which to report a command that has not ended, 0 for never),
+# KRDMA_*, RXE0_ADDR*, PEER_ADDR*.
 # shellcheck disable=SC1091 # written by run.sh, in the guest
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
 mount -t proc proc /proc

@@ -262,7 +262,7 @@ mkvm() {	# mkvm N OUT.cpio [CMD...]
 		printf 'NIC_MAC=%q SIW_MAC=%q\n' "$NIC_MAC:0$n" "$SIW_MAC:0$n"
 		printf 'INSMOD=%q\n' "$INSMOD"
 		# (guest uptime: the watchdog counts from qemu's start, a little before)
-		printf 'WATCHDOG_S=%q\n' "$((TIMEOUT >= 300 ? TIMEOUT - 90 : 0))"
+		printf 'export WATCHDOG_S=%q\n' "$((TIMEOUT >= 300 ? TIMEOUT - 90 : 0))"
 		printf 'KO_MODPROBE=%q\n' "$([ -n "$KO_FILE" ] && echo 1 || echo 0)"
 		printf 'export KRDMA_VM=%q KRDMA_VMS=%q KRDMA_REPO=%q KRDMA_KO=%q\n' "$n" "$VMS" "$REPO" "$KO"
 		printf 'export RXE0_ADDR=%q RXE0_ADDR6=%q\n' "$self" "$self6"
