@@ -807,10 +807,15 @@ static u32 krdma_conn_query_mtu(const struct krdma_conn *conn,
 	return ib_mtu_enum_to_int(attr->path_mtu);
 }
 
-/* The peer's QP number: the QP's once connected, else what we learned. */
+/*
+ * The peer's QP number: the QP's once connected, else what we learned.
+ * None on iWARP: the peers of a TCP stream never learn each other's.
+ */
 static u32 krdma_conn_dest_qpn(struct krdma_conn *conn,
 			       const struct ib_qp_attr *attr)
 {
+	if (krdma_port_is_iwarp(conn->obj.kdev, conn->port_num))
+		return 0;
 	/* what the QP says: rdma_cm connected it, not CONN_MODIFY */
 	if (attr->qp_state >= IB_QPS_RTR &&
 	    conn->transport != KRDMA_TRANSPORT_UD)

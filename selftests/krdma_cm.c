@@ -576,9 +576,9 @@ KRDMA_TEST_F(cm, conn_query_cm_connection)
 	EXPECT_EQ((uint32_t)KRDMA_TRANSPORT_RC, qc.transport);
 	EXPECT_EQ(p.s_qp, qs.qp_num);
 	EXPECT_EQ(p.conn.qp_num, qc.qp_num);
-	/* "@dest_qp_num: out, the peer's QP number" */
-	EXPECT_EQ(p.conn.qp_num, qs.dest_qp_num);
-	EXPECT_EQ(p.s_qp, qc.dest_qp_num);
+	/* "@dest_qp_num: out, the peer's QP number ...; always 0 on iWARP" */
+	EXPECT_EQ(kt_peer_qpn(&self->dev, p.conn.qp_num), qs.dest_qp_num);
+	EXPECT_EQ(kt_peer_qpn(&self->dev, p.s_qp), qc.dest_qp_num);
 	/* "@path_mtu: out, bytes" */
 	EXPECT_NE(0u, qs.path_mtu);
 	EXPECT_NE(0u, qc.path_mtu);
@@ -607,7 +607,7 @@ KRDMA_TEST_F(cm, sessions_lists_cm_connection)
 	EXPECT_EQ((uint32_t)(KRDMA_CONN_INFO_CM | KRDMA_CONN_INFO_ESTABLISHED),
 		  ci->flags);
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, ci->state);
-	EXPECT_EQ(p.s_qp, ci->dest_qp_num);
+	EXPECT_EQ(kt_peer_qpn(&self->dev, p.s_qp), ci->dest_qp_num);
 	EXPECT_TRUE(kc_sockaddr_is(&ci->peer, self->addr));
 	EXPECT_EQ(self->port, ci->peer.port);
 	ci = kt_sessions_conn(&ks, p.s_qp);

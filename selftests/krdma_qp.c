@@ -379,7 +379,7 @@ KRDMA_TEST_F(obj, conn_query_first_version)
 	test_cmd_ioctl(KRDMA_CONN_QUERY, q);
 	EXPECT_EQ((__u32)KRDMA_CONN_RTS, q->state);
 	EXPECT_EQ(a.qp_num, q->qp_num);
-	EXPECT_EQ(b.qp_num, q->dest_qp_num);
+	EXPECT_EQ(kt_peer_qpn(&self->dev, b.qp_num), q->dest_qp_num);
 	for (i = first; i < sizeof(buf); i++)
 		EXPECT_EQ(0xa5, buf[i]) TH_LOG("byte %zu written", i);
 }

@@ -897,6 +897,12 @@ static inline bool kt_dev_iwarp(const struct kt_dev *d)
 	return d->info.node_type == KRDMA_NODE_RNIC;
 }
 
+/* The peer's QP number @qp_num as CONN_QUERY reports it: 0 on iWARP. */
+static inline uint32_t kt_peer_qpn(const struct kt_dev *d, uint32_t qp_num)
+{
+	return kt_dev_iwarp(d) ? 0 : qp_num;
+}
+
 /*
  * Why the device @d cannot run a test that needs @cap ("siw0: atomic_cap
  * none"), or NULL if it can.

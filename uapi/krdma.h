@@ -901,7 +901,8 @@ enum krdma_conn_state {
  * @transport: out, &enum krdma_transport
  * @qp_num: out, local QP number
  * @dest_qp_num: out, the peer's QP number (UD: the one rdma_cm resolved
- *	for a connect, or a %KRDMA_BENCH server run learned, else 0)
+ *	for a connect, or a %KRDMA_BENCH server run learned, else 0); always
+ *	0 on iWARP, whose peers never learn each other's
  * @path_mtu: out, bytes: the connected path's MTU (0 before RTR); UD: the
  *	port's active MTU, the largest message a send may carry
  * @last_wc_status: out, status of the last failed completion that was not
