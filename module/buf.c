@@ -539,9 +539,13 @@ int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	return ret;
 }
 
-/* Describe a local range of a buffer as an SGE; takes a buffer reference. */
+/*
+ * Describe a local range of a buffer as an SGE; takes a buffer reference.
+ * @first_end: where (in SGE addresses) the buffer's first chunk ends, the
+ * first entry of its MR's page list.
+ */
 int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
-		  struct ib_sge *sge, struct krdma_object **ref)
+		  struct ib_sge *sge, struct krdma_object **ref, u64 *first_end)
 {
 	struct krdma_object *obj;
 	struct krdma_buf *buf;
@@ -567,6 +571,8 @@ int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
 	sge->addr = buf->mr->iova + usge->offset;
 	sge->length = usge->length;
 	sge->lkey = buf->mr->lkey;
+	/* the iova is the offset into the first chunk (krdma_buf_map()) */
+	*first_end = buf->mr->page_size;
 	krdma_object_unlock_hw(obj);
 	*ref = obj;
 	return 0;

@@ -100,7 +100,7 @@ int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 int krdma_access_to_ib(u32 access);
 int krdma_check_access(u32 access);
 int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
-		  struct ib_sge *sge, struct krdma_object **ref);
+		  struct ib_sge *sge, struct krdma_object **ref, u64 *first_end);
 int krdma_buf_inline_sges(struct krdma_session *session,
 			  const struct krdma_sge *usge, struct ib_sge *sges,
 			  int max_sges, int *num_sges, struct krdma_object **ref);

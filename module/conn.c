@@ -808,6 +808,28 @@ static u32 krdma_conn_query_mtu(const struct krdma_conn *conn,
 }
 
 /*
+ * @attr->qp_state as the connection knows it.  An iWARP QP's state follows
+ * its stream, and its driver may not say so: siw answers RTS after a
+ * failed WR until the stream is torn down, and 6.1's leaves the state
+ * unset (RESET).  There the connection's steps say it: ERR once its
+ * QP (or CQ) failed, else, where the driver said nothing, RTS from
+ * ESTABLISHED until either side disconnected.
+ */
+static void krdma_conn_known_state(const struct krdma_conn *conn,
+				   struct ib_qp_attr *attr)
+{
+	if (!krdma_port_is_iwarp(conn->obj.kdev, conn->port_num))
+		return;
+	if (test_bit(KRDMA_CONN_QP_ERROR, &conn->state))
+		attr->qp_state = IB_QPS_ERR;
+	else if (attr->qp_state == IB_QPS_RESET &&
+		 test_bit(KRDMA_CONN_ESTABLISHED, &conn->state))
+		attr->qp_state = test_bit(KRDMA_CONN_DISCONNECTED,
+					  &conn->state) ?
+				 IB_QPS_ERR : IB_QPS_RTS;
+}
+
+/*
  * The peer's QP number: the QP's once connected, else what we learned.
  * None on iWARP: the peers of a TCP stream never learn each other's.
  */
@@ -869,6 +891,7 @@ int krdma_conn_query(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		mask |= IB_QP_SQ_PSN | IB_QP_RQ_PSN;
 	ret = ib_query_qp(conn->qp, &attr, mask, &init);
 	if (!ret) {
+		krdma_conn_known_state(conn, &attr);
 		cmd->state = attr.qp_state;
 		cmd->transport = conn->transport;
 		cmd->qp_num = conn->qp_num;
@@ -1054,10 +1077,12 @@ void krdma_conn_describe(struct krdma_object *obj,
 	if (qp) {
 		info->qp_num = conn->qp_num;
 		/* a device that cannot answer: its state is not known */
-		if (ib_query_qp(qp, &attr, IB_QP_STATE | IB_QP_DEST_QPN, &init))
+		if (ib_query_qp(qp, &attr, IB_QP_STATE | IB_QP_DEST_QPN, &init)) {
 			info->flags |= KRDMA_CONN_INFO_STATE_UNKNOWN;
-		else
+		} else {
+			krdma_conn_known_state(conn, &attr);
 			info->dest_qp_num = krdma_conn_dest_qpn(conn, &attr);
+		}
 		info->state = attr.qp_state;
 	}
 	krdma_cm_peer(conn, &info->peer);

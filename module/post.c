@@ -17,6 +17,7 @@
 #include "ioctl.h"
 #include "krdma_compat.h"
 #include "object.h"
+#include "quirks.h"
 #include "srq.h"
 #include "trace.h"
 #include "wr.h"
@@ -80,11 +81,13 @@ static const u32 krdma_transport_ops[] = {
 			       BIT(KRDMA_OP_RECV),
 };
 
-/* Opcodes whose payload may be inline: the ones that only send it. */
-#define KRDMA_INLINE_OPS (BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) | \
+/* Opcodes whose SGEs the device gathers a payload from, to send it. */
+#define KRDMA_GATHER_OPS (BIT(KRDMA_OP_SEND) | BIT(KRDMA_OP_SEND_WITH_IMM) | \
 			  BIT(KRDMA_OP_SEND_WITH_INV) |			\
 			  BIT(KRDMA_OP_RDMA_WRITE) |			\
 			  BIT(KRDMA_OP_RDMA_WRITE_WITH_IMM))
+/* Opcodes whose payload may be inline: the ones that only send it. */
+#define KRDMA_INLINE_OPS KRDMA_GATHER_OPS
 
 /* The fields of &struct krdma_wr past its header an opcode reads. */
 #define KRDMA_WRF_IMM		BIT(0)	/* imm_data */
@@ -288,6 +291,23 @@ static int krdma_post_hold(struct krdma_post_ctx *ctx, struct krdma_object *obj)
 	return obj->kdev == ctx->kdev ? 0 : -EINVAL;
 }
 
+/*
+ * Whether a device with %KRDMA_QUIRK_SEND_SGE_ORDER gathers @sge right
+ * after @prev, the WR's last SGE before it that has bytes, whose MR's
+ * first page-list entry ends at @prev_first_end: from a later place in
+ * @prev's MR, or from anywhere after an SGE within that first entry.
+ */
+static bool krdma_sge_gathers_after(const struct ib_sge *prev,
+				    u64 prev_first_end,
+				    const struct ib_sge *sge)
+{
+	u64 prev_end = prev->addr + prev->length;
+
+	if (sge->lkey == prev->lkey && sge->addr >= prev_end)
+		return true;
+	return prev_end <= prev_first_end;
+}
+
 /* Resolve the WR's SGEs into ctx->sges, taking buffer references. */
 static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 			 struct ib_sge *sges, int *num_sge, u64 *total)
@@ -295,6 +315,12 @@ static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 	struct krdma_session *session = ctx->conn ? ctx->conn->obj.session :
 						    ctx->srq->obj.session;
 	bool inline_data = uwr->flags & KRDMA_WR_INLINE;
+	bool in_order = !inline_data &&
+			(BIT(uwr->opcode) & KRDMA_GATHER_OPS) &&
+			krdma_quirk(ctx->kdev->ibdev,
+				    KRDMA_QUIRK_SEND_SGE_ORDER);
+	const struct ib_sge *prev = NULL;
+	u64 first_end = 0, prev_first_end = 0;
 	unsigned int i;
 	int n = 0, ret;
 
@@ -314,13 +340,25 @@ static int krdma_wr_sges(struct krdma_post_ctx *ctx, const struct krdma_wr *uwr,
 						    &n, ref);
 		else
 			ret = krdma_buf_sge(session, &uwr->sge[i], &sges[n++],
-					    ref);
+					    ref, &first_end);
 		if (ret)
 			return ret;
 		ret = krdma_post_hold(ctx, *ref);
 		if (ret)
 			return ret;
 		*total += uwr->sge[i].length;
+		if (!in_order)
+			continue;
+		/* siw would dereference what it never looked up for it */
+		if (!uwr->sge[i].length) {
+			n--;
+			continue;
+		}
+		if (prev && !krdma_sge_gathers_after(prev, prev_first_end,
+						     &sges[n - 1]))
+			return -EINVAL;
+		prev = &sges[n - 1];
+		prev_first_end = first_end;
 	}
 	*num_sge = n;
 	return 0;

@@ -28,10 +28,27 @@
  *	windows, never the QP's PD), so there a SEND_WITH_INV between two of
  *	one user's connections revokes any MR of the device: other sessions',
  *	a kernel ULP's.
+ * @KRDMA_QUIRK_SEND_SGE_ORDER: a send or RDMA WRITE gathers an SGE right
+ *	only from a later place in the previous SGE's MR, or after an SGE
+ *	that ends in its MR's first page-list entry.  siw_tx_hdt() looks each
+ *	page of an SGE up in its MR's page list from the entry where the
+ *	previous SGE's pages ended (pbl_idx is not reset at the next SGE),
+ *	and siw_pbl_get_buffer() takes the first entry from there that ends
+ *	past the offset: for an SGE whose own entry comes before that
+ *	index, a wrong entry, and the address it computes lies before that
+ *	entry's page (an unsigned underflow).  The WR then fails (local QP
+ *	operation error) where no entry is left, and else sends another page
+ *	of memory than the SGE's (measured on 7.2:
+ *	ubuf.multi_sge_second_longer).  Only MRs of page lists (fast
+ *	registration, as all of krdma's) take that path.  And an SGE without
+ *	bytes before the last one with bytes reaches siw_tx_hdt() with no
+ *	memory object (siw_check_sgl_tx() looks none up for it), which it
+ *	dereferences: such SGEs are left out of the WR.
  */
 enum krdma_quirk {
 	KRDMA_QUIRK_MR_SPARE_SLOT,
 	KRDMA_QUIRK_INV_CROSSES_PD,
+	KRDMA_QUIRK_SEND_SGE_ORDER,
 };
 
 /* Whether @ibdev's driver has the defect @quirk. */
@@ -42,6 +59,8 @@ static inline bool krdma_quirk(const struct ib_device *ibdev,
 	case KRDMA_QUIRK_MR_SPARE_SLOT:
 	case KRDMA_QUIRK_INV_CROSSES_PD:
 		return ibdev->ops.driver_id == RDMA_DRIVER_RXE;
+	case KRDMA_QUIRK_SEND_SGE_ORDER:
+		return ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 	}
 	return false;
 }

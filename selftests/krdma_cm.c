@@ -42,6 +42,36 @@ static const char *kc_addr6(void)
 			     (self)->dev.info.name);			\
 	} while (0)
 
+/*
+ * A peer's reject, as CM_CONNECT's reject_reason and the REJECTED event
+ * say it: IB_CM_REJ_CONSUMER_DEFINED; on iWARP the iWARP CM's status,
+ * -ECONNREFUSED (siw: -ECONNRESET).
+ */
+static bool kc_consumer_reject(const struct kt_dev *d, int reason)
+{
+	if (kt_dev_iwarp(d))
+		return reason == -ECONNREFUSED || reason == -ECONNRESET;
+	return reason == REJ_CONSUMER_DEFINED;
+}
+
+static void kc_expect_consumer_reject(struct __test_metadata *_metadata,
+				      const struct kt_dev *d, int reason)
+{
+	EXPECT_TRUE(kc_consumer_reject(d, reason)) {
+		TH_LOG("%s: reject reason %d", d->info.name, reason);
+	}
+}
+
+/*
+ * How long a connect that timed out may take to return: on iWARP until
+ * the driver ends its MPA exchange (siw's MPAREQ_TIMEOUT, 10 s), which
+ * iw_cm waits for before the connection can be destroyed.
+ */
+static uint32_t kc_connect_end_ms(const struct kt_dev *d)
+{
+	return kt_dev_iwarp(d) ? CM_MS + 10000 : CM_MS;
+}
+
 /* One established connection: both ends and what the handshake carried. */
 struct kc_pair {
 	uint32_t s, c;			/* server-side, client-side handles */
@@ -853,7 +883,9 @@ KRDMA_TEST_F(cm, connect_no_listener)
 	TH_LOG("%s after %llu ms, reject_reason %d", strerror(c.err),
 	       (unsigned long long)c.ms, c.cmd.reject_reason);
 	if (c.err == ECONNREFUSED) {
-		EXPECT_NE(0, c.cmd.reject_reason);
+		/* on iWARP, TCP's refusal has no reject reason */
+		if (!kt_dev_iwarp(&self->dev))
+			EXPECT_NE(0, c.cmd.reject_reason);
 		EXPECT_EQ(0u, c.cmd.handle);
 	}
 	EXPECT_GT((uint64_t)(3000 * 3 + 2000), c.ms);
@@ -904,6 +936,10 @@ KRDMA_TEST_F_TIMEOUT(cm, connect_local_only_refused, 120)
 	};
 	struct kc_connect c;
 
+	/* iWARP's TCP has a loopback (siw runs on lo), and krdma keeps it */
+	if (kt_dev_iwarp(&self->dev))
+		SKIP(return, "%s: the refusal is RoCE's; iWARP connects over TCP",
+		     self->dev.info.name);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const char *src = cases[i].src;
 
@@ -959,7 +995,7 @@ KRDMA_TEST_F(cm, reject_with_private_data)
 	EXPECT_EQ(ECONNREFUSED, c.err) {
 		TH_LOG("CM_CONNECT: %s", strerror(c.err));
 	}
-	EXPECT_EQ(REJ_CONSUMER_DEFINED, c.cmd.reject_reason);
+	kc_expect_consumer_reject(_metadata, &self->dev, c.cmd.reject_reason);
 	EXPECT_EQ(0u, c.cmd.handle);
 
 	/* The REJECTED event carries the reject's private data. */
@@ -970,9 +1006,16 @@ KRDMA_TEST_F(cm, reject_with_private_data)
 		break;
 	}
 	ASSERT_TRUE(found);
-	EXPECT_EQ(REJ_CONSUMER_DEFINED, rej.status);
-	ASSERT_LE(sizeof(rpd), rej.private_data_len);
-	EXPECT_EQ(0, memcmp(rej.private_data, rpd, sizeof(rpd)));
+	kc_expect_consumer_reject(_metadata, &self->dev, rej.status);
+	/* siw's -ECONNRESET is no consumer reject to rdma_cm: no data */
+	if (kt_dev_iwarp(&self->dev) && rej.status == -ECONNRESET) {
+		TH_LOG("%s: a reject of status %d carries no private data",
+		       self->dev.info.name, rej.status);
+		EXPECT_EQ(0u, rej.private_data_len);
+	} else {
+		ASSERT_LE(sizeof(rpd), rej.private_data_len);
+		EXPECT_EQ(0, memcmp(rej.private_data, rpd, sizeof(rpd)));
+	}
 	EXPECT_TRUE(kc_sockaddr_is(&rej.peer, self->addr));
 
 	/* The rejected request is gone on the server; the client kept none. */
@@ -1051,7 +1094,7 @@ KRDMA_TEST_F(cm, connect_out_fields_ignored)
 	ASSERT_OK(kc_reject(self->sfd, ev.handle, NULL, 0));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(ECONNREFUSED, c.err);
-	EXPECT_EQ(REJ_CONSUMER_DEFINED, c.cmd.reject_reason);
+	kc_expect_consumer_reject(_metadata, &self->dev, c.cmd.reject_reason);
 
 	c.cmd.handle = 0xdeadbe;
 	c.cmd.qp_num = 0xdeadbe;
@@ -1153,7 +1196,7 @@ KRDMA_TEST_F(cm, accept_bad_caps_then_reject)
 		       strerror(c.err), (unsigned long long)c.ms,
 		       c.cmd.reject_reason);
 	}
-	EXPECT_EQ(REJ_CONSUMER_DEFINED, c.cmd.reject_reason);
+	kc_expect_consumer_reject(_metadata, &self->dev, c.cmd.reject_reason);
 }
 
 KRDMA_TEST_F(cm, accept_bad_caps_then_accept)
@@ -1301,7 +1344,7 @@ KRDMA_TEST_F_TIMEOUT(cm, accept_async_peer_gone, 60)
 	int ret, err;
 
 	ASSERT_OK(cm_request(self, &c, 1000, &ev));
-	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, kc_connect_join(&c, kc_connect_end_ms(&self->dev)));
 	ASSERT_EQ(-1, c.ret);
 	kc_expect_no_handles(_metadata, self->cfd, 8);
 
@@ -1311,7 +1354,8 @@ KRDMA_TEST_F_TIMEOUT(cm, accept_async_peer_gone, 60)
 	TH_LOG("async ACCEPT for a peer gone: %s",
 	       ret ? strerror(err) : "sent");
 	if (ret) {
-		EXPECT_EQ(EINVAL, err);
+		/* iWARP: the peer's TCP connection is gone */
+		EXPECT_EQ(kt_dev_iwarp(&self->dev) ? ECONNRESET : EINVAL, err);
 		outcome = true;
 	}
 	end = kt_now_ms() + CM_MS;
@@ -1325,10 +1369,19 @@ KRDMA_TEST_F_TIMEOUT(cm, accept_async_peer_gone, 60)
 		    out.handle != ev.handle)
 			continue;
 		TH_LOG("event %s", kc_event_name(out.type));
+		/*
+		 * iWARP: an accept before siw has seen the peer's TCP close
+		 * establishes, and the close then disconnects it
+		 */
+		if (kt_dev_iwarp(&self->dev) &&
+		    out.type == KRDMA_EVENT_ESTABLISHED)
+			continue;
 		EXPECT_NE((uint32_t)KRDMA_EVENT_ESTABLISHED, out.type);
 		outcome = out.type == KRDMA_EVENT_REJECTED ||
 			  out.type == KRDMA_EVENT_UNREACHABLE ||
-			  out.type == KRDMA_EVENT_CONNECT_ERROR;
+			  out.type == KRDMA_EVENT_CONNECT_ERROR ||
+			  (kt_dev_iwarp(&self->dev) &&
+			   out.type == KRDMA_EVENT_DISCONNECTED);
 	}
 	EXPECT_TRUE(outcome) {
 		TH_LOG("no outcome of the async accept in %u ms", CM_MS);
@@ -1350,11 +1403,16 @@ KRDMA_TEST_F_TIMEOUT(cm, reject_peer_gone_ends_handle, 60)
 	int ret;
 
 	ASSERT_OK(cm_request(self, &c, 1000, &ev));
-	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
+	ASSERT_EQ(0, kc_connect_join(&c, kc_connect_end_ms(&self->dev)));
 	ASSERT_EQ(-1, c.ret);
-	/* the peer's REJ, so that the reject meets a request already over */
-	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_REJECTED, ev.handle,
-				CM_MS, &out));
+	/*
+	 * the peer's REJ, so that the reject meets a request already over
+	 * (iWARP's CM tells the passive side nothing: its peer's TCP
+	 * connection is gone by now)
+	 */
+	if (!kt_dev_iwarp(&self->dev))
+		ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_REJECTED,
+					ev.handle, CM_MS, &out));
 	ret = kc_reject(self->sfd, ev.handle, NULL, 0);
 	TH_LOG("REJECT after the peer's REJ: %s",
 	       ret ? strerror(errno) : "sent");

@@ -541,6 +541,8 @@ static inline int kt_rxe_dummy_add(struct __test_metadata *_metadata,
 
 /* rxe's vendor ID (RXE_VENDOR_ID): how a test knows the device is rxe */
 #define KT_RXE_VENDOR_ID 0xffffff
+/* siw's (SIW_VENDOR_ID), for the tests of what krdma knows of it */
+#define KT_SIW_VENDOR_ID 0x626d74
 
 enum kt_rxe_defect {
 	/*

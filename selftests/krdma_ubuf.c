@@ -247,7 +247,8 @@ static void write_into(struct __test_metadata *_metadata,
  * EINVAL (siw's 256 pages: 1 MiB).
  */
 static bool size_fits(struct __test_metadata *_metadata,
-		      FIXTURE_DATA(ubuf) *self, uint64_t size, size_t misalign)
+		      FIXTURE_DATA(ubuf) *self, const char *op, uint64_t size,
+		      size_t misalign)
 {
 	uint64_t max = self->dev.info.max_fast_reg_page_list_len;
 	uint64_t user = (misalign % psz + size + psz - 1) / psz;
@@ -255,8 +256,8 @@ static bool size_fits(struct __test_metadata *_metadata,
 
 	if (user <= max && kern <= max)
 		return true;
-	TH_LOG("no WRITE of %llu at page offset %zu: %s max_fast_reg_page_list_len %llu",
-	       (unsigned long long)size, misalign, self->dev.info.name,
+	TH_LOG("no %s of %llu at page offset %zu: %s max_fast_reg_page_list_len %llu",
+	       op, (unsigned long long)size, misalign, self->dev.info.name,
 	       (unsigned long long)max);
 	return false;
 }
@@ -270,7 +271,7 @@ static void write_into_region(struct __test_metadata *_metadata,
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		struct region r;
 
-		if (!size_fits(_metadata, self, sizes[i], misalign))
+		if (!size_fits(_metadata, self, "WRITE", sizes[i], misalign))
 			continue;
 		ASSERT_OK(region_get(&r, sizes[i], misalign));
 		TH_LOG("WRITE size %llu at page offset %zu",
@@ -307,7 +308,8 @@ KRDMA_TEST_F_TIMEOUT(ubuf, write_to_user_malloc13, 180)
 		uint8_t *m;
 
 		/* (malloc()'s offset in its page: assume the worst) */
-		if (!size_fits(_metadata, self, sizes[i] + 13, psz - 1))
+		if (!size_fits(_metadata, self, "WRITE", sizes[i] + 13,
+			       psz - 1))
 			continue;
 		m = malloc(map_len);
 		ASSERT_NE(NULL, m);
@@ -365,6 +367,8 @@ KRDMA_TEST_F_TIMEOUT(ubuf, read_user_to_user, 180)
 		struct region rs, rd;
 		struct kt_buf src, dst;
 
+		if (!size_fits(_metadata, self, "READ", size, 13))
+			continue;
 		ASSERT_OK(region_get(&rs, size, 13));
 		ASSERT_OK(region_get(&rd, size, 7));
 		kt_fill(rs.p, size, kt_seed(10, size, 0));
@@ -427,6 +431,9 @@ KRDMA_TEST_F_TIMEOUT(ubuf, write_from_user, 180)
 		uint8_t *m, *dmap;
 		int64_t bad;
 
+		/* (malloc()'s offset in its page: assume the worst) */
+		if (!size_fits(_metadata, self, "WRITE", size + 13, psz - 1))
+			continue;
 		m = malloc(size + 13);
 		ASSERT_NE(NULL, m);
 		kt_fill(m + 13, size, seed);
@@ -478,6 +485,9 @@ KRDMA_TEST_F_TIMEOUT(ubuf, send_into_user_recv, 180)
 		struct krdma_wc wc;
 		int64_t bad;
 
+		if (!size_fits(_metadata, self, "SEND", size + 5 + 100,
+			       psz - 1))
+			continue;
 		TH_LOG("SEND size %llu", (unsigned long long)size);
 		ASSERT_OK(region_get(&rs, size, 13));
 		ASSERT_OK(region_get(&rd, size + 5 + 100, psz - 1));
@@ -514,41 +524,86 @@ KRDMA_TEST_F_TIMEOUT(ubuf, send_into_user_recv, 180)
 	}
 }
 
-/* SEND gathered from a user and a kernel buffer, scattered into two users. */
-KRDMA_TEST_F(ubuf, multi_sge_user)
+/*
+ * Whether krdma refuses, on @d, a send that gathers an SGE after one that
+ * ends past its buffer's first chunk (page), unless from later in that
+ * same buffer: siw takes such an SGE's bytes from the wrong pages
+ * (module/quirks.h, KRDMA_QUIRK_SEND_SGE_ORDER).
+ */
+static bool kt_dev_gathers_in_order(const struct kt_dev *d)
+{
+	return d->info.vendor_id == KT_SIW_VENDOR_ID;
+}
+
+/*
+ * Post @wr (wr_id 2) on a, b's receive (wr_id 1) posted: %EINVAL if
+ * @refused, else both complete, the receive with @len bytes.  Whether the
+ * SEND went.
+ */
+static bool send_gathered(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(ubuf) *self, struct krdma_wr *wr,
+			  bool refused, uint32_t len)
+{
+	struct krdma_wc wc;
+
+	if (refused) {
+		test_err_post1(EINVAL, self->a.handle, wr);
+		return false;
+	}
+	test_cmd_post1(self->a.handle, wr);
+	expect_wc(_metadata, self->fd, self->a.handle, 2, 0, &wc);
+	expect_wc(_metadata, self->fd, self->b.handle, 1, 0, &wc);
+	EXPECT_EQ(len, wc.byte_len);
+	return true;
+}
+
+/*
+ * A SEND gathered from a user buffer of two pages and a kernel buffer of
+ * one (the kernel's first if @kernel_first), scattered into two users.
+ * Where the device gathers in order only, the user buffer's SGE ends past
+ * its first page: the kernel's after it is refused.
+ */
+static void multi_sge(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(ubuf) *self, bool kernel_first)
 {
 	struct region r1, r2, r3;
 	struct kt_buf u1, k, u2, u3;
 	struct krdma_wr wr, rwr;
-	struct krdma_wc wc;
 	uint8_t kdata[3000], want[7000];
+	size_t ulen = 4000, klen = 3000;
 
-	ASSERT_OK(region_get(&r1, 4000, psz - 100));
+	ASSERT_OK(region_get(&r1, ulen, psz - 100));
 	ASSERT_OK(region_get(&r2, 5000, 11));
 	ASSERT_OK(region_get(&r3, 5000, 1));
-	kt_fill(r1.p, 4000, 41);
-	kt_fill(kdata, sizeof(kdata), 42);
-	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, r1.p, 4000, &u1));
-	test_cmd_buf_alloc(self->dev.dev_index, 0, 3000, &k);
-	test_cmd_buf_write(k.handle, 0, kdata, 3000);
+	kt_fill(r1.p, ulen, 41);
+	kt_fill(kdata, klen, 42);
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, r1.p, ulen, &u1));
+	test_cmd_buf_alloc(self->dev.dev_index, 0, klen, &k);
+	test_cmd_buf_write(k.handle, 0, kdata, klen);
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
 			 KRDMA_ACCESS_LOCAL_WRITE, r2.p, 5000, &u2));
 	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
 			 KRDMA_ACCESS_LOCAL_WRITE, r3.p, 5000, &u3));
-	memcpy(want, r1.p, 4000);
-	memcpy(want + 4000, kdata, 3000);
+	kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	if (kernel_first) {
+		memcpy(want, kdata, klen);
+		memcpy(want + klen, r1.p, ulen);
+		kt_wr_sge(&wr, k.handle, 0, klen);
+		kt_wr_sge(&wr, u1.handle, 0, ulen);
+	} else {
+		memcpy(want, r1.p, ulen);
+		memcpy(want + ulen, kdata, klen);
+		kt_wr_sge(&wr, u1.handle, 0, ulen);
+		kt_wr_sge(&wr, k.handle, 0, klen);
+	}
 
 	kt_wr_init(&rwr, 1, KRDMA_OP_RECV, 0);
 	kt_wr_sge(&rwr, u2.handle, 1000, 4000);
 	kt_wr_sge(&rwr, u3.handle, 2, 4000);
 	test_cmd_post1(self->b.handle, &rwr);
-	kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
-	kt_wr_sge(&wr, u1.handle, 0, 4000);
-	kt_wr_sge(&wr, k.handle, 0, 3000);
-	test_cmd_post1(self->a.handle, &wr);
-	expect_wc(_metadata, self->fd, self->a.handle, 2, 0, &wc);
-	expect_wc(_metadata, self->fd, self->b.handle, 1, 0, &wc);
-	EXPECT_EQ(7000u, wc.byte_len);
+	if (!send_gathered(_metadata, self, &wr, !kernel_first &&
+			   kt_dev_gathers_in_order(&self->dev), 7000))
+		goto out;
 	EXPECT_EQ(0, memcmp(r2.p + 1000, want, 4000));
 	EXPECT_EQ(0, memcmp(r3.p + 2, want + 4000, 3000));
 	EXPECT_EQ(-1, kt_check_byte(r2.p, 1000, POISON));
@@ -556,9 +611,168 @@ KRDMA_TEST_F(ubuf, multi_sge_user)
 	EXPECT_EQ(-1, kt_check_byte(r3.p + 3002, 5000 - 3002, POISON));
 	EXPECT_TRUE(guards_ok(_metadata, r2.map, r2.map_len, r2.p, 5000));
 	EXPECT_TRUE(guards_ok(_metadata, r3.map, r3.map_len, r3.p, 5000));
+out:
 	region_put(&r1);
 	region_put(&r2);
 	region_put(&r3);
+}
+
+KRDMA_TEST_F(ubuf, multi_sge_user)
+{
+	multi_sge(_metadata, self, false);
+}
+
+KRDMA_TEST_F(ubuf, multi_sge_kernel_first)
+{
+	multi_sge(_metadata, self, true);
+}
+
+/*
+ * A SEND whose second SGE starts at the first page of a user buffer of
+ * three pages, after an SGE that ends in the second page of another: each
+ * SGE's pages are its own buffer's (the bytes arrive as sent), or where
+ * the device gathers in order only, it is refused.  The buffer's pages
+ * are faulted in again, so that they need not be one physically
+ * contiguous run.
+ */
+KRDMA_TEST_F(ubuf, multi_sge_second_longer)
+{
+	struct region r1, rb, rd;
+	struct kt_buf u1, ub, ud;
+	struct krdma_wr wr, rwr;
+	uint8_t want[7000];
+	int64_t bad;
+	int i;
+
+	ASSERT_OK(region_get(&r1, 4000, psz - 100));
+	ASSERT_OK(region_get(&rb, 3 * psz, 0));
+	ASSERT_OK(region_get(&rd, 7000, 5));
+	ASSERT_OK(madvise(rb.p, 3 * psz, MADV_DONTNEED));
+	for (i = 2; i >= 0; i--)
+		kt_fill(rb.p + i * psz, psz, 50 + i);
+	kt_fill(r1.p, 4000, 49);
+	memcpy(want, r1.p, 4000);
+	memcpy(want + 4000, rb.p, 3000);
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, r1.p, 4000, &u1));
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, rb.p, 3 * psz, &ub));
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
+			 KRDMA_ACCESS_LOCAL_WRITE, rd.p, 7000, &ud));
+
+	kt_wr_init(&rwr, 1, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&rwr, ud.handle, 0, 7000);
+	test_cmd_post1(self->b.handle, &rwr);
+	kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, u1.handle, 0, 4000);
+	kt_wr_sge(&wr, ub.handle, 0, 3000);
+	if (!send_gathered(_metadata, self, &wr,
+			   kt_dev_gathers_in_order(&self->dev), 7000))
+		goto out;
+	bad = -1;
+	for (i = 0; i < 7000 && bad < 0; i++)
+		if (rd.p[i] != want[i])
+			bad = i;
+	EXPECT_EQ(-1, bad) {
+		TH_LOG("byte %lld is 0x%02x, sent 0x%02x", (long long)bad,
+		       rd.p[bad], want[bad]);
+	}
+	EXPECT_TRUE(guards_ok(_metadata, rd.map, rd.map_len, rd.p, 7000));
+out:
+	region_put(&r1);
+	region_put(&rb);
+	region_put(&rd);
+}
+
+/*
+ * Two SGEs of one user buffer of three pages, the first crossing into its
+ * second page: the second SGE later in the buffer, then earlier.  Both
+ * arrive as sent, or where the device gathers in order only, the earlier
+ * one is refused (it would be looked up from the first one's page).
+ */
+KRDMA_TEST_F(ubuf, multi_sge_same_buffer)
+{
+	const uint64_t off[2][2] = {
+		{ psz - 100, 2 * psz + 10 },	/* later */
+		{ psz - 100, 20 },		/* earlier */
+	};
+	struct region rs, rd;
+	struct kt_buf us, ud;
+	struct krdma_wr wr, rwr;
+	struct krdma_wc wc;
+	uint8_t want[600];
+	unsigned int c;
+
+	ASSERT_OK(region_get(&rs, 3 * psz, 0));
+	ASSERT_OK(region_get(&rd, 600, 3));
+	/* faulted in again, as in multi_sge_second_longer */
+	ASSERT_OK(madvise(rs.p, 3 * psz, MADV_DONTNEED));
+	for (c = 3; c-- > 0;)
+		kt_fill(rs.p + c * psz, psz, 61 + c);
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, rs.p, 3 * psz, &us));
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
+			 KRDMA_ACCESS_LOCAL_WRITE, rd.p, 600, &ud));
+	for (c = 0; c < 2; c++) {
+		memcpy(want, rs.p + off[c][0], 300);
+		memcpy(want + 300, rs.p + off[c][1], 300);
+		memset(rd.p, POISON, 600);
+		kt_wr_init(&rwr, 10 + c, KRDMA_OP_RECV, 0);
+		kt_wr_sge(&rwr, ud.handle, 0, 600);
+		test_cmd_post1(self->b.handle, &rwr);
+		kt_wr_init(&wr, 20 + c, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+		kt_wr_sge(&wr, us.handle, off[c][0], 300);
+		kt_wr_sge(&wr, us.handle, off[c][1], 300);
+		if (c == 1 && kt_dev_gathers_in_order(&self->dev)) {
+			test_err_post1(EINVAL, self->a.handle, &wr);
+			break;
+		}
+		test_cmd_post1(self->a.handle, &wr);
+		expect_wc(_metadata, self->fd, self->a.handle, 20 + c, 0, &wc);
+		expect_wc(_metadata, self->fd, self->b.handle, 10 + c, 0, &wc);
+		EXPECT_EQ(600u, wc.byte_len);
+		EXPECT_EQ(0, memcmp(rd.p, want, 600)) {
+			TH_LOG("%s SGE: the bytes differ",
+			       c ? "earlier" : "later");
+		}
+	}
+	region_put(&rs);
+	region_put(&rd);
+}
+
+/*
+ * A SEND of two user buffers' first bytes with an SGE of no bytes between
+ * them: the payload is the two, and the empty SGE takes nothing (siw,
+ * given one, dereferences a memory object it never looked up).
+ */
+KRDMA_TEST_F(ubuf, multi_sge_empty_between)
+{
+	struct region r1, r2, rd;
+	struct kt_buf u1, u2, ud;
+	struct krdma_wr wr, rwr;
+	uint8_t want[200];
+
+	ASSERT_OK(region_get(&r1, 100, 7));
+	ASSERT_OK(region_get(&r2, 100, 9));
+	ASSERT_OK(region_get(&rd, 200, 3));
+	kt_fill(r1.p, 100, 71);
+	kt_fill(r2.p, 100, 72);
+	memcpy(want, r1.p, 100);
+	memcpy(want + 100, r2.p, 100);
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, r1.p, 100, &u1));
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, 0, r2.p, 100, &u2));
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index,
+			 KRDMA_ACCESS_LOCAL_WRITE, rd.p, 200, &ud));
+	kt_wr_init(&rwr, 1, KRDMA_OP_RECV, 0);
+	kt_wr_sge(&rwr, ud.handle, 0, 200);
+	test_cmd_post1(self->b.handle, &rwr);
+	kt_wr_init(&wr, 2, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, u1.handle, 0, 100);
+	kt_wr_sge(&wr, u1.handle, 50, 0);
+	kt_wr_sge(&wr, u2.handle, 0, 100);
+	ASSERT_TRUE(send_gathered(_metadata, self, &wr, false, 200));
+	EXPECT_EQ(0, memcmp(rd.p, want, 200));
+	EXPECT_TRUE(guards_ok(_metadata, rd.map, rd.map_len, rd.p, 200));
+	region_put(&r1);
+	region_put(&r2);
+	region_put(&rd);
 }
 
 /* Inline payload copied from user pages, the SGE straddling two pages. */

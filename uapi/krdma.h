@@ -897,7 +897,13 @@ enum krdma_conn_state {
  * @size: sizeof(struct krdma_conn_query)
  * @flags: must be 0
  * @handle: a connection
- * @state: out, &enum krdma_conn_state; %KRDMA_CONN_ERR after a failed WR
+ * @state: out, &enum krdma_conn_state; %KRDMA_CONN_ERR after a failed WR.
+ *	On iWARP, whose drivers may not report a stream's state, what the
+ *	connection knows overrides the driver: %KRDMA_CONN_ERR once the QP
+ *	or its CQ failed (a failed WR, an asynchronous error); where the
+ *	driver reports none (%KRDMA_CONN_RESET), %KRDMA_CONN_RTS from the
+ *	connection's establishment until either side disconnected, then
+ *	%KRDMA_CONN_ERR
  * @transport: out, &enum krdma_transport
  * @qp_num: out, local QP number
  * @dest_qp_num: out, the peer's QP number (UD: the one rdma_cm resolved
@@ -993,7 +999,9 @@ struct krdma_cm_listen {
  *	once the peer's reply named its QP and Q_Key, and sends on the
  *	connection that name no address handle go to that peer
  * @timeout_ms: bound on each step: address and route resolution, and the
- *	connection handshake (0: 5000)
+ *	connection handshake (0: 5000).  On iWARP a handshake that times out
+ *	may return later: once the driver ends its MPA exchange
+ *	(docs/known-problems.rst)
  * @caps: queue sizes; out, what the device granted
  * @srq_handle: with %KRDMA_CONN_SRQ, the SRQ; without it 0 (else %EINVAL)
  * @private_data_len: bytes of @private_data sent with the request (<= 56)
@@ -1003,7 +1011,12 @@ struct krdma_cm_listen {
  * @qp_num: out, the local QP number
  * @reject_reason: out, with %ECONNREFUSED: the peer's reject reason
  *	(IB_CM_REJ_*; 28 is a consumer reject, with its private data in
- *	the REJECTED event)
+ *	the REJECTED event).  On iWARP the iWARP CM's status, a negative
+ *	errno: -ECONNREFUSED for a peer's reject, with its private data in
+ *	the REJECTED event; a driver may say otherwise (siw: -ECONNRESET,
+ *	without the data, as when the peer went away; see
+ *	docs/known-problems.rst); 0 when nobody listens (the TCP connection
+ *	itself was refused)
  * @ack_timeout: with %KRDMA_CONN_CM_TIMERS, the local ACK timeout exponent
  *	(4.096 us * 2^n), 1 ... 31; default 14 (67 ms)
  * @retry_cnt: with %KRDMA_CONN_CM_TIMERS, transport retries, 0 ... 7, sent
@@ -1086,7 +1099,11 @@ struct krdma_cm_connect {
  * the connection stays, and its outcome comes as an event (a second
  * accept is %EINVAL).  With %KRDMA_CONN_ACCEPT_ASYNC it returns
  * once the reply is sent, and the outcome comes as an event; a request its
- * peer already withdrew (its REJ came first) is %EINVAL at once.
+ * peer already withdrew (its REJ came first) is %EINVAL at once.  On
+ * iWARP, whose CM tells the passive side nothing of a peer that leaves
+ * before the answer, it is %ECONNRESET once the driver has seen the
+ * peer's TCP connection close; before, the accept goes and a
+ * DISCONNECTED event follows.
  * Reject answers the request and destroys the handle, also when it fails
  * (the RC/UC CM has ended the request before it sends; a UD reject the CM
  * could not send leaves both); a UD peer sees %ECONNREFUSED with reject reason 2
@@ -1305,6 +1322,12 @@ enum krdma_wr_flags {
  * (&struct krdma_device_info.atomic_cap NONE), is %EOPNOTSUPP; an atomic
  * whose @remote_addr is not 8-byte aligned is %EINVAL; a UD message over
  * the path MTU is %EMSGSIZE; all are refused before anything is posted.
+ * A device whose driver gathers a payload's SGEs in order only (siw; see
+ * docs/known-problems.rst) takes, in a send or RDMA WRITE without
+ * %KRDMA_WR_INLINE, an SGE after one of another buffer only if that one
+ * ends within its buffer's first chunk (for a user buffer: within the
+ * page of its first byte), and after one of the same buffer only from
+ * its end on: else %EINVAL.  SGEs without bytes are left out there.
  */
 struct krdma_wr {
 	__aligned_u64 wr_id;
@@ -1830,8 +1853,9 @@ enum krdma_conn_info_flags {
  * @dev_index: the device (&struct krdma_device_info.dev_index)
  * @port_num: the local port
  * @transport: &enum krdma_transport
- * @state: &enum krdma_conn_state, as the QP reports it (%KRDMA_CONN_RESET
- *	for an rdma_cm request not yet accepted, which has no QP)
+ * @state: &enum krdma_conn_state, as for %KRDMA_CONN_QUERY
+ *	(%KRDMA_CONN_RESET for an rdma_cm request not yet accepted, which has
+ *	no QP)
  * @qp_num: the local QP number, as `rdma resource show qp` prints it
  * @dest_qp_num: the peer's QP number, as for %KRDMA_CONN_QUERY
  * @last_wc_status: as for %KRDMA_CONN_QUERY
