@@ -312,6 +312,8 @@ static int queues_memlock_child(const struct kt_dev *dev)
 		.size = sizeof(sc), .dev_index = dev->dev_index,
 		.max_wr = 4096, .max_sge = 1,
 	};
+	/* a connection by hand, where the device has them (not iWARP) */
+	bool conns = !kt_dev_lacks(dev, KT_CAP_MANUAL_CONN);
 	struct kt_conn c;
 	long base, held;
 	int fd;
@@ -323,8 +325,8 @@ static int queues_memlock_child(const struct kt_dev *dev)
 	if (base < 0)
 		return 13;
 	/* 4096 + 4096 work requests and their CQ: far more than 64 KiB */
-	if (!kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &deep, &c) ||
-	    errno != ENOMEM)
+	if (conns && (!kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &deep,
+				      &c) || errno != ENOMEM))
 		return 14;
 	if (kt_vm_pin_kb() != base)
 		return 15;
@@ -334,10 +336,10 @@ static int queues_memlock_child(const struct kt_dev *dev)
 	if (kt_vm_pin_kb() != base)
 		return 17;
 	/* small queues fit, and are charged until destroyed */
-	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &small, &c))
+	if (conns && kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &small, &c))
 		return 18;
 	held = kt_vm_pin_kb();
-	if (held <= base)
+	if (conns && held <= base)
 		return 19;
 	sc.max_wr = 16;
 	if (ioctl(fd, KRDMA_SRQ_CREATE, &sc))
@@ -346,22 +348,28 @@ static int queues_memlock_child(const struct kt_dev *dev)
 		return 21;
 	if (kt_destroy(fd, sc.handle) || kt_vm_pin_kb() != held)
 		return 22;
-	if (kt_destroy(fd, c.handle) || kt_vm_pin_kb() != base)
+	if (conns && (kt_destroy(fd, c.handle) || kt_vm_pin_kb() != base))
 		return 23;
 	/* and until their session is closed */
-	if (kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &small, &c))
+	if (conns && kt_conn_create(fd, dev, KRDMA_TRANSPORT_RC, 0, &small, &c))
 		return 24;
+	if (ioctl(fd, KRDMA_SRQ_CREATE, &sc))
+		return 25;
 	close(fd);
 	if (kt_vm_pin_kb() != base)
-		return 25;
+		return 26;
 	return 0;
 }
 
 KRDMA_TEST_F(obj, queues_memlock)
 {
-	pid_t pid = fork();
+	const char *why = kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN);
+	pid_t pid;
 	int step;
 
+	if (why)
+		TH_LOG("SRQs only: %s", why);
+	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
 		_exit(queues_memlock_child(&self->dev));
@@ -860,11 +868,15 @@ KRDMA_TEST_F(obj, mmap_not_a_buffer)
 KRDMA_TEST_F(obj, mmap_private_refused)
 {
 	static const int prots[] = { PROT_READ, PROT_READ | PROT_WRITE };
+	uint64_t max = kt_dev_max_buf(&self->dev);
+	/* 2 MiB + 1 (more than one chunk), or the device's largest buffer */
+	uint64_t big = max && max < (2 << 20) + 1 ? max : (2 << 20) + 1;
+	size_t map_len = (big + self->psz - 1) / self->psz * self->psz;
 	struct kt_buf b;
 	unsigned int i;
 	void *p;
 
-	/* one page (one chunk) and 2 MiB + 1 (more than one chunk) */
+	/* one page (one chunk) and a large buffer */
 	test_cmd_buf_alloc(self->dev.dev_index, 0, self->psz, &b);
 	for (i = 0; i < 2; i++) {
 		p = mmap(NULL, self->psz, prots[i], MAP_PRIVATE, self->fd,
@@ -874,8 +886,8 @@ KRDMA_TEST_F(obj, mmap_private_refused)
 		if (p != MAP_FAILED)
 			munmap(p, self->psz);
 	}
-	test_cmd_buf_alloc(self->dev.dev_index, 0, (2 << 20) + 1, &b);
-	p = mmap(NULL, (2 << 20) + self->psz, PROT_READ | PROT_WRITE,
+	test_cmd_buf_alloc(self->dev.dev_index, 0, big, &b);
+	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE, self->fd, b.mmap_offset);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
@@ -962,8 +974,13 @@ static long long smaps_rss(const void *addr)
  */
 KRDMA_TEST_F(obj, mmap_ordinary_pages)
 {
-	/* past 2 MiB: rxe's 512 MR pages make chunks of 4 pages */
-	const uint64_t len = (5ull << 20) + 7;
+	/*
+	 * past 2 MiB: rxe's 512 MR pages make chunks of 4 pages; or the
+	 * device's largest buffer (siw: 1 MiB)
+	 */
+	const uint64_t max = kt_dev_max_buf(&self->dev);
+	const uint64_t len = max && max < (5ull << 20) + 7 ? max :
+			     (5ull << 20) + 7;
 	const long long maplen = (len + self->psz - 1) / self->psz * self->psz;
 	struct kt_buf b;
 	uint8_t *map, *p;

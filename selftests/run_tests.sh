@@ -24,8 +24,9 @@
 # rdma_cm, krdmactl, and unload/reload.
 #
 # --iwarp runs the programs that make check and make check-debug run on an
-# iWARP device (--dev siw0): the ioctl contract, discovery, transfers,
-# posts, destruction, krdmactl, rping's interop, tracing, races and what
+# iWARP device (--dev siw0): the ioctl contract, discovery, buffers (kernel
+# and user), transfers, posts, invalidation, destruction, QP states,
+# rdma_cm, krdmactl, rping's interop, sessions, tracing, races and what
 # iWARP refuses (what it lacks skips, saying so).
 #
 # then the test cases of all programs summed from their "# Totals:" lines
@@ -44,9 +45,10 @@ export PATH
 # and rxe bug that killed rxe0's CM for good) should not fail later tests
 # for nothing of their own.
 smoke="krdma_uapi krdma_devices krdma_transfer krdma_cm krdma_cli krdma_lifecycle"
-iwarp="krdma_uapi krdma_devices krdma_netns krdma_transfer krdma_ah
-	krdma_post krdma_destroy krdma_cli krdma_rping krdma_srq krdma_iwarp
-	krdma_trace krdma_contract krdma_races"
+iwarp="krdma_uapi krdma_devices krdma_netns krdma_transfer krdma_buffers
+	krdma_qp krdma_ah krdma_post krdma_destroy krdma_cm krdma_cli
+	krdma_rping krdma_ubuf krdma_srq krdma_iwarp krdma_inval krdma_trace
+	krdma_sessions krdma_contract krdma_races"
 if [ "${1:-}" = --dev ]; then
 	[ -n "${2:-}" ] || { echo "run_tests.sh: --dev needs a device" >&2; exit 2; }
 	KRDMA_TEST_DEV=$2
