@@ -658,8 +658,8 @@ static int rp_wait(struct rp_ctx *ctx, uint64_t wr_id, const char *what)
 	for (;;) {
 		ret = rp_next_wc(ctx, &wc);
 		if (ret == -ETIMEDOUT)
-			err_msg("rping: no %s in %u s: is the peer still "
-				"there?", what, ctx->o->timeout_s);
+			err_msg("rping: waited %u s for %s: is the peer "
+				"still there?", ctx->o->timeout_s, what);
 		else if (ret == -ECONNRESET && !ctx->at_boundary)
 			err_msg("rping: the %s disconnected while waiting "
 				"for %s", ctx->o->server ? "client" : "server",
