@@ -65,12 +65,20 @@ FIXTURE_SETUP(srq)
 	if (self->fd < 0)
 		return;
 	KT_NEED(&self->dev, KT_CAP_SRQ);
-	KT_NEED_CONN(&self->dev, variant->transport);
+	KT_NEED_TRANSPORT(&self->dev, variant->transport);
 	ASSERT_OK(srq_create(self->fd, self->dev.dev_index, SRQ_DEPTH, 2,
 			     &self->srq));
 	for (i = 0; i < NCONN; i++) {
 		struct kt_conn *t = &self->tx[i], *r = &self->rx[i];
 
+		/* iWARP: rx[i] accepts tx[i]'s connect, with the SRQ */
+		if (kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN)) {
+			ASSERT_OK(kt_conn_pair_cm_srq(self->fd, &self->dev,
+						      variant->transport, 0,
+						      self->srq.handle, NULL,
+						      t, r));
+			continue;
+		}
 		test_cmd_conn_create(&self->dev, variant->transport, 0, NULL,
 				     t);
 		ASSERT_OK(srq_conn_create(self->fd, &self->dev,
@@ -110,6 +118,15 @@ static void post_srq_recvs(struct __test_metadata *_metadata,
 	EXPECT_EQ(n, accepted);
 }
 
+/*
+ * Whether a message carries its seed as immediate data too; iWARP has
+ * none, and the pattern alone names the message.
+ */
+static bool srq_imm(const struct kt_dev *d)
+{
+	return !kt_dev_lacks(d, KT_CAP_IMM);
+}
+
 /* tx[i] sends MSG pattern bytes of seed @seed. */
 static void send_msg(struct __test_metadata *_metadata,
 		     FIXTURE_DATA(srq) *self, int i, uint32_t seed)
@@ -119,9 +136,11 @@ static void send_msg(struct __test_metadata *_metadata,
 
 	kt_fill(data, MSG, seed);
 	test_cmd_buf_write(self->src.handle, (uint64_t)i * MSG, data, MSG);
-	kt_wr_init(&wr, 200 + seed, KRDMA_OP_SEND_WITH_IMM, KRDMA_WR_SIGNALED);
+	kt_wr_init(&wr, 200 + seed, srq_imm(&self->dev) ?
+		   KRDMA_OP_SEND_WITH_IMM : KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, self->src.handle, (uint64_t)i * MSG, MSG);
-	wr.imm_data = seed;
+	if (srq_imm(&self->dev))
+		wr.imm_data = seed;
 	if (self->tx[i].transport == KRDMA_TRANSPORT_UD) {
 		wr.ah_handle = self->ah[i];
 		wr.remote_qpn = self->rx[i].qp_num;
@@ -146,7 +165,8 @@ static void expect_srq_recv(struct __test_metadata *_metadata,
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 	EXPECT_EQ((uint32_t)KRDMA_OP_RECV, wc.opcode);
 	EXPECT_EQ(at + MSG, wc.byte_len);
-	EXPECT_EQ(seed, wc.imm_data);
+	if (srq_imm(&self->dev))
+		EXPECT_EQ(seed, wc.imm_data);
 	ASSERT_LE(100u, wc.wr_id);
 	slot = wc.wr_id - 100;
 	ASSERT_GT((uint32_t)SRQ_DEPTH, slot);
@@ -388,6 +408,7 @@ KRDMA_TEST_F(srq, bind_errors)
 	struct kt_conn conn;
 	int ofd;
 
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	EXPECT_ERRNO(ENOENT, srq_conn_create(self->fd, &self->dev,
 					     variant->transport,
 					     self->src.handle, &conn));
@@ -429,9 +450,12 @@ KRDMA_TEST_F(srq, bind_other_device)
 					     self->srq.handle, &conn));
 }
 
-/* A SEND_WITH_IMM of MSG bytes of @seed from (cfd, conn), on device @dev. */
+/*
+ * A SEND of MSG bytes of @seed from (cfd, conn), on device @dev; with
+ * @seed as immediate data where @dev has it (srq_imm()).
+ */
 static void cm_send(struct __test_metadata *_metadata, int cfd, uint32_t conn,
-		    uint32_t dev, uint32_t seed)
+		    const struct kt_dev *dev, uint32_t seed)
 {
 	uint8_t data[MSG];
 	struct krdma_wr wr;
@@ -439,11 +463,13 @@ static void cm_send(struct __test_metadata *_metadata, int cfd, uint32_t conn,
 	struct kt_buf b;
 
 	kt_fill(data, MSG, seed);
-	ASSERT_OK(kt_buf_alloc(cfd, dev, 0, MSG, &b));
+	ASSERT_OK(kt_buf_alloc(cfd, dev->dev_index, 0, MSG, &b));
 	ASSERT_OK(kt_buf_write(cfd, b.handle, 0, data, MSG));
-	kt_wr_init(&wr, 9, KRDMA_OP_SEND_WITH_IMM, KRDMA_WR_SIGNALED);
+	kt_wr_init(&wr, 9, srq_imm(dev) ? KRDMA_OP_SEND_WITH_IMM :
+		   KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
 	kt_wr_sge(&wr, b.handle, 0, MSG);
-	wr.imm_data = seed;
+	if (srq_imm(dev))
+		wr.imm_data = seed;
 	ASSERT_OK(kt_post1(cfd, conn, &wr));
 	ASSERT_EQ(1, kt_poll_n(cfd, conn, &wc, 1, POLL_MS));
 	EXPECT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
@@ -481,11 +507,12 @@ KRDMA_TEST_F_TIMEOUT(srq, cm_accept_with_srq, 90)
 	ASSERT_EQ(0, c.ret);
 
 	post_srq_recvs(_metadata, self, 0, 1);
-	cm_send(_metadata, cfd, c.cmd.handle, self->dev.dev_index, 5);
+	cm_send(_metadata, cfd, c.cmd.handle, &self->dev, 5);
 	ASSERT_EQ(1, kt_poll_n(self->fd, ev.handle, &wc, 1, POLL_MS));
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 	EXPECT_EQ(100u, wc.wr_id);
-	EXPECT_EQ(5u, wc.imm_data);
+	if (srq_imm(&self->dev))
+		EXPECT_EQ(5u, wc.imm_data);
 	test_cmd_buf_read(self->dst.handle, 0, got, MSG);
 	EXPECT_EQ(-1, kt_check(got, MSG, 5));
 	test_err_destroy(EBUSY, self->srq.handle);

@@ -2384,13 +2384,14 @@ static inline int kc_connect_join(struct kc_connect *c, uint32_t ms)
 /*
  * Two connections of @transport on @d connected to each other through
  * rdma_cm at kt_test_addr(), in the one session @fd: @a connected, @b
- * accepted, the listener gone and the handshake's events taken.  0, or -1
- * with errno.
+ * accepted (receiving from the SRQ @b_srq unless 0), the listener gone and
+ * the handshake's events taken.  0, or -1 with errno.
  */
-static inline int kt_conn_pair_cm(int fd, const struct kt_dev *d,
-				  uint32_t transport, uint32_t flags,
-				  const struct krdma_qp_caps *caps,
-				  struct kt_conn *a, struct kt_conn *b)
+static inline int kt_conn_pair_cm_srq(int fd, const struct kt_dev *d,
+				      uint32_t transport, uint32_t flags,
+				      uint32_t b_srq,
+				      const struct krdma_qp_caps *caps,
+				      struct kt_conn *a, struct kt_conn *b)
 {
 	const char *addr = kt_test_addr(false);
 	struct krdma_cm_accept acc;
@@ -2419,7 +2420,8 @@ static inline int kt_conn_pair_cm(int fd, const struct kt_dev *d,
 	ret = kc_wait_event(fd, KRDMA_EVENT_CONNECT_REQUEST, 0, CM_MS, &ev);
 	if (!ret) {
 		kc_accept_init(&acc, ev.handle, NULL, 0);
-		acc.flags = flags;
+		acc.flags = flags | (b_srq ? KRDMA_CONN_SRQ : 0);
+		acc.srq_handle = b_srq;
 		if (caps)
 			acc.caps = *caps;
 		ret = ioctl(fd, KRDMA_CM_ACCEPT, &acc);
@@ -2451,6 +2453,14 @@ static inline int kt_conn_pair_cm(int fd, const struct kt_dev *d,
 	while (kc_events(fd, &ev, 1, 0) > 0)
 		;
 	return 0;
+}
+
+static inline int kt_conn_pair_cm(int fd, const struct kt_dev *d,
+				  uint32_t transport, uint32_t flags,
+				  const struct krdma_qp_caps *caps,
+				  struct kt_conn *a, struct kt_conn *b)
+{
+	return kt_conn_pair_cm_srq(fd, d, transport, flags, 0, caps, a, b);
 }
 
 /*
