@@ -6,6 +6,7 @@
  * runs a server under timeout(1) on a port of its own, then the clients,
  * and checks exit statuses and output.
  */
+#include <math.h>
 #include <poll.h>
 #include <time.h>
 
@@ -471,6 +472,10 @@ KRDMA_TEST_F_TIMEOUT(cli, bad_options, CLI_CASE_TIMEOUT)
 		{ "bench memcpy -s 67108865", "at most 67108864 bytes" },
 		{ "bench write h -H", "-H and -U print a latency run's" },
 		{ "bench send h --lat -U -j", "-H and -U print text" },
+		{ "bench send h -b", "-b runs write and read" },
+		{ "bench write h -b -a", "-b measures bandwidth of one size" },
+		{ "bench read h -b --lat", "-b measures bandwidth of one size" },
+		{ "bench write h -b -c uc", "-b runs over RC" },
 		/* -p is a port wherever there is one; pretty has no short */
 		{ "-p devices", "unknown option -p (a port" },
 		{ "devices -p", "unknown option -p (a port" },
@@ -903,6 +908,77 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_output_version, CLI_CASE_TIMEOUT)
 	ASSERT_EQ(0, cli_run(&ver, "krdmactl version"));
 	EXPECT_STREQ(ver.out, self->client.out);
 	kt_proc_end(&ver);
+}
+
+/* The number after "key": in JSON output (first match), or -1. */
+static double json_num(const char *out, const char *key)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), "\"%s\":", key);
+	p = strstr(out, want);
+	return p ? strtod(p + strlen(want), NULL) : -1;
+}
+
+/*
+ * -b: the server runs @op toward the client as well, over the client's
+ * @qps QPs, messages of @size for @run ("-n N": N a QP; "-D S": S
+ * seconds), and the client's figures are both directions' sums, as
+ * perftest's -b; the server's line says what its run did, which must be
+ * what the client was told.
+ */
+static void cli_bidir(struct __test_metadata *_metadata, struct kt_proc *srv,
+		      struct kt_proc *cli, const char *op, unsigned int port,
+		      unsigned int qps, unsigned int size, const char *run)
+{
+	double local, remote, sum, msgs, n = 0, secs = 0;
+	int st;
+
+	st = cli_run(cli, "krdmactl -j bench %s %s -p %u -b -q %u -s %u %s",
+		     op, kt_test_addr(false), port, qps, size, run);
+	ASSERT_EQ(0, st) TH_LOG("%s", cli->out);
+	kt_reap(srv);
+	ASSERT_EQ(0, srv->status) TH_LOG("%s", srv->out);
+	EXPECT_NE(NULL, strstr(cli->out, "\"directions\":\"both\""))
+		TH_LOG("%s", cli->out);
+	ASSERT_NE(NULL, strstr(srv->out, "\"direction\":\"to_client\""))
+		TH_LOG("%s", srv->out);
+	msgs = json_num(srv->out, "messages");
+	if (sscanf(run, "-n %lf", &n) == 1)
+		EXPECT_EQ(n * qps, msgs) TH_LOG("%s", srv->out);
+	if (sscanf(run, "-D %lf", &secs) == 1)
+		EXPECT_LE(secs * 0.99, json_num(srv->out, "elapsed_s"))
+			TH_LOG("%s", srv->out);
+	EXPECT_EQ(msgs * size, json_num(srv->out, "bytes"))
+		TH_LOG("%s", srv->out);
+	EXPECT_EQ(msgs, json_num(cli->out, "remote_iterations"))
+		TH_LOG("%s", cli->out);
+	local = json_num(cli->out, "bw_avg_local_mbps");
+	remote = json_num(cli->out, "bw_avg_remote_mbps");
+	sum = json_num(cli->out, "bw_avg_mbps");
+	EXPECT_TRUE(local > 0 && remote > 0) TH_LOG("%s", cli->out);
+	EXPECT_TRUE(fabs(remote - json_num(srv->out, "bw_avg_mbps")) <
+		    0.001 * remote) TH_LOG("%s\n%s", cli->out, srv->out);
+	EXPECT_TRUE(fabs(sum - (local + remote)) < 0.001 * sum)
+		TH_LOG("%s", cli->out);
+}
+
+/*
+ * -b over RC: write on two QPs (each its own loop) of 64 KiB, whose
+ * buffers are as large as the device allows, with the tail; read on one
+ * for two seconds.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_bidirectional, CLI_CASE_TIMEOUT)
+{
+	START_BENCH("-j -p 18725 --once");
+	cli_bidir(_metadata, &self->server, &self->client, "write", 18725, 2,
+		  65536, "-n 100");
+	kt_proc_end(&self->server);
+	kt_proc_end(&self->client);
+	START_BENCH("-j -p 18726 --once");
+	cli_bidir(_metadata, &self->server, &self->client, "read", 18726, 1,
+		  4096, "-D 2");
 }
 
 TEST_HARNESS_MAIN

@@ -8,6 +8,7 @@
  *   bench_proto.c   the wire protocol: hello, adv, READY and END
  *   bench_via.c     --via-ioctl: the loop in this process
  *   bench_client.c  a client's runs, and --conns
+ *   bench_bidir.c   -b: the server's run toward the client, its figures
  *   bench_serve.c   the server
  *   bench_ib.c      device, port, GID, MTU and the QPs' addresses
  */
@@ -24,7 +25,7 @@
 #include "verbs.h"
 
 #define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
-#define BENCH_VERSION 2
+#define BENCH_VERSION 3
 #define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
 #define MIB 1048576.0
 #define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
@@ -47,6 +48,7 @@ enum {
 	BH_NOTIFY = 1 << 2,
 	BH_ONE_CPU = 1 << 3,	/* the server keeps one loop as well */
 	BH_ALL = 1 << 4,	/* -a: sizes up to max_size (UD: or the MTU) */
+	BH_BIDIR = 1 << 5,	/* -b: the server runs the OP toward the client */
 };
 
 /* CONNECT private data, 36 bytes */
@@ -75,8 +77,41 @@ struct bench_adv {
 	uint32_t __reserved2;
 };
 
+/*
+ * -b: the client's request, a SEND on its first connection to the
+ * BENCH_TAIL bytes that follow the server's slots, once the client's
+ * buffer exists: where the server's run goes, and for how long.
+ */
+struct bench_bidir_req {
+	uint32_t magic;
+	uint32_t size;		/* of each message */
+	uint64_t addr;		/* the client's slots */
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t tx_depth;
+	uint32_t cq_mod;
+	uint32_t duration_ms;	/* or */
+	uint64_t iters;
+};
+
+/* -b: the server's figures, its answer to the client's END */
+struct bench_bidir_report {
+	uint32_t magic;
+	uint32_t __reserved;
+	uint64_t ops;
+	uint64_t bytes;
+	uint64_t elapsed_ns;
+	uint64_t peak_bps;
+};
+
+/* -b: the request and the report, each side's last bytes */
+#define BENCH_TAIL 64U
+
 _Static_assert(sizeof(struct bench_hello) == 36, "bench_hello");
 _Static_assert(sizeof(struct bench_adv) == 32, "bench_adv");
+_Static_assert(sizeof(struct bench_bidir_req) <= BENCH_TAIL, "bidir_req");
+_Static_assert(sizeof(struct bench_bidir_report) <= BENCH_TAIL,
+	       "bidir_report");
 
 /* An operation's name and the KRDMA_OP_ it runs, by BOP_ */
 struct bench_op_info {
@@ -129,6 +164,7 @@ struct bench_opts {
 	bool run_infinitely;
 	bool histogram;		/* -H: every latency, sorted */
 	bool unsorted;		/* -U: every latency, in order */
+	bool bidir;		/* -b: the server's run toward this host too */
 };
 
 /* A latency run's figures, made of its samples (ns) here. */
@@ -142,6 +178,8 @@ struct bench_result {
 	struct krdma_bench b;
 	struct bench_lat lat;
 	int err;
+	bool bidir;		/* -b: remote holds the server's figures */
+	struct krdma_bench remote;
 };
 
 struct bench_conn {
@@ -190,7 +228,8 @@ void *bench_progress_thread(void *arg);
 /* bench_proto.c */
 void bench_fill_pattern(uint8_t *p, uint64_t len);
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps, uint64_t dev_max);
+		       uint32_t transport, uint32_t qps, bool bidir,
+		       uint64_t dev_max);
 uint32_t bench_all_max(const struct bench_opts *o);
 uint32_t bench_protocol(int fd);
 extern struct krdma_sockaddr bench_src;
@@ -202,11 +241,32 @@ bool bench_late_ready(const struct krdma_wc *wc);
 int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 		  int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out);
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
-			  uint32_t *bad);
+			  const struct verbs_buf *report, uint32_t *bad);
 int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 		       const struct verbs_buf *buf, uint32_t imm,
 		       uint32_t *answer);
 void bench_disconnect(int fd, uint32_t conn);
+
+/* bench_bidir.c */
+int bench_bidir_request(int fd, const struct bench_opts *o, uint32_t conn,
+			const struct verbs_buf *buf, uint32_t size);
+int bench_bidir_report(int fd, const struct bench_opts *o, uint32_t conn,
+		       const struct verbs_buf *buf, struct bench_result *r);
+/* -b: what the server's run toward a client starts from */
+struct bench_bidir_group {
+	int op;
+	uint32_t flags;		/* the hello's BH_* */
+	const uint32_t *conns;
+	uint32_t num_conns;
+	uint32_t ctl;		/* of conns, the one the request comes on */
+	uint32_t max_size;	/* the hello's */
+	uint32_t tx_depth;	/* the hello's, that the QPs hold */
+	uint32_t timeout_s;	/* the server's -T */
+	const struct verbs_buf *buf;
+};
+
+int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
+		      struct krdma_bench *b);
 
 /* bench_via.c */
 int bench_via_run(struct via *v, uint32_t size);

@@ -257,11 +257,22 @@ int bench_client(int fd, const struct bench_opts *o)
 	}
 	bench_uc_write_imm_warn(fd, conns[0].handle, o->transport, o->op,
 				vendor_id, max_size);
+	/* -b: the END and its answer carry immediate data */
+	if (o->bidir && ends[0].iwarp) {
+		err_msg("bench: -b: iWARP has no immediate data, which the "
+			"server's figures come back with");
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	/* -b: the server's run comes here; its request and figures after */
 	ret = verbs_buf_alloc(fd, conns[0].dev_index,
-			      KRDMA_ACCESS_LOCAL_WRITE,
+			      KRDMA_ACCESS_LOCAL_WRITE |
+			      (o->bidir ? KRDMA_ACCESS_REMOTE_WRITE |
+			       KRDMA_ACCESS_REMOTE_READ : 0),
 			      bench_buf_len(max_size,
 					    o->latency ? 1 : o->tx_depth,
 					    o->validate, o->transport, o->qps,
+					    o->bidir,
 					    dev_max_buf(fd, conns[0].dev_index)),
 			     &buf);
 	if (ret)
@@ -295,6 +306,7 @@ int bench_client(int fd, const struct bench_opts *o)
 		pr_u64("qps", o->qps);
 		pr_str("threads", o->one_cpu || o->qps == 1 ? "one" :
 		       "per_cpu");
+		pr_str("directions", o->bidir ? "both" : "to_server");
 		pr_u64("tx_depth", o->latency ? 1 : o->tx_depth);
 		pr_u64("cq_mod", o->cq_mod);
 		pr_u64("inline", o->inline_size);
@@ -311,8 +323,16 @@ int bench_client(int fd, const struct bench_opts *o)
 		ret = bench_forever(fd, o, conns, &buf);
 	for (size = o->all ? 2 : o->size; size <= max_size &&
 	     !o->run_infinitely; size *= 2) {
-		ret = bench_run_one(fd, o, conns, &buf, size, &r);
-		if (ret != -EINTR || r.b.ops_done)
+		memset(&r, 0, sizeof(r));
+		ret = o->bidir ? bench_bidir_request(fd, o, conns[0].handle,
+						     &buf, size) : 0;
+		if (!ret)
+			ret = bench_run_one(fd, o, conns, &buf, size, &r);
+		if (!ret && o->bidir)
+			ret = bench_bidir_report(fd, o, conns[0].handle, &buf,
+						 &r);
+		/* -b: no row of one direction, where both were asked for */
+		if ((ret != -EINTR || r.b.ops_done) && r.bidir == o->bidir)
 			bench_print_row(o, &r, o->latency);
 		if (ret) {
 			err_msg("bench: %u B: %s%s%s", size,
@@ -337,7 +357,7 @@ int bench_client(int fd, const struct bench_opts *o)
 						 KRDMA_BENCH_END_IMM, &bad);
 		else
 			ret = bench_send_end_report(fd, conns[i].handle,
-						    o->timeout_s, &bad);
+						    o->timeout_s, NULL, &bad);
 		if (ret) {
 			err_msg("bench: no answer from the server to the end "
 				"message: %s", bench_errno_hint(ret));

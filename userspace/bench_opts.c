@@ -47,6 +47,9 @@ static const char bench_usage[] =
 	"                       and server alike\n"
 	"  -e, --events         sleep on CQ events instead of busy polling\n"
 	"      --bw | --lat     bandwidth (default) or latency\n"
+	"  -b, --bidirectional  write, read over RC: the server runs the same\n"
+	"                       toward this host meanwhile; both directions\n"
+	"                       summed\n"
 	"      --validate       check payloads at the receiver\n"
 	"      --via-ioctl      one KRDMA_POST per operation from userspace\n"
 	"                       (--lat: which also reaps, KRDMA_POST_POLL)\n"
@@ -139,6 +142,15 @@ static int bench_check_opts(const struct bench_opts *o,
 		why = "-H and -U print a latency run's samples: --lat";
 	else if ((o->histogram || o->unsorted) && (pr_is_json() || o->output))
 		why = "-H and -U print text (not with -j or --output)";
+	else if (o->bidir && o->op != BOP_WRITE && o->op != BOP_READ)
+		why = "-b runs write and read: the server's run toward this "
+		      "host is one-sided";
+	else if (o->bidir && o->transport != KRDMA_TRANSPORT_RC)
+		why = "-b runs over RC (-c rc)";
+	else if (o->bidir && (o->latency || o->all || o->run_infinitely ||
+			      o->via_ioctl || o->validate))
+		why = "-b measures bandwidth of one size (not with --lat, -a, "
+		      "--run_infinitely, --via-ioctl, --validate)";
 	else if (o->have_iters && o->duration_s)
 		why = "-n and -D exclude each other";
 	else if (o->all && o->have_size)
@@ -205,6 +217,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "run_infinitely", no_argument, NULL, OPT_RUN_INF },
 		{ "report-histogram", no_argument, NULL, 'H' },
 		{ "report-unsorted", no_argument, NULL, 'U' },
+		{ "bidirectional", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = "bench";
@@ -218,7 +231,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 	o->timeout_s = 10;
 	o->ib.gid_index = -1;
 	while ((c = getopt_long(argc, argv,
-				":s:an:D:q:t:Q:I:c:ep:P:T:hjd:i:x:m:FVHU",
+				":s:an:D:q:t:Q:I:c:ep:P:T:hjd:i:x:m:FVHUb",
 				long_opts, (longidx = -1, &longidx))) != -1) {
 		/*
 		 * what a server takes: -p, -T, -c, -d, -F, -V, --once, -j,
@@ -286,6 +299,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'e':
 			o->events = true;
+			break;
+		case 'b':
+			o->bidir = true;
 			break;
 		case 'p':
 		case 'P':

@@ -26,18 +26,20 @@ void bench_fill_pattern(uint8_t *p, uint64_t len)
 }
 
 /*
- * Bytes of the buffer a side needs for messages of @size, and over UD
- * the GRH area at its end, KRDMA_GRH_LEN bytes for each of @qps.  A slot
- * per WR in flight, unless validating no more than BENCH_MAX_BUF nor
- * @dev_max (the device's largest buffer, dev_max_buf(); 0: unknown) in
- * whole slots: the loop takes slots in turn, and fewer of them only
- * share one more often.
+ * Bytes of the buffer a side needs for messages of @size, and the area at
+ * its end: over UD the GRHs', KRDMA_GRH_LEN bytes for each of @qps; with
+ * -b (@bidir) BENCH_TAIL.  A slot per WR in flight, unless validating no
+ * more than BENCH_MAX_BUF nor @dev_max (the device's largest buffer,
+ * dev_max_buf(); 0: unknown) in whole slots: the loop takes slots in
+ * turn, and fewer of them only share one more often.
  */
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps, uint64_t dev_max)
+		       uint32_t transport, uint32_t qps, bool bidir,
+		       uint64_t dev_max)
 {
 	uint64_t grh = transport == KRDMA_TRANSPORT_UD ?
-		       (uint64_t)qps * KRDMA_GRH_LEN : 0;
+		       (uint64_t)qps * KRDMA_GRH_LEN :
+		       bidir ? BENCH_TAIL : 0;
 	uint64_t len = (uint64_t)size * depth;
 
 	if (!validate && len > BENCH_MAX_BUF)
@@ -128,7 +130,8 @@ int bench_connect(int fd, const struct bench_opts *o,
 				 (o->validate ? BH_VALIDATE : 0) |
 				 (o->events ? BH_NOTIFY : 0) |
 				 (o->one_cpu ? BH_ONE_CPU : 0) |
-				 (o->all ? BH_ALL : 0)),
+				 (o->all ? BH_ALL : 0) |
+				 (o->bidir ? BH_BIDIR : 0)),
 		.max_size = htobe32(o->all ? bench_all_max(o) : o->size),
 		.tx_depth = htobe32(o->latency ? 1 : o->tx_depth),
 		.qps = htobe16(qps),
@@ -239,7 +242,7 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
  * END's acknowledgment may be lost when the server's QP leaves RTS.
  */
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
-			  uint32_t *bad)
+			  const struct verbs_buf *report, uint32_t *bad)
 {
 	int64_t start = loop_now_ms();
 	struct krdma_wr rwr = { .wr_id = 3, .opcode = KRDMA_OP_RECV };
@@ -252,7 +255,12 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 	struct krdma_wc wc;
 	int ret;
 
-	ret = verbs_post_one(fd, conn, &rwr);
+	/* -b: the answer carries the server's figures, to the tail */
+	if (report)
+		ret = verbs_post_recv(fd, conn, rwr.wr_id, report->handle,
+				      report->length - BENCH_TAIL, BENCH_TAIL);
+	else
+		ret = verbs_post_one(fd, conn, &rwr);
 	if (!ret)
 		ret = verbs_post_one(fd, conn, &wr);
 	if (!ret)
@@ -329,8 +337,7 @@ int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 			if (bench_late_ready(&wc[i]) !=
 			    (imm == KRDMA_BENCH_READY_IMM) ||
 			    !(wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
-				ret = post_answer_recv(fd, conn, o->transport,
-						       buf, 3);
+				ret = post_answer_recv(fd, conn, o->transport, buf, 3);
 				continue;
 			}
 			answered = true;

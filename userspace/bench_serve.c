@@ -2,7 +2,8 @@
 /*
  * krdmactl bench without OP HOST: the server.  Clients' connections join
  * groups (one client's -q QPs) by their hello; two-sided runs go in the
- * kernel here as well (KRDMA_BENCH_SERVER), one-sided ones need a buffer.
+ * kernel here as well (KRDMA_BENCH_SERVER), one-sided ones need a buffer,
+ * and with -b a run of their own toward the client (bench_bidir.c).
  */
 #include <endian.h>
 #include <errno.h>
@@ -28,6 +29,8 @@ struct srv_group {
 	uint32_t timeout_s;
 	uint32_t *handles;
 	struct verbs_buf buf;
+	uint32_t ctl;		/* -b: the connection the request comes on */
+	bool have_ctl;
 	bool ran;
 	int64_t last_join_ms;
 };
@@ -136,6 +139,54 @@ static bool srv_ud_size(struct srv *s, struct srv_group *g, uint32_t *size)
 	return false;
 }
 
+/* A run's "served" line; with -b, of the run toward the client. */
+static void srv_print_run(struct srv *s, struct srv_group *g,
+			  const struct krdma_bench *b, int ret)
+{
+	bool bidir = g->flags & BH_BIDIR;
+	double bw = b->elapsed_ns ? b->bytes_done * 1e9 / b->elapsed_ns : 0;
+
+	g->ran = true;
+	if (ret || b->validate_errors)
+		s->run_failed = true;
+	if (pr_is_json()) {
+		pr_obj_begin(NULL);
+		pr_str("event", "served");
+		pr_str("op", bench_ops[g->op].name);
+		pr_u64("qps", g->qps);
+		pr_u64("messages", b->ops_done);
+		pr_u64("bytes", b->bytes_done);
+		pr_u64("validate_errors", b->validate_errors);
+		if (bidir) {
+			pr_str("direction", "to_client");
+			pr_fmt_double("elapsed_s", "%f", b->elapsed_ns / 1e9);
+			pr_fmt_double("bw_avg_mbps", "%f", bw / MIB);
+		}
+		if (ret)
+			pr_str("error", bench_errno_hint(ret));
+		if (b->wc_status)
+			pr_str("wc_status", wc_status_name(b->wc_status));
+		pr_obj_end();
+	} else if (bidir) {
+		printf("served %s -b, toward the client: %u QP(s), %" PRIu64
+		       " messages, %" PRIu64 " bytes, %.2f MB/sec%s%s%s%s\n",
+		       bench_ops[g->op].name, g->qps, (uint64_t)b->ops_done,
+		       (uint64_t)b->bytes_done, bw / MIB, ret ? ": " : "",
+		       ret ? bench_errno_hint(ret) : "",
+		       b->wc_status ? ": " : "",
+		       b->wc_status ? wc_status_name(b->wc_status) : "");
+	} else {
+		printf("served %s: %u QP(s), %" PRIu64 " messages, %" PRIu64
+		       " bytes, %" PRIu64 " failed validation%s%s%s%s\n",
+		       bench_ops[g->op].name, g->qps, (uint64_t)b->ops_done,
+		       (uint64_t)b->bytes_done, (uint64_t)b->validate_errors,
+		       ret ? ": " : "", ret ? bench_errno_hint(ret) : "",
+		       b->wc_status ? ": " : "",
+		       b->wc_status ? wc_status_name(b->wc_status) : "");
+	}
+	fflush(stdout);
+}
+
 static void srv_run(struct srv *s, struct srv_group *g)
 {
 	struct bench_result r = { .size = g->max_size };
@@ -167,32 +218,31 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->signal_every = lat ? b->tx_depth : 1;
 	b->timeout_ms = g->timeout_s * 1000;
 	ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
-	g->ran = true;
-	if (ret || b->validate_errors)
-		s->run_failed = true;
-	if (pr_is_json()) {
-		pr_obj_begin(NULL);
-		pr_str("event", "served");
-		pr_str("op", bench_ops[g->op].name);
-		pr_u64("qps", g->qps);
-		pr_u64("messages", b->ops_done);
-		pr_u64("bytes", b->bytes_done);
-		pr_u64("validate_errors", b->validate_errors);
-		if (ret)
-			pr_str("error", bench_errno_hint(ret));
-		if (b->wc_status)
-			pr_str("wc_status", wc_status_name(b->wc_status));
-		pr_obj_end();
-	} else {
-		printf("served %s: %u QP(s), %" PRIu64 " messages, %" PRIu64
-		       " bytes, %" PRIu64 " failed validation%s%s%s%s\n",
-		       bench_ops[g->op].name, g->qps, (uint64_t)b->ops_done,
-		       (uint64_t)b->bytes_done, (uint64_t)b->validate_errors,
-		       ret ? ": " : "", ret ? bench_errno_hint(ret) : "",
-		       b->wc_status ? ": " : "",
-		       b->wc_status ? wc_status_name(b->wc_status) : "");
-	}
-	fflush(stdout);
+	srv_print_run(s, g, b, ret);
+}
+
+/* -b: the run toward the client, once all its connections have joined */
+static void srv_bidir(struct srv *s, struct srv_group *g)
+{
+	struct bench_bidir_group bg = {
+		.op = g->op,
+		.flags = g->flags,
+		.conns = g->handles,
+		.num_conns = g->qps,
+		.ctl = g->ctl,
+		.max_size = g->max_size,
+		.tx_depth = g->tx_depth,
+		/* its own, not a client's: it holds this loop */
+		.timeout_s = s->o->timeout_s,
+		.buf = &g->buf,
+	};
+	struct krdma_bench b;
+	int ret;
+
+	ret = bench_bidir_serve(s->fd, &bg, &b);
+	if (ret == -EPROTO)
+		warn_msg("bench: -b: the client's request was not one");
+	srv_print_run(s, g, &b, ret);
 }
 
 static void srv_disconnected(struct srv *s, uint32_t handle)
@@ -266,6 +316,13 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
+	/* -b: write and read, over RC (bench_check_opts()) */
+	if ((be32toh(h->flags) & BH_BIDIR) &&
+	    (s->o->transport != KRDMA_TRANSPORT_RC ||
+	     (be16toh(h->op) != BOP_WRITE && be16toh(h->op) != BOP_READ))) {
+		srv_reject(s, ev->handle);
+		return;
+	}
 	/* over UD: send and send_imm, and --conns */
 	if (s->o->transport == KRDMA_TRANSPORT_UD && h->op &&
 	    be16toh(h->op) != BOP_SEND && be16toh(h->op) != BOP_SEND_IMM) {
@@ -297,8 +354,10 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	depth = lat ? 4 : 2 * g->tx_depth;
 	if (g->op && !g->buf.handle) {
 		dev_max = dev_max_buf(s->fd, s->dev_index);
+		/* -b: the request and the END's answer after the slots */
 		len = bench_buf_len(g->max_size, depth, g->flags & BH_VALIDATE,
-				    s->o->transport, g->qps, dev_max);
+				    s->o->transport, g->qps,
+				    g->flags & BH_BIDIR, dev_max);
 		ret = verbs_buf_alloc(s->fd, s->dev_index,
 				      KRDMA_ACCESS_LOCAL_WRITE |
 				      KRDMA_ACCESS_REMOTE_WRITE |
@@ -316,7 +375,8 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		bench_fill_pattern(g->buf.mem, g->buf.length);
 	}
 	adv.addr = htobe64(g->buf.addr);
-	adv.length = htobe64(g->buf.length);
+	adv.length = htobe64(g->buf.length -
+			     (g->flags & BH_BIDIR ? BENCH_TAIL : 0));
 	adv.rkey = htobe32(g->buf.rkey);
 	memcpy(ac.private_data, &adv, sizeof(adv));
 	ac.flags = g->flags & BH_NOTIFY ? KRDMA_CONN_NOTIFY : 0;
@@ -338,6 +398,21 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 			srv_group_free(s, g);
 		return;
 	}
+	/* -b: the receive for the request, before the client can send it */
+	if ((g->flags & BH_BIDIR) && index == 0 && !g->have_ctl) {
+		ret = verbs_post_recv(s->fd, ev->handle, 1, g->buf.handle,
+				      g->buf.length - BENCH_TAIL, BENCH_TAIL);
+		if (ret) {
+			err_msg("bench: -b: a receive for the request: %s",
+				strerror(-ret));
+			verbs_destroy(s->fd, ev->handle);
+			if (!g->joined)
+				srv_group_free(s, g);
+			return;
+		}
+		g->ctl = ev->handle;
+		g->have_ctl = true;
+	}
 	g->handles[g->joined++] = ev->handle;
 	g->last_join_ms = loop_now_ms();
 	g->live++;
@@ -345,6 +420,10 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	if (g->joined == 1)
 		bench_uc_write_imm_warn(s->fd, ev->handle, s->o->transport,
 					g->op, s->vendor_id, g->max_size);
+	if (g->joined == g->qps && (g->flags & BH_BIDIR)) {
+		srv_bidir(s, g);
+		return;
+	}
 	if (g->joined != g->qps || !g->op || !two_sided(g->op))
 		return;
 	srv_run(s, g);

@@ -44,6 +44,9 @@ void bench_print_header(const struct bench_opts *o, const char *dev,
 	       "one per CPU, up to one per QP");
 	printf(" Connection type: %s\t\tUsing SRQ      : OFF\n",
 	       bench_transport_name(o->transport, true));
+	/* -b: perftest's figures are both directions' sums */
+	if (o->bidir)
+		printf(" Bidirectional  : ON (both directions summed)\n");
 	printf(" TX depth       : %u\n", latency ? 1 : o->tx_depth);
 	printf(" CQ Moderation  : %u\n", o->cq_mod);
 	printf(" Mtu            : %u[B] (the path's)\n", mtu);
@@ -75,15 +78,38 @@ static double msg_rate(const struct krdma_bench *b)
 	return b->elapsed_ns ? b->ops_done * 1e3 / b->elapsed_ns : 0;
 }
 
+/*
+ * A bandwidth row's figures: this host's run, and with -b the server's
+ * toward it added, as perftest -b adds the two ends' (each run's own
+ * average over its own time).
+ */
+struct bw_figures {
+	double peak, avg, rate;
+};
+
+static struct bw_figures bw_figures(const struct bench_result *r)
+{
+	struct bw_figures f = { r->b.peak_bps, bw_avg(&r->b),
+				msg_rate(&r->b) };
+
+	if (r->bidir) {
+		f.peak += r->remote.peak_bps;
+		f.avg += bw_avg(&r->remote);
+		f.rate += msg_rate(&r->remote);
+	}
+	return f;
+}
+
 void bench_print_row(const struct bench_opts *o,
 		     const struct bench_result *r, bool latency)
 {
 	const struct krdma_bench *b = &r->b;
 	const struct bench_lat *l = &r->lat;
+	struct bw_figures f = bw_figures(r);
 
 	if (o->output) {	/* perftest's --output: the number alone */
 		printf("%f\n", latency ? l->typical / 1e3 :
-		       bench_bw_unit(o, bw_avg(b)));
+		       bench_bw_unit(o, f.avg));
 		fflush(stdout);
 		return;
 	}
@@ -101,18 +127,26 @@ void bench_print_row(const struct bench_opts *o,
 			pr_fmt_double("p99_us", "%f", l->p99 / 1e3);
 			pr_fmt_double("p999_us", "%f", l->p999 / 1e3);
 			pr_u64("samples", l->samples);
-		} else if (o->report_gbits) {
-			pr_fmt_double("bw_peak_gbps", "%f",
-				      bench_bw_unit(o, b->peak_bps));
-			pr_fmt_double("bw_avg_gbps", "%f",
-				      bench_bw_unit(o, bw_avg(b)));
-			pr_fmt_double("msg_rate_mpps", "%f", msg_rate(b));
 		} else {
-			pr_fmt_double("bw_peak_mbps", "%f",
-				      bench_bw_unit(o, b->peak_bps));
-			pr_fmt_double("bw_avg_mbps", "%f",
-				      bench_bw_unit(o, bw_avg(b)));
-			pr_fmt_double("msg_rate_mpps", "%f", msg_rate(b));
+			bool g = o->report_gbits;
+
+			pr_fmt_double(g ? "bw_peak_gbps" : "bw_peak_mbps", "%f",
+				      bench_bw_unit(o, f.peak));
+			pr_fmt_double(g ? "bw_avg_gbps" : "bw_avg_mbps", "%f",
+				      bench_bw_unit(o, f.avg));
+			pr_fmt_double("msg_rate_mpps", "%f", f.rate);
+			/* -b: each direction's own, this host's and the server's */
+			if (r->bidir) {
+				pr_fmt_double(g ? "bw_avg_local_gbps" :
+					      "bw_avg_local_mbps", "%f",
+					      bench_bw_unit(o, bw_avg(b)));
+				pr_fmt_double(g ? "bw_avg_remote_gbps" :
+					      "bw_avg_remote_mbps", "%f",
+					      bench_bw_unit(o,
+							    bw_avg(&r->remote)));
+				pr_u64("remote_iterations",
+				       r->remote.ops_done);
+			}
 		}
 		pr_u64("cq_polls", b->cq_polls);
 		pr_u64("empty_polls", b->empty_polls);
@@ -133,8 +167,8 @@ void bench_print_row(const struct bench_opts *o,
 	else
 		printf(" %-10u %-10" PRIu64 "       %-9.2f          %-9.2f"
 		       "            %.6f\n", r->size, (uint64_t)b->ops_done,
-		       bench_bw_unit(o, b->peak_bps),
-		       bench_bw_unit(o, bw_avg(b)), msg_rate(b));
+		       bench_bw_unit(o, f.peak), bench_bw_unit(o, f.avg),
+		       f.rate);
 	if (b->validate_errors)
 		printf(" validation: %" PRIu64 " message(s) did not carry the "
 		       "pattern\n", (uint64_t)b->validate_errors);
