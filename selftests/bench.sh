@@ -27,9 +27,11 @@
 # among one loop per CPU (KRDMA_BENCH_PER_CPU) and perftest, one thread,
 # polls them all from one.
 #
-# The other transports, OTHER_ROUNDS interleaved pairs each, figures without
-# targets: SEND 8 B latency over UD, WRITE 64 KiB bandwidth over UC; and on
-# siw0 (iWARP), when the guest has it, WRITE and READ 64 KiB, 1 QP.
+# The other transports and modes, OTHER_ROUNDS interleaved pairs each,
+# figures without targets: SEND 8 B latency over UD, WRITE 64 KiB bandwidth
+# over UC, WRITE 64 KiB both ways at once (-b, both directions summed, as
+# both print it); and on siw0 (iWARP), when the guest has it, WRITE and
+# READ 64 KiB, 1 QP.
 set -u
 
 REPO=${KRDMA_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -250,6 +252,8 @@ for r in $(seq "$OTHER_ROUNDS"); do
 		-n "$ITERS_BW" -t 128 -Q "$(cqmod "$o")")
 	add k_uc_write "$(field "$o" 4)"; cp "$o" "$TMP/last.k_uc_write"
 	pair uc_write k_uc_write pt_uc_write
+	round_pair bidir 4 ib_write_bw "-b -s 65536 -n $ITERS_BW -t 128" \
+		write "-b -s 65536 -n $ITERS_BW -t 128"
 done
 kill "$SERVER_UD" "$SERVER_UC" 2>/dev/null
 wait "$SERVER_UD" "$SERVER_UC" 2>/dev/null
@@ -294,8 +298,8 @@ wait "$SERVER" 2>/dev/null
 declare -A M	# the medians of the figures
 for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
 	 pt_read_q k_read_q pt_rate k_rate pt_lat k_lat k_via pt_atomic \
-	 k_atomic pt_ud_lat k_ud_lat pt_uc_write k_uc_write pt_iw_write \
-	 k_iw_write pt_iw_read k_iw_read; do
+	 k_atomic pt_ud_lat k_ud_lat pt_uc_write k_uc_write pt_bidir k_bidir \
+	 pt_iw_write k_iw_write pt_iw_read k_iw_read; do
 	M[$k]=$(median ${V[$k]:-})
 done
 
@@ -304,7 +308,7 @@ done
 declare -A RM RMIN RMAX RWON RN
 LOWER=" lat ud_lat via "
 for k in write read write_q read_q rate atomic lat via ud_lat uc_write \
-	 iw_write iw_read; do
+	 bidir iw_write iw_read; do
 	RM[$k]=$(median ${R[$k]:-})
 	set -- ${R[$k]:-}
 	RN[$k]=$#
@@ -342,6 +346,7 @@ printf '%-30s %10s\n' "guest memcpy 64K [MB/s]" "${M[memcpy]}"
 printf '%-30s\n' "(other transports: of $OTHER_ROUNDS rounds)"
 row "UD SEND 8B lat p50 [us]" ud_lat "${M[k_ud_lat]}" "${M[pt_ud_lat]}" "-"
 row "UC WRITE 64K BW [MB/s]" uc_write "${M[k_uc_write]}" "${M[pt_uc_write]}" "-"
+row "WRITE 64K -b BW, both [MB/s]" bidir "${M[k_bidir]}" "${M[pt_bidir]}" "-"
 printf '%-30s\n' "(iWARP, $IW_DEV: of $OTHER_ROUNDS rounds)"
 row "WRITE 64K BW, 1 QP [MB/s]" iw_write "${M[k_iw_write]}" "${M[pt_iw_write]}" "-"
 row "READ 64K BW, 1 QP [MB/s]" iw_read "${M[k_iw_read]}" "${M[pt_iw_read]}" "-"
@@ -368,6 +373,7 @@ cat > "$OUT.tmp" <<EOF
              "send_lat_8b_p50": ${RM[lat]}, "atomic_rate": ${RM[atomic]},
              "via_ioctl_lat": ${RM[via]},
              "ud_send_lat_8b_p50": ${RM[ud_lat]}, "uc_write_bw_64k": ${RM[uc_write]},
+             "write_bw_64k_bidir": ${RM[bidir]},
              "iwarp_write_bw_64k": ${RM[iw_write]}, "iwarp_read_bw_64k": ${RM[iw_read]}},
   "round_ratios": {$(spread write_bw_64k write), $(spread read_bw_64k read),
                    $(spread write_bw_64k_multi_qp write_q), $(spread read_bw_64k_multi_qp read_q),
@@ -375,6 +381,7 @@ cat > "$OUT.tmp" <<EOF
                    $(spread send_lat_8b_p50 lat), $(spread atomic_rate atomic),
                    $(spread via_ioctl_lat via),
                    $(spread ud_send_lat_8b_p50 ud_lat), $(spread uc_write_bw_64k uc_write),
+                   $(spread write_bw_64k_bidir bidir),
                    $(spread iwarp_write_bw_64k iw_write), $(spread iwarp_read_bw_64k iw_read)},
   "krdma": {"write_bw_64k_mbps": ${M[k_write]}, "read_bw_64k_mbps": ${M[k_read]},
             "write_bw_64k_multi_qp_mbps": ${M[k_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[k_read_q]},
@@ -382,12 +389,14 @@ cat > "$OUT.tmp" <<EOF
             "send_lat_8b_p50_us": ${M[k_lat]}, "atomic_rate_mpps": ${M[k_atomic]},
             "via_ioctl_lat_8b_p50_us": ${M[k_via]},
             "ud_send_lat_8b_p50_us": ${M[k_ud_lat]}, "uc_write_bw_64k_mbps": ${M[k_uc_write]},
+            "write_bw_64k_bidir_mbps": ${M[k_bidir]},
             "iwarp_write_bw_64k_mbps": ${M[k_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[k_iw_read]}},
   "perftest": {"write_bw_64k_mbps": ${M[pt_write]}, "read_bw_64k_mbps": ${M[pt_read]},
                "write_bw_64k_multi_qp_mbps": ${M[pt_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[pt_read_q]},
                "write_rate_64b_mpps": ${M[pt_rate]},
                "send_lat_8b_p50_us": ${M[pt_lat]}, "atomic_rate_mpps": ${M[pt_atomic]},
                "ud_send_lat_8b_p50_us": ${M[pt_ud_lat]}, "uc_write_bw_64k_mbps": ${M[pt_uc_write]},
+               "write_bw_64k_bidir_mbps": ${M[pt_bidir]},
                "iwarp_write_bw_64k_mbps": ${M[pt_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[pt_iw_read]}},
   "memcpy_64k_mbps": ${M[memcpy]},
   "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
@@ -400,6 +409,7 @@ cat > "$OUT.tmp" <<EOF
               "k_atomic": $(arr "${V[k_atomic]:-}"), "pt_atomic": $(arr "${V[pt_atomic]:-}"),
               "k_ud_lat": $(arr "${V[k_ud_lat]:-}"), "pt_ud_lat": $(arr "${V[pt_ud_lat]:-}"),
               "k_uc_write": $(arr "${V[k_uc_write]:-}"), "pt_uc_write": $(arr "${V[pt_uc_write]:-}"),
+              "k_bidir": $(arr "${V[k_bidir]:-}"), "pt_bidir": $(arr "${V[pt_bidir]:-}"),
               "k_iw_write": $(arr "${V[k_iw_write]:-}"), "pt_iw_write": $(arr "${V[pt_iw_write]:-}"),
               "k_iw_read": $(arr "${V[k_iw_read]:-}"), "pt_iw_read": $(arr "${V[pt_iw_read]:-}")},
   "conns": [$CONN_JSON]
