@@ -910,6 +910,23 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_output_version, CLI_CASE_TIMEOUT)
 	kt_proc_end(&ver);
 }
 
+/*
+ * A bench server without -d serves each client on the device its
+ * connections came on, the first in the list or not: one-sided runs to
+ * the test device and to the second find their buffer there.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_serve_device_of_request, CLI_CASE_TIMEOUT)
+{
+	const char *addr2 = kt_test_addr2(false);
+
+	if (!addr2 || !kt_test_dev2())
+		SKIP(return, "%s", kt_no_dev2(false));
+	START_BENCH("-p 18729");
+	CLIENT_OK("bench write %s -p 18729 -n 20 -s 4096", kt_test_addr(false));
+	CLIENT_OK("bench write %s -p 18729 -n 20 -s 4096", addr2);
+	CLIENT_OK("bench read %s -p 18729 -n 20 -s 4096", addr2);
+}
+
 /* The number after "key": in JSON output (first match), or -1. */
 static double json_num(const char *out, const char *key)
 {

@@ -351,15 +351,17 @@ out:
 }
 
 /*
- * The connection's port: KRDMA_QUERY_SESSIONS lists it (by its QP number,
- * unique on its device).  0 if not found.
+ * The connections KRDMA_QUERY_SESSIONS lists, and their sessions (the
+ * caller frees both), or -errno.
  */
-static uint32_t conn_port(int fd, uint32_t dev_index, uint32_t qp_num)
+static int query_conns(int fd, struct krdma_session_info **sip,
+		       struct krdma_conn_info **cip, uint32_t *ns_out,
+		       uint32_t *nc_out)
 {
 	struct krdma_query_sessions q;
 	struct krdma_session_info *si = NULL;
 	struct krdma_conn_info *ci = NULL;
-	uint32_t ns = 0, nc = 0, i, port = 0;
+	uint32_t ns = 0, nc = 0;
 	int try, ret = -EMSGSIZE;
 
 	for (try = 0; try < 5 && ret == -EMSGSIZE; try++) {
@@ -381,15 +383,73 @@ static uint32_t conn_port(int fd, uint32_t dev_index, uint32_t qp_num)
 		free(ci);
 		si = calloc(ns, sizeof(*si));
 		ci = calloc(nc, sizeof(*ci));
-		if (!si || !ci)
+		if (!si || !ci) {
+			ret = -ENOMEM;
 			break;
+		}
 	}
-	for (i = 0; !ret && ci && i < q.num_conns; i++)
+	if (ret) {
+		free(si);
+		free(ci);
+		return ret;
+	}
+	*sip = si;
+	*cip = ci;
+	*ns_out = q.num_sessions;
+	*nc_out = q.num_conns;
+	return 0;
+}
+
+/*
+ * The connection's port: KRDMA_QUERY_SESSIONS lists it (by its QP number,
+ * unique on its device).  0 if not found.
+ */
+static uint32_t conn_port(int fd, uint32_t dev_index, uint32_t qp_num)
+{
+	struct krdma_session_info *si;
+	struct krdma_conn_info *ci;
+	uint32_t ns, nc, i, port = 0;
+
+	if (query_conns(fd, &si, &ci, &ns, &nc))
+		return 0;
+	for (i = 0; i < nc; i++)
 		if (ci[i].dev_index == dev_index && ci[i].qp_num == qp_num)
 			port = ci[i].port_num;
 	free(si);
 	free(ci);
 	return port;
+}
+
+/*
+ * The device of this process's connection @handle (a request rdma_cm
+ * offered has one before it has a QP): its session is the one this
+ * process opened, the only one of its PID a bench server has.
+ */
+int bench_ib_conn_dev(int fd, uint32_t handle, uint32_t *dev_index)
+{
+	struct krdma_session_info *si;
+	struct krdma_conn_info *ci;
+	uint32_t ns, nc, i, j;
+	int ret;
+
+	ret = query_conns(fd, &si, &ci, &ns, &nc);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	for (i = 0; i < ns && ret; i++) {
+		if (si[i].pid != (uint32_t)getpid())
+			continue;
+		for (j = 0; j < nc && ret; j++) {
+			if (ci[j].session_id == si[i].session_id &&
+			    ci[j].handle == handle) {
+				*dev_index = ci[j].dev_index;
+				ret = 0;
+			}
+		}
+	}
+	free(si);
+	free(ci);
+	return ret;
 }
 
 /* The local address routing takes to @dst (as rdma_cm's resolution does). */

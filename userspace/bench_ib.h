@@ -68,5 +68,6 @@ int bench_ib_check(int fd, const struct bench_ib_want *w, uint32_t handle,
 
 /* The "local address" and "remote address" lines (JSON: "addresses"). */
 void bench_ib_print(const struct bench_ib_ends *e, uint32_t n);
+int bench_ib_conn_dev(int fd, uint32_t handle, uint32_t *dev_index);
 
 #endif /* KRDMACTL_BENCH_IB_H */

@@ -29,6 +29,7 @@ struct srv_group {
 	uint32_t timeout_s;
 	uint32_t *handles;
 	struct verbs_buf buf;
+	uint32_t dev_index;	/* the buffer's */
 	uint32_t ctl;		/* -b: the connection the request comes on */
 	bool have_ctl;
 	bool ran;
@@ -292,7 +293,7 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	};
 	uint64_t dev_max, len;
 	struct srv_group *g;
-	uint32_t depth, index;
+	uint32_t depth, index, dev_index = s->dev_index;
 	bool lat;
 	int ret;
 
@@ -352,13 +353,26 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	}
 	lat = g->flags & BH_LATENCY;
 	depth = lat ? 4 : 2 * g->tx_depth;
+	/*
+	 * Without -d, the device the request came on: a buffer the run uses
+	 * must be the connections' device's
+	 */
+	if (!s->o->ib.dev && bench_ib_conn_dev(s->fd, ev->handle, &dev_index))
+		dev_index = s->dev_index;
+	if (g->op && g->buf.handle && dev_index != g->dev_index) {
+		warn_msg("bench: refused a client whose connections came on "
+			 "two devices");
+		srv_reject(s, ev->handle);
+		return;
+	}
 	if (g->op && !g->buf.handle) {
-		dev_max = dev_max_buf(s->fd, s->dev_index);
+		g->dev_index = dev_index;
+		dev_max = dev_max_buf(s->fd, dev_index);
 		/* -b: the request and the END's answer after the slots */
 		len = bench_buf_len(g->max_size, depth, g->flags & BH_VALIDATE,
 				    s->o->transport, g->qps,
 				    g->flags & BH_BIDIR, dev_max);
-		ret = verbs_buf_alloc(s->fd, s->dev_index,
+		ret = verbs_buf_alloc(s->fd, dev_index,
 				      KRDMA_ACCESS_LOCAL_WRITE |
 				      KRDMA_ACCESS_REMOTE_WRITE |
 				      KRDMA_ACCESS_REMOTE_READ |
