@@ -440,11 +440,14 @@ int bench_ib_conn_dev(int fd, uint32_t handle, uint32_t *dev_index)
 		if (si[i].pid != (uint32_t)getpid())
 			continue;
 		for (j = 0; j < nc && ret; j++) {
-			if (ci[j].session_id == si[i].session_id &&
-			    ci[j].handle == handle) {
+			if (ci[j].session_id != si[i].session_id ||
+			    ci[j].handle != handle)
+				continue;
+			/* one going away is described with nothing but that */
+			ret = ci[j].flags & KRDMA_CONN_INFO_GONE ? -ENODEV : 0;
+			if (!ret)
 				*dev_index = ci[j].dev_index;
-				ret = 0;
-			}
+			break;
 		}
 	}
 	free(si);

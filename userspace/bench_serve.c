@@ -349,6 +349,9 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	index = be16toh(h->index);
 	if (!g || index >= g->qps || g->joined >= g->qps) {
 		srv_reject(s, ev->handle);
+		/* a group this hello made, and nothing else would free */
+		if (g && !g->joined)
+			srv_group_free(s, g);
 		return;
 	}
 	lat = g->flags & BH_LATENCY;
@@ -357,8 +360,14 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	 * Without -d, the device the request came on: a buffer the run uses
 	 * must be the connections' device's
 	 */
-	if (!s->o->ib.dev && bench_ib_conn_dev(s->fd, ev->handle, &dev_index))
-		dev_index = s->dev_index;
+	if (!s->o->ib.dev) {
+		ret = bench_ib_conn_dev(s->fd, ev->handle, &dev_index);
+		if (ret) {
+			dev_index = g->buf.handle ? g->dev_index : s->dev_index;
+			warn_msg("bench: the device of a request: %s; taking "
+				 "device %u", strerror(-ret), dev_index);
+		}
+	}
 	if (g->op && g->buf.handle && dev_index != g->dev_index) {
 		warn_msg("bench: refused a client whose connections came on "
 			 "two devices");
@@ -434,8 +443,13 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	if (g->joined == 1)
 		bench_uc_write_imm_warn(s->fd, ev->handle, s->o->transport,
 					g->op, s->vendor_id, g->max_size);
+	/* -b: a client that never sent index 0 has no one to ask */
 	if (g->joined == g->qps && (g->flags & BH_BIDIR)) {
-		srv_bidir(s, g);
+		if (g->have_ctl)
+			srv_bidir(s, g);
+		else
+			warn_msg("bench: -b: no connection of a client's "
+				 "said it was its first: not served");
 		return;
 	}
 	if (g->joined != g->qps || !g->op || !two_sided(g->op))
