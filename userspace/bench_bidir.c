@@ -91,17 +91,16 @@ int bench_bidir_report(int fd, const struct bench_opts *o, uint32_t conn,
 {
 	const struct bench_bidir_report *p = bidir_tail(buf);
 	struct krdma_bench *rb = &r->remote;
-	struct bench_opts wait = *o;
-	uint32_t imm = 0;
-	int ret;
-
 	/*
 	 * The server's run may go on after this one: wait as long again as
 	 * this one took, and -T more
 	 */
-	wait.timeout_s += r->b.elapsed_ns / 1000000000 + 1;
+	uint32_t wait_s = o->timeout_s + r->b.elapsed_ns / 1000000000 + 1;
+	uint32_t imm = 0;
+	int ret;
+
 	memset(bidir_tail(buf), 0, BENCH_TAIL);
-	ret = bench_send_end_report(fd, conn, wait.timeout_s, buf, &imm);
+	ret = bench_send_end_report(fd, conn, wait_s, buf, &imm);
 	if (!ret && be32toh(p->magic) != BENCH_MAGIC)
 		ret = -EPROTO;
 	if (ret) {
