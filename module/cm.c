@@ -346,6 +346,7 @@ static int krdma_listener_request(struct krdma_listener *l,
 	 */
 	krdma_cm_fill_event(&kev, handle, id, ev);
 	kev.listener = l->obj.handle;
+	kev.dev_index = conn->obj.kdev->id;
 	krdma_event_post(l->obj.session, qe, &kev);
 	id->context = &conn->obj;
 	krdma_device_exit(conn->obj.kdev);

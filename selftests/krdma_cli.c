@@ -588,6 +588,29 @@ KRDMA_TEST_F_TIMEOUT(cli, serve_device_of_addr, CLI_CASE_TIMEOUT)
 }
 
 /*
+ * A server on every address, its buffer on the test device (-d): a request
+ * that came on the second device is refused, saying so (its work requests
+ * could not use the buffer), and one on the test device is served.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, serve_request_of_other_device, CLI_CASE_TIMEOUT)
+{
+	const char *addr2 = kt_test_addr2(false);
+	int st;
+
+	if (!addr2 || !kt_test_dev2())
+		SKIP(return, "%s", kt_no_dev2(false));
+	if (!kt_module_has(KRDMA_FEATURE_EVENT_DEVICE))
+		SKIP(return, "no KRDMA_FEATURE_EVENT_DEVICE");
+	START_SERVER("-a 0.0.0.0:18742 -n 1");
+	st = cli_run(&self->client, "krdmactl write -s 4096 %s:18742", addr2);
+	EXPECT_NE(0, st) TH_LOG("%s", self->client.out);
+	CLIENT_OK("write -s 4096 %s:18742", kt_test_addr(false));
+	SERVER_OK();
+	EXPECT_NE(NULL, strstr(self->server.out, "came on another device"))
+		TH_LOG("%s", self->server.out);
+}
+
+/*
  * A name that comes from a peer reaches the server's output escaped: no
  * terminal control, and JSON stays JSON (a byte that is not UTF-8 as the
  * code point of its value).  The server has no --save: it refuses the

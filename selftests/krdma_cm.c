@@ -534,7 +534,7 @@ KRDMA_TEST_F(cm, connect_accept_events)
 		       req.peer.addr[2], req.peer.addr[3]);
 	}
 	EXPECT_NE(0, req.peer.port);
-	EXPECT_EQ(0u, req.__reserved);
+	EXPECT_EQ(rxe0, req.dev_index);
 	ASSERT_LE(sizeof(cpd), req.private_data_len);
 	EXPECT_EQ(0, memcmp(req.private_data, cpd, sizeof(cpd)));
 
@@ -2233,39 +2233,47 @@ KRDMA_TEST_F_TIMEOUT(cm, server_close_established_only, 90)
 
 /* ------------------------------------------------------------------------
  * rxe1 -> rxe0 across the veth (the test device's second, kt_test_dev2(),
- * to it)
+ * to it), and back
  */
 
+/*
+ * From @src, an address of device @src_dev, to @dst, one of @dst_dev: the
+ * connection is on each end's device, and the request names the server's.
+ */
 static void kc_cross(struct __test_metadata *_metadata,
-		     FIXTURE_DATA(cm) *self, const char *src, const char *dst)
+		     FIXTURE_DATA(cm) *self, const char *src_dev,
+		     const char *src, const char *dst_dev, const char *dst)
 {
-	int64_t rxe0 = kc_dev_index(self->sfd, kt_test_dev());
-	int64_t rxe1 = kc_dev_index(self->sfd, kt_test_dev2());
+	int64_t dst_index = kc_dev_index(self->sfd, dst_dev);
+	int64_t src_index = kc_dev_index(self->sfd, src_dev);
 	struct krdma_cm_accept a;
 	struct krdma_event ev;
 	struct kc_connect c;
 	uint32_t h;
 	uint16_t port;
 
-	ASSERT_LE(0, rxe0);
-	ASSERT_LE(0, rxe1);
-	ASSERT_OK(kc_listen(self->sfd, dst, 0, &h, &port));
+	ASSERT_LE(0, dst_index);
+	ASSERT_LE(0, src_index);
+	/* a wildcard listener hears both devices: only the event tells */
+	ASSERT_OK(kc_listen(self->sfd, strchr(dst, ':') ? "::" : "0.0.0.0", 0,
+			    &h, &port));
 	kc_connect_init(&c, self->cfd, dst, port, "x", 1);
 	kc_sockaddr(&c.cmd.src, src, 0);
 	ASSERT_EQ(0, kc_connect_start(&c));
 	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_CONNECT_REQUEST, 0,
 				CM_MS, &ev));
 	EXPECT_TRUE(kc_sockaddr_is(&ev.peer, src));
+	EXPECT_EQ(dst_index, ev.dev_index);
 	ASSERT_OK(kc_accept(self->sfd, ev.handle, NULL, 0, &a));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(0, c.ret) {
 		TH_LOG("CM_CONNECT %s -> %s: %s", src, dst, strerror(c.err));
 	}
-	EXPECT_EQ(rxe1, c.cmd.dev_index);
-	kc_send_check(_metadata, self->cfd, c.cmd.handle, rxe1, self->sfd,
-		      ev.handle, rxe0, 8192, 41);
-	kc_send_check(_metadata, self->sfd, ev.handle, rxe0, self->cfd,
-		      c.cmd.handle, rxe1, 8192, 42);
+	EXPECT_EQ(src_index, c.cmd.dev_index);
+	kc_send_check(_metadata, self->cfd, c.cmd.handle, src_index, self->sfd,
+		      ev.handle, dst_index, 8192, 41);
+	kc_send_check(_metadata, self->sfd, ev.handle, dst_index, self->cfd,
+		      c.cmd.handle, src_index, 8192, 42);
 	EXPECT_OK(kc_disconnect(self->cfd, c.cmd.handle));
 	ASSERT_OK(kc_wait_event(self->sfd, KRDMA_EVENT_DISCONNECTED, ev.handle,
 				CM_MS, NULL));
@@ -2586,7 +2594,18 @@ KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv4, 90)
 
 	if (!src)
 		SKIP(return, "%s", kt_no_dev2(false));
-	kc_cross(_metadata, self, src, self->addr);
+	kc_cross(_metadata, self, kt_test_dev2(), src, kt_test_dev(),
+		 self->addr);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, rxe0_to_rxe1_ipv4, 90)
+{
+	const char *dst = kt_test_addr2(false);
+
+	if (!dst)
+		SKIP(return, "%s", kt_no_dev2(false));
+	kc_cross(_metadata, self, kt_test_dev(), self->addr, kt_test_dev2(),
+		 dst);
 }
 
 KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv6, 90)
@@ -2596,7 +2615,19 @@ KRDMA_TEST_F_TIMEOUT(cm, rxe1_to_rxe0_ipv6, 90)
 	if (!src)
 		SKIP(return, "%s", kt_no_dev2(true));
 	KC_NEED_ADDR6(self);
-	kc_cross(_metadata, self, src, self->addr6);
+	kc_cross(_metadata, self, kt_test_dev2(), src, kt_test_dev(),
+		 self->addr6);
+}
+
+KRDMA_TEST_F_TIMEOUT(cm, rxe0_to_rxe1_ipv6, 90)
+{
+	const char *dst = kt_test_addr2(true);
+
+	if (!dst)
+		SKIP(return, "%s", kt_no_dev2(true));
+	KC_NEED_ADDR6(self);
+	kc_cross(_metadata, self, kt_test_dev(), self->addr6, kt_test_dev2(),
+		 dst);
 }
 
 /* ------------------------------------------------------------------------

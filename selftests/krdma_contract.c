@@ -852,7 +852,8 @@ KRDMA_TEST_F_TIMEOUT(contract, completions_fully_written, 120)
 
 /*
  * CM events: the private data past its length, the address bytes past the
- * family's, and __reserved are zero, whatever the array held before.
+ * family's, and dev_index but in a request are zero, whatever the array
+ * held before.
  */
 KRDMA_TEST_F_TIMEOUT(contract, events_fully_written, 120)
 {
@@ -900,7 +901,10 @@ KRDMA_TEST_F_TIMEOUT(contract, events_fully_written, 120)
 			size_t alen = e->peer.family == AF_INET ? 4 : 16;
 
 			got++;
-			EXPECT_EQ(0u, e->__reserved);
+			/* the request's device, the test device; else 0 */
+			EXPECT_EQ(e->type == KRDMA_EVENT_CONNECT_REQUEST ?
+				  self->dev.dev_index : 0u,
+				  e->dev_index);
 			EXPECT_LE(e->private_data_len, sizeof(e->private_data));
 			if (e->private_data_len <= sizeof(e->private_data))
 				EXPECT_TRUE(kr_all_bytes(e->private_data + e->private_data_len,

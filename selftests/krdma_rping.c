@@ -305,6 +305,28 @@ FIXTURE_TEARDOWN(failures)
 	kt_proc_end(&self->client);
 }
 
+/*
+ * A krdmactl rping client of @pings validated pings to @addr port @port,
+ * whose server runs: the client succeeds, the server ends with @status.
+ */
+static void rp_client_ends(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(failures) *self, const char *addr,
+			   unsigned int port, unsigned int pings, int status)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p %u -C %u -V -T "
+		 RP_IDLE, addr, port, pings);
+	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
+	kt_reap_pair(&self->server, &self->client, RP_GRACE);
+	EXPECT_EQ(0, self->client.status) {
+		TH_LOG("%.2000s", kt_out(&self->client));
+	}
+	EXPECT_EQ(status, self->server.status) {
+		TH_LOG("%.2000s", kt_out(&self->server));
+	}
+}
+
 /* Nobody listens: the client fails, saying so. */
 KRDMA_TEST_F(failures, connect_refused)
 {
@@ -351,19 +373,62 @@ KRDMA_TEST_F_TIMEOUT(failures, server_count_mismatch, RP_CASE_TIMEOUT)
 		 "-T " RP_IDLE, rp_dev(), kt_test_addr(false));
 	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
 	ASSERT_TRUE(rp_wait_listen(&self->server, 7396));
-	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p 7396 -C 3 -V "
-		 "-T " RP_IDLE, kt_test_addr(false));
-	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
-	kt_reap_pair(&self->server, &self->client, RP_GRACE);
-	EXPECT_EQ(0, self->client.status) {
-		TH_LOG("%.2000s", kt_out(&self->client));
-	}
-	EXPECT_EQ(1, self->server.status) {
-		TH_LOG("%.2000s", kt_out(&self->server));
-	}
+	rp_client_ends(_metadata, self, kt_test_addr(false), 7396, 3, 1);
 	EXPECT_NE(NULL, strstr(kt_out(&self->server), "after 3 pings, not 5")) {
 		TH_LOG("%.2000s", kt_out(&self->server));
 	}
+}
+
+/*
+ * A server on every address, its buffers on the test device (-d): a client
+ * whose request comes on the second device is refused, and the server
+ * waits on for one that comes on its own.
+ */
+KRDMA_TEST_F_TIMEOUT(failures, request_on_other_device, RP_CASE_TIMEOUT)
+{
+	const char *addr2 = kt_test_addr2(false);
+	char cmd[256];
+
+	if (!addr2 || !kt_test_dev2())
+		SKIP(return, "%s", kt_no_dev2(false));
+	if (!kt_module_has(KRDMA_FEATURE_EVENT_DEVICE))
+		SKIP(return, "no KRDMA_FEATURE_EVENT_DEVICE");
+	snprintf(cmd, sizeof(cmd), "krdmactl rping -s -d %s -a 0.0.0.0 "
+		 "-p 7395 -C 2 -T " RP_IDLE, kt_test_dev());
+	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
+	ASSERT_TRUE(rp_wait_listen(&self->server, 7395));
+	snprintf(cmd, sizeof(cmd), "krdmactl rping -a %s -p 7395 -C 2 -T 5",
+		 addr2);
+	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
+	kt_reap(&self->client);
+	EXPECT_EQ(1, self->client.status) {
+		TH_LOG("%.2000s", kt_out(&self->client));
+	}
+	kt_proc_end(&self->client);
+	rp_client_ends(_metadata, self, kt_test_addr(false), 7395, 2, 0);
+	EXPECT_NE(NULL, strstr(kt_out(&self->server), "another device")) {
+		TH_LOG("%.2000s", kt_out(&self->server));
+	}
+}
+
+/*
+ * A server on every address without -d, on a host of several devices,
+ * takes the device of the request, as rdma-core's rping does: the second
+ * device here.
+ */
+KRDMA_TEST_F_TIMEOUT(failures, wildcard_server_request_device,
+		     RP_CASE_TIMEOUT)
+{
+	const char *addr2 = kt_test_addr2(false);
+
+	if (!addr2 || !kt_test_dev2())
+		SKIP(return, "%s", kt_no_dev2(false));
+	if (!kt_module_has(KRDMA_FEATURE_EVENT_DEVICE))
+		SKIP(return, "no KRDMA_FEATURE_EVENT_DEVICE");
+	ASSERT_OK(rp_spawn(&self->server, "server", "krdmactl rping -s -a "
+			   "0.0.0.0 -p 7394 -C 3 -V -T " RP_IDLE));
+	ASSERT_TRUE(rp_wait_listen(&self->server, 7394));
+	rp_client_ends(_metadata, self, addr2, 7394, 3, 0);
 }
 
 /* Bad options: exit 2, naming the option; rping's size limits. */

@@ -1704,6 +1704,20 @@ static inline int kt_session_open_dev(struct __test_metadata *_metadata,
 	return fd;
 }
 
+/* Does the loaded module have @feature (KRDMA_FEATURE_*)? */
+static inline bool kt_module_has(uint64_t feature)
+{
+	struct krdma_info info;
+	int fd = krdma_open();
+	bool has;
+
+	if (fd < 0)
+		return false;
+	has = !krdma_info_get(fd, &info) && (info.features & feature);
+	close(fd);
+	return has;
+}
+
 /*
  * kt_session_open_dev() for tests of a feature (KRDMA_FEATURE_*): the
  * session, or -1 with the test skipped if the module lacks it.

@@ -163,6 +163,8 @@ enum {
  * @KRDMA_FEATURE_POST_POLL: %KRDMA_POST takes %KRDMA_POST_POLL
  * @KRDMA_FEATURE_ACCEPT_ASYNC: %KRDMA_CM_ACCEPT takes %KRDMA_CONN_ACCEPT_ASYNC
  * @KRDMA_FEATURE_QUERY_SESSIONS: %KRDMA_QUERY_SESSIONS
+ * @KRDMA_FEATURE_EVENT_DEVICE: a CONNECT_REQUEST names its device in
+ *	&struct krdma_event.dev_index
  *
  * A command whose feature bit is clear answers %ENOTTY.
  */
@@ -178,6 +180,7 @@ enum krdma_feature {
 	KRDMA_FEATURE_POST_POLL = 1 << 8,
 	KRDMA_FEATURE_ACCEPT_ASYNC = 1 << 9,
 	KRDMA_FEATURE_QUERY_SESSIONS = 1 << 10,
+	KRDMA_FEATURE_EVENT_DEVICE = 1 << 11,
 };
 
 /**
@@ -1185,7 +1188,11 @@ enum krdma_event_type {
  * @private_data_len: bytes of @private_data the CM delivered; the CM pads
  *	what the peer sent to its message's fixed size (CONNECT_REQUEST 56,
  *	ESTABLISHED 196, REJECTED 148), so a protocol carries its own length
- * @__reserved: zero
+ * @dev_index: CONNECT_REQUEST, with %KRDMA_FEATURE_EVENT_DEVICE: the
+ *	device the request came on, whose buffers the new connection's work
+ *	requests must use (a listener on a wildcard address hears every
+ *	device of the namespace).  Other events, and a module without the
+ *	feature: 0, which is also a device's id
  * @private_data: the peer's private data
  */
 struct krdma_event {
@@ -1195,7 +1202,7 @@ struct krdma_event {
 	__u32 listener;
 	struct krdma_sockaddr peer;
 	__u32 private_data_len;
-	__u32 __reserved;
+	__u32 dev_index;
 	__u8 private_data[196];
 };
 

@@ -272,8 +272,8 @@ int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
 int bench_via_run(struct via *v, uint32_t size);
 
 /* bench_client.c */
-void bench_uc_write_imm_warn(int fd, uint32_t conn, uint32_t transport,
-			     int op, uint32_t vendor_id, uint32_t max_size);
+void bench_uc_write_imm_warn(int fd, uint32_t conn, uint32_t vendor_id,
+			     uint32_t transport, int op, uint32_t max_size);
 int bench_client(int fd, const struct bench_opts *o);
 int bench_conns(int fd, const struct bench_opts *o);
 int bench_memcpy(const struct bench_opts *o);

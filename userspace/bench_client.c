@@ -146,10 +146,11 @@ static int ud_max_size(int fd, uint32_t conn, const struct bench_opts *o,
 /*
  * rxe (its vendor ID) wedges a UC QP that drops the last packet of a
  * WRITE_WITH_IMM of several for want of a receive: every later message to
- * it is dropped too (README, Known problems).  Say so before such a run.
+ * it is dropped too (README, Known problems).  Say so before such a run on
+ * @conn, whose device's vendor is @vendor_id.
  */
-void bench_uc_write_imm_warn(int fd, uint32_t conn, uint32_t transport,
-			     int op, uint32_t vendor_id, uint32_t max_size)
+void bench_uc_write_imm_warn(int fd, uint32_t conn, uint32_t vendor_id,
+			     uint32_t transport, int op, uint32_t max_size)
 {
 	uint32_t mtu;
 
@@ -255,8 +256,8 @@ int bench_client(int fd, const struct bench_opts *o)
 		if (ret)
 			goto out;
 	}
-	bench_uc_write_imm_warn(fd, conns[0].handle, o->transport, o->op,
-				vendor_id, max_size);
+	bench_uc_write_imm_warn(fd, conns[0].handle, vendor_id, o->transport,
+				o->op, max_size);
 	/* -b: the END and its answer carry immediate data */
 	if (o->bidir && ends[0].iwarp) {
 		err_msg("bench: -b: iWARP has no immediate data, which the "

@@ -12,7 +12,8 @@
  * against what was asked (its device from CM_CONNECT, its port from
  * KRDMA_QUERY_SESSIONS, its path MTU from KRDMA_CONN_QUERY), refused if it
  * differs rather than run elsewhere.  A server with -d listens on an
- * address of that device.
+ * address of that device; without, on every address, each request's
+ * event naming its device (KRDMA_QUERY_SESSIONS on an older module).
  *
  * krdma reports each connection's QP numbers and PSNs (the local ones as
  * `rdma resource show qp` lists them, the peer's) and its port, whose LID
@@ -301,8 +302,7 @@ out:
 }
 
 int bench_ib_listen(int fd, const struct bench_ib_want *w, uint16_t port,
-		    struct krdma_sockaddr *addr, uint32_t *dev_index,
-		    uint32_t *vendor_id)
+		    struct krdma_sockaddr *addr, uint32_t *dev_index)
 {
 	const struct krdma_device_info *d;
 	struct krdma_sockaddr any4 = { .family = AF_INET };
@@ -323,7 +323,6 @@ int bench_ib_listen(int fd, const struct bench_ib_want *w, uint16_t port,
 	if (!d)
 		goto out;
 	*dev_index = d->dev_index;
-	*vendor_id = d->vendor_id;
 	if (!w->dev) {
 		ret = 0;
 		goto out;

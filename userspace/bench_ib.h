@@ -49,12 +49,11 @@ int bench_ib_source(int fd, const struct bench_ib_want *w,
 
 /*
  * A server's listening address for -d (port @port; the any-address
- * without -d) and the device it serves: *@dev_index, *@vendor_id (the
- * first device's without -d).  0, or 1 said.
+ * without -d) and the device it serves, *@dev_index (the first device
+ * without -d).  0, or 1 said.
  */
 int bench_ib_listen(int fd, const struct bench_ib_want *w, uint16_t port,
-		    struct krdma_sockaddr *addr, uint32_t *dev_index,
-		    uint32_t *vendor_id);
+		    struct krdma_sockaddr *addr, uint32_t *dev_index);
 
 /*
  * After connecting: @handle (QP @qp_num on device @dev_index, from @src

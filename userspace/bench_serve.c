@@ -43,8 +43,8 @@ struct srv {
 	const struct bench_opts *o;
 	uint32_t dev_index;
 	uint32_t listener;
-	uint32_t vendor_id;	/* of the device served */
 	uint32_t kproto;	/* KRDMA_BENCH_PROTOCOL of the loaded module */
+	bool event_dev;		/* its requests name their device */
 	struct srv_group groups[SRV_MAX_GROUPS];
 	uint32_t *conn_group;	/* handle -> group index + 1 (small table) */
 	uint32_t conn_group_len;
@@ -358,10 +358,16 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	depth = lat ? 4 : 2 * g->tx_depth;
 	/*
 	 * Without -d, the device the request came on: a buffer the run uses
-	 * must be the connections' device's
+	 * must be the connections' device's.  A module older than
+	 * KRDMA_FEATURE_EVENT_DEVICE lists it in KRDMA_QUERY_SESSIONS.
 	 */
 	if (!s->o->ib.dev) {
-		ret = bench_ib_conn_dev(s->fd, ev->handle, &dev_index);
+		if (s->event_dev) {
+			dev_index = ev->dev_index;
+			ret = 0;
+		} else {
+			ret = bench_ib_conn_dev(s->fd, ev->handle, &dev_index);
+		}
 		if (ret) {
 			dev_index = g->buf.handle ? g->dev_index : s->dev_index;
 			warn_msg("bench: the device of a request: %s; taking "
@@ -441,8 +447,9 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	g->live++;
 	srv_map(s, ev->handle, g - s->groups + 1);
 	if (g->joined == 1)
-		bench_uc_write_imm_warn(s->fd, ev->handle, s->o->transport,
-					g->op, s->vendor_id, g->max_size);
+		bench_uc_write_imm_warn(s->fd, ev->handle,
+					dev_vendor_id(s->fd, g->dev_index),
+					s->o->transport, g->op, g->max_size);
 	/* -b: a client that never sent index 0 has no one to ask */
 	if (g->joined == g->qps && (g->flags & BH_BIDIR)) {
 		if (g->have_ctl)
@@ -495,10 +502,10 @@ int bench_serve(int fd, const struct bench_opts *o)
 	int ret, n, i;
 
 	/* -d: on an address of that device, whose buffers the runs use */
-	if (bench_ib_listen(fd, &o->ib, o->port, &l.addr, &s.dev_index,
-			    &s.vendor_id))
+	if (bench_ib_listen(fd, &o->ib, o->port, &l.addr, &s.dev_index))
 		return 1;
 	s.kproto = bench_protocol(fd);
+	s.event_dev = krdma_features(fd) & KRDMA_FEATURE_EVENT_DEVICE;
 	ret = krdma_ioctl_quiet(fd, KRDMA_CM_LISTEN, &l);
 	if (ret) {
 		addr_format(&l.addr, where, sizeof(where));

@@ -369,6 +369,34 @@ uint64_t dev_max_buf(int fd, uint32_t dev_index)
 	return largest;
 }
 
+/* Device @dev_index's vendor ID; 0 if it cannot be told. */
+uint32_t dev_vendor_id(int fd, uint32_t dev_index)
+{
+	struct dev_snapshot s;
+	uint32_t vendor_id = 0;
+
+	if (query_devices(fd, true, dev_index, &s))
+		return 0;
+	if (s.num_devs)
+		vendor_id = s.devs[0].vendor_id;
+	free_snapshot(&s);
+	return vendor_id;
+}
+
+/* Device @dev_index's name into @buf, or "device N" if it has none now. */
+const char *dev_name_of(int fd, uint32_t dev_index, char *buf, size_t len)
+{
+	struct dev_snapshot s;
+
+	snprintf(buf, len, "device %u", dev_index);
+	if (query_devices(fd, true, dev_index, &s))
+		return buf;
+	if (s.num_devs)
+		snprintf(buf, len, "%s", s.devs[0].name);
+	free_snapshot(&s);
+	return buf;
+}
+
 /* The device's first port, if the snapshot holds it. */
 static const struct krdma_port_info *
 first_port(const struct dev_snapshot *s, const struct krdma_device_info *d)

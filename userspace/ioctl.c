@@ -75,6 +75,15 @@ int krdma_ioctl_quiet(int fd, unsigned long req, void *arg)
 	return ioctl(fd, req, arg) < 0 ? -errno : 0;
 }
 
+/* The loaded module's KRDMA_FEATURE_* bits; 0 if it cannot tell. */
+uint64_t krdma_features(int fd)
+{
+	struct krdma_info info = { .size = sizeof(info) };
+
+	return krdma_ioctl_quiet(fd, KRDMA_GET_INFO, &info) ? 0 :
+	       info.features;
+}
+
 /* Returns 0 or -errno; a failure is reported with krdma_report(). */
 int krdma_ioctl(int fd, unsigned long req, void *arg)
 {

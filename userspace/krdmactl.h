@@ -68,6 +68,8 @@ int query_devices(int fd, bool one, uint32_t dev_index,
 void free_snapshot(struct dev_snapshot *s);
 bool dev_is_iwarp(int fd, uint32_t dev_index);
 uint64_t dev_max_buf(int fd, uint32_t dev_index);
+uint32_t dev_vendor_id(int fd, uint32_t dev_index);
+const char *dev_name_of(int fd, uint32_t dev_index, char *buf, size_t len);
 
 /* util.c: messages, option parsing */
 void __printf(1, 2) err_msg(const char *fmt, ...);
@@ -105,6 +107,7 @@ int krdma_open(void);
 void krdma_report_open(int err);
 int krdma_ioctl_quiet(int fd, unsigned long req, void *arg);
 int krdma_ioctl(int fd, unsigned long req, void *arg);
+uint64_t krdma_features(int fd);
 const char *krdma_req_name(unsigned long req);
 void krdma_report(unsigned long req, int err);
 void __printf(3, 4) krdma_report_field(unsigned long req, int err,

@@ -22,6 +22,7 @@ const char *const feature_names[] = {
 	"post_poll",
 	"accept_async",
 	"query_sessions",
+	"event_device",
 };
 const unsigned int nr_feature_names = ARRAY_SIZE(feature_names);
 

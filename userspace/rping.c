@@ -131,6 +131,8 @@ struct rp_ctx {
 	uint32_t listener;
 	uint32_t conn;
 	uint32_t srq;		/* server: where its receives go (0: conn) */
+	bool event_dev;		/* server: a request names its device */
+	bool dev_pending;	/* server: the device is the request's */
 	bool disconnected;
 	/* control: RECV at 0, SEND at 16 */
 	struct verbs_buf ctrl;
@@ -290,10 +292,11 @@ static int rp_resolve_addr(struct rp_ctx *ctx)
 }
 
 /*
- * The server's buffers must live on the device of the connection, which a
- * CONNECT_REQUEST does not name: -d, else the device that owns the listen
- * address as a GID, else the device a port of which is on the address's
- * netdev, else the only device.
+ * The server's buffers must live on the device of the connection: -d, else
+ * the device that owns the listen address as a GID, else the device a port
+ * of which is on the address's netdev, else the only device; else (a
+ * wildcard address) the device the request comes on, when its event names
+ * it.
  */
 static int rp_server_device(struct rp_ctx *ctx)
 {
@@ -327,6 +330,9 @@ static int rp_server_device(struct rp_ctx *ctx)
 		ret = 0;
 	} else if (!s.num_devs) {
 		err_msg("rping: no RDMA device");
+	} else if (ctx->event_dev) {
+		ctx->dev_pending = true;
+		ret = 0;
 	} else {
 		err_msg("rping: %u RDMA devices and none has %s as a GID "
 			"or on its netdev: "
@@ -495,6 +501,30 @@ static int rp_reject(struct rp_ctx *ctx, uint32_t handle)
 }
 
 /*
+ * A request on another device than the server's buffers is refused: its
+ * work requests could not use them.  Without a device chosen, the first
+ * request's is taken.
+ */
+static bool rp_request_on_dev(struct rp_ctx *ctx, const struct krdma_event *ev)
+{
+	char got[KRDMA_NAME_MAX + 16], ours[KRDMA_NAME_MAX + 16];
+
+	if (ctx->dev_pending) {
+		ctx->dev_index = ev->dev_index;
+		ctx->dev_pending = false;
+		return true;
+	}
+	if (!ctx->event_dev || ev->dev_index == ctx->dev_index)
+		return true;
+	warn_msg("rping: refused a client whose request came on another "
+		 "device than the server's: on %s, the buffers on %s (-d or "
+		 "-a picks it)",
+		 dev_name_of(ctx->fd, ev->dev_index, got, sizeof(got)),
+		 dev_name_of(ctx->fd, ctx->dev_index, ours, sizeof(ours)));
+	return false;
+}
+
+/*
  * Takes the queued CM events: notes our connection's end, refuses further
  * clients (rping serves one), and with @request returns the first
  * CONNECT_REQUEST's handle there.  Returns the number of events, or -errno.
@@ -516,7 +546,9 @@ static int rp_drain_events(struct rp_ctx *ctx, uint32_t timeout_ms,
 		const struct krdma_event *ev = &evs[i];
 
 		if (ev->type == KRDMA_EVENT_CONNECT_REQUEST) {
-			if (request && !*request && ev->listener == ctx->listener)
+			if (request && !*request &&
+			    ev->listener == ctx->listener &&
+			    rp_request_on_dev(ctx, ev))
 				*request = ev->handle;
 			else
 				rp_reject(ctx, ev->handle);
@@ -865,16 +897,10 @@ static int rp_accept(struct rp_ctx *ctx)
 			.cq_depth = RPING_SQ_DEPTH * 2,
 		},
 	};
+	bool bufs = ctx->ctrl.handle;
 	uint32_t request = 0;
 	int ret;
 
-	ret = rp_srq_prepare(ctx);
-	if (ret)
-		return ret;
-	if (ctx->srq) {
-		ca.flags |= KRDMA_CONN_SRQ;
-		ca.srq_handle = ctx->srq;
-	}
 	while (!request) {
 		uint32_t tmo = 1000;
 
@@ -892,6 +918,16 @@ static int rp_accept(struct rp_ctx *ctx)
 		ret = rp_drain_events(ctx, tmo, &request);
 		if (ret < 0)
 			return ret;
+	}
+	/* the request's device (rp_server_device()), now known */
+	ret = bufs ? 0 : rp_alloc_bufs(ctx);
+	if (!ret)
+		ret = rp_srq_prepare(ctx);
+	if (ret)
+		return ret;
+	if (ctx->srq) {
+		ca.flags |= KRDMA_CONN_SRQ;
+		ca.srq_handle = ctx->srq;
 	}
 	ca.handle = request;
 	ctx->conn = request;
@@ -920,8 +956,9 @@ static int rp_run_server(struct rp_ctx *ctx)
 	uint32_t len;
 	int ret;
 
+	ctx->event_dev = krdma_features(ctx->fd) & KRDMA_FEATURE_EVENT_DEVICE;
 	ret = rp_server_device(ctx);
-	if (!ret)
+	if (!ret && !ctx->dev_pending)
 		ret = rp_alloc_bufs(ctx);
 	if (!ret && o->validate) {
 		ctx->expect = malloc(o->size);

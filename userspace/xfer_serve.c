@@ -145,6 +145,7 @@ struct sv {
 	uint32_t ud_mtu;	/* the device's smallest active MTU */
 	bool no_imm;		/* iWARP: none comes, the messages say it */
 	bool accept_waits;	/* a module without async accepts: ACCEPT waits */
+	bool event_dev;		/* a request names its device */
 	struct verbs_buf data;
 	struct sv_client clients[SV_MAX_CLIENTS];
 	struct sv_copy copy;
@@ -267,8 +268,8 @@ static void sv_event_end(void)
 
 /*
  * The buffer must live on the device the clients' connections arrive on,
- * which a CONNECT_REQUEST does not name: -d, else the device the listen
- * address @addr is on, else the first.
+ * chosen before any comes: -d, else the device the listen address @addr
+ * is on, else the first.  A request on another is refused.
  */
 static int sv_pick_device(struct sv *s, const struct krdma_sockaddr *addr)
 {
@@ -334,6 +335,7 @@ static int sv_setup(struct sv *s, struct krdma_sockaddr *addr)
 	/* a module older than async accepts: each ACCEPT waits for the end */
 	ret = krdma_ioctl(s->fd, KRDMA_GET_INFO, &info);
 	s->accept_waits = !(info.features & KRDMA_FEATURE_ACCEPT_ASYNC);
+	s->event_dev = info.features & KRDMA_FEATURE_EVENT_DEVICE;
 	if (!ret)
 		ret = sv_pick_device(s, addr);
 	if (!ret)
@@ -405,16 +407,27 @@ static void sv_reject(struct sv *s, const struct krdma_event *ev,
 	sv_event_end();
 }
 
-/* Why the request of @ev is refused, or NULL. */
-static const char *sv_check_request(const struct krdma_event *ev)
+/* Why the request of @ev is refused (into @buf, or a constant), or NULL. */
+static const char *sv_check_request(const struct sv *s,
+				    const struct krdma_event *ev, char *buf,
+				    size_t len)
 {
 	const struct xfer_hello *h = (const void *)ev->private_data;
+	char name[KRDMA_NAME_MAX + 16];
 
 	if (ev->private_data_len < sizeof(*h) ||
 	    be32toh(h->magic) != XFER_MAGIC)
 		return "not a krdmactl client";
 	if (be16toh(h->version) != XFER_VERSION)
 		return "protocol version mismatch";
+	/* its work requests could not use the buffers, which are there */
+	if (s->event_dev && ev->dev_index != s->dev_index) {
+		snprintf(buf, len, "came on another device than the server's: "
+			 "on %s, the buffers on %s (-d or -a picks it)",
+			 dev_name_of(s->fd, ev->dev_index, name, sizeof(name)),
+			 s->dev_name);
+		return buf;
+	}
 	return NULL;
 }
 
@@ -593,7 +606,8 @@ static int sv_ud_ah(struct sv *s, struct sv_client *c,
 static void sv_request(struct sv *s, const struct krdma_event *ev)
 {
 	const struct xfer_hello *h = (const void *)ev->private_data;
-	const char *why = sv_check_request(ev);
+	char why_buf[2 * KRDMA_NAME_MAX + 96];
+	const char *why = sv_check_request(s, ev, why_buf, sizeof(why_buf));
 	struct sv_client *c = why ? NULL : sv_free_client(s);
 	uint32_t i;
 	int ret;
