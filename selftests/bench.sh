@@ -87,7 +87,12 @@ ratio() {	# ratio A B
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || b == 0) print "null"; else printf "%.3f\n", a / b }'
 }
 
-next_port() { PORT=$((PORT + 1)); }
+# perftest() runs in a command substitution, a subshell: the last port
+# taken is kept in a file, so that each pair has a port of its own
+next_port() {
+	PORT=$(($(cat "$TMP/port" 2>/dev/null || echo "$PORT") + 1))
+	echo "$PORT" > "$TMP/port"
+}
 
 # the CQ moderation perftest chose (it prints it): krdma gets the same
 cqmod() {	# cqmod FILE
