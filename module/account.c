@@ -17,7 +17,8 @@
  *  - Verbs objects: each object that holds some on a device (a buffer, a
  *    connection, an SRQ, an address handle) is one hca_object of the
  *    creating task's rdma cgroup on that device, as uverbs charges its
- *    objects; past rdma.max, EAGAIN.
+ *    objects, and a session's PD on the device one hca_handle (pd.c), as
+ *    uverbs charges a context; past rdma.max, EAGAIN.
  *
  * Events are bounded per session (max_events, event.c).
  */
@@ -238,37 +239,38 @@ void krdma_uncharge_queues(struct krdma_queue_charge *charge)
 }
 
 /*
- * Charge one HCA object on @ibdev to the caller's rdma cgroup, into
- * @charge (empty), as uverbs charges each object it makes: 0, or -EAGAIN
- * past the cgroup's rdma.max (-ENOMEM without memory).  The charge stays
- * with that cgroup, also when the task moves or exits.  It must be undone
- * before @ibdev leaves the rdma controller, after the clients' remove():
- * so while the object's verbs state stands.  May sleep.
+ * Charge one @type (an HCA object, or handle) on @ibdev to the caller's
+ * rdma cgroup, into @charge (empty), as uverbs charges each object and
+ * context it makes: 0, or -EAGAIN past the cgroup's rdma.max (-ENOMEM
+ * without memory).  The charge stays with that cgroup, also when the task
+ * moves or exits.  It must be undone before @ibdev leaves the rdma
+ * controller, after the clients' remove(): so while the object's verbs
+ * state stands.  May sleep.
  */
-int krdma_rdmacg_charge_object(struct krdma_rdmacg_charge *charge,
-			       struct ib_device *ibdev)
+int krdma_rdmacg_charge(struct krdma_rdmacg_charge *charge,
+			struct ib_device *ibdev,
+			enum rdmacg_resource_type type)
 {
 #if IS_ENABLED(CONFIG_CGROUP_RDMA)
 	int ret;
 
 	if (WARN_ON_ONCE(charge->cg))
 		return -EINVAL;
-	ret = rdmacg_try_charge(&charge->cg, &ibdev->cg_device,
-				RDMACG_RESOURCE_HCA_OBJECT);
+	ret = rdmacg_try_charge(&charge->cg, &ibdev->cg_device, type);
 	if (ret)
 		return ret;
 	charge->ibdev = ibdev;
+	charge->type = type;
 #endif
 	return 0;
 }
 
-void krdma_rdmacg_uncharge_object(struct krdma_rdmacg_charge *charge)
+void krdma_rdmacg_uncharge(struct krdma_rdmacg_charge *charge)
 {
 #if IS_ENABLED(CONFIG_CGROUP_RDMA)
 	if (!charge->cg)
 		return;
-	rdmacg_uncharge(charge->cg, &charge->ibdev->cg_device,
-			RDMACG_RESOURCE_HCA_OBJECT);
+	rdmacg_uncharge(charge->cg, &charge->ibdev->cg_device, charge->type);
 	charge->cg = NULL;
 	charge->ibdev = NULL;
 #endif

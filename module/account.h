@@ -5,6 +5,7 @@
 #ifndef KRDMA_ACCOUNT_H
 #define KRDMA_ACCOUNT_H
 
+#include <linux/cgroup_rdma.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 
@@ -49,14 +50,17 @@ void krdma_uncharge_queues(struct krdma_queue_charge *charge);
  * @cg: the cgroup charged, its css referenced; NULL while nothing is
  *	(always, without CONFIG_CGROUP_RDMA)
  * @ibdev: the device it is charged on
+ * @type: what is charged: an HCA object, or an HCA handle
  */
 struct krdma_rdmacg_charge {
 	struct rdma_cgroup *cg;
 	struct ib_device *ibdev;
+	enum rdmacg_resource_type type;
 };
 
-int krdma_rdmacg_charge_object(struct krdma_rdmacg_charge *charge,
-			       struct ib_device *ibdev);
-void krdma_rdmacg_uncharge_object(struct krdma_rdmacg_charge *charge);
+int krdma_rdmacg_charge(struct krdma_rdmacg_charge *charge,
+			struct ib_device *ibdev,
+			enum rdmacg_resource_type type);
+void krdma_rdmacg_uncharge(struct krdma_rdmacg_charge *charge);
 
 #endif /* KRDMA_ACCOUNT_H */

@@ -823,7 +823,7 @@ int krdma_cm_accept(struct krdma_session *session, struct krdma_ucmd *ucmd)
 		ret = krdma_conn_create_hw(conn, &cmd->caps);
 	if (ret) {
 		/* Nothing reached the peer: the request can still be answered. */
-		krdma_rdmacg_uncharge_object(&conn->obj.rdmacg);
+		krdma_rdmacg_uncharge(&conn->obj.rdmacg);
 		krdma_conn_release_hw(conn);
 		clear_bit(KRDMA_CONN_CONNECTED, &conn->state);
 		krdma_conn_unlock_put(conn);

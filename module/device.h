@@ -13,6 +13,8 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
+#include "account.h"
+
 struct krdma_reg_cm;
 struct krdma_session;
 struct net;
@@ -72,6 +74,8 @@ struct krdma_device {
  *	the MR is registered; the xarray's lock protects a lookup and the kref
  *	it takes (a LOCAL_INV names a key, and may name no other session's)
  * @dead: @pd and @reg_qp are gone (the device was removed)
+ * @handle_charge: the hca_handle @pd is, charged with the first object
+ *	charged in it (krdma_pd_charge_handle()), under the session's pd_lock
  */
 struct krdma_pd {
 	struct kref kref;
@@ -84,6 +88,7 @@ struct krdma_pd {
 	struct list_head dev_entry;
 	struct xarray buf_keys;
 	bool dead;
+	struct krdma_rdmacg_charge handle_charge;
 };
 
 int krdma_devices_init(void);
@@ -118,5 +123,6 @@ void krdma_pd_flush(void);
 int krdma_pd_init(void);
 void krdma_pd_exit(void);
 void krdma_pd_put(struct krdma_pd *kpd);
+int krdma_pd_charge_handle(struct krdma_pd *kpd);
 
 #endif /* KRDMA_DEVICE_H */

@@ -157,9 +157,15 @@ int krdma_object_reserve(struct krdma_object *obj)
  */
 int krdma_object_charge_rdmacg(struct krdma_object *obj)
 {
+	int ret;
+
 	if (!obj->kpd || obj->rdmacg.cg || (current->flags & PF_KTHREAD))
 		return 0;
-	return krdma_rdmacg_charge_object(&obj->rdmacg, obj->kdev->ibdev);
+	ret = krdma_pd_charge_handle(obj->kpd);
+	if (ret)
+		return ret;
+	return krdma_rdmacg_charge(&obj->rdmacg, obj->kdev->ibdev,
+				   RDMACG_RESOURCE_HCA_OBJECT);
 }
 
 /*
@@ -215,7 +221,7 @@ int krdma_object_publish(struct krdma_object *obj, u32 *handle)
 		obj->handle = 0;
 	}
 err_uncharge:
-	krdma_rdmacg_uncharge_object(&obj->rdmacg);
+	krdma_rdmacg_uncharge(&obj->rdmacg);
 	return ret;
 }
 
@@ -367,7 +373,7 @@ void krdma_object_kill_hw(struct krdma_object *obj)
 		WRITE_ONCE(obj->hw_dead, true);
 		obj->ops->destroy_hw(obj);
 		/* before the device leaves the rdma cgroups, on removal */
-		krdma_rdmacg_uncharge_object(&obj->rdmacg);
+		krdma_rdmacg_uncharge(&obj->rdmacg);
 		wake_up_all(&obj->session->wait);
 	}
 	up_write(&obj->hw_rwsem);

@@ -22,8 +22,9 @@
  *  8. krdma_session.pd_lock
  *  9. krdma_device.lock
  * 10. innermost, nothing taken inside: the xarrays' locks, krdma_srq.lock,
- *     krdma_bench_shared.lock, and krdma_session.event_lock (irqsave: a QP's
- *     event handler takes it in interrupt context)
+ *     krdma_bench_shared.lock, krdma_session.event_lock (irqsave: a QP's
+ *     event handler takes it in interrupt context), and the rdma cgroup's
+ *     own mutex (a charge under 8, an uncharge under 9)
  *
  * No page fault is taken under a hw_rwsem (POST and POLL copy with faults
  * off) or a device's usage (user pages are pinned before), and no

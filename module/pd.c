@@ -529,6 +529,32 @@ struct krdma_pd *krdma_pd_get(struct krdma_session *session,
 }
 
 /*
+ * The PD is the session's hca_handle on its device, the nearest thing to a
+ * uverbs context: charged once, with the first object charged in it (in
+ * the task that creates that object: a request's connection is published
+ * by a kernel thread, and charged at its accept), to that task's rdma
+ * cgroup, as uverbs charges a context: 0, or -EAGAIN past rdma.max.  Not
+ * concurrent with krdma_pd_kill(): a charging caller holds an object in
+ * the PD, so no last put, and removal kills the PDs only once it has
+ * waited out krdma_device_enter() (a publish) and killed every object,
+ * under its hw lock (an accept holds the connection's).
+ */
+int krdma_pd_charge_handle(struct krdma_pd *kpd)
+{
+	int ret = 0;
+
+	if (!IS_ENABLED(CONFIG_CGROUP_RDMA))
+		return 0;
+	mutex_lock(&kpd->session->pd_lock);
+	WARN_ON_ONCE(kpd->dead);
+	if (!kpd->handle_charge.cg)
+		ret = krdma_rdmacg_charge(&kpd->handle_charge, kpd->kdev->ibdev,
+					  RDMACG_RESOURCE_HCA_HANDLE);
+	mutex_unlock(&kpd->session->pd_lock);
+	return ret;
+}
+
+/*
  * Free the PD's verbs state; the caller holds the device's lock.  An iWARP
  * registration connection and the PD after it go in krdma_reg_wq.
  */
@@ -552,6 +578,8 @@ void krdma_pd_kill(struct krdma_pd *kpd)
 	}
 	kpd->pd = NULL;
 	kpd->dead = true;
+	/* before the device leaves the rdma cgroups, on removal */
+	krdma_rdmacg_uncharge(&kpd->handle_charge);
 }
 
 /*

@@ -554,11 +554,65 @@ static int rdmacg_child(const struct kt_dev *dev, const char *cg)
 }
 
 /*
- * The rdma cgroup: each object holding verbs objects on a device is one
- * hca_object of the creating task's cgroup, as uverbs charges; past
- * rdma.max a create is EAGAIN, and what is destroyed is uncharged.
+ * The child of rdma_cgroup_hca_handle, in cgroup @cg whose rdma.max allows
+ * one hca_handle: 0, or its step.
  */
-KRDMA_TEST_F_TIMEOUT(obj, rdma_cgroup_hca_object, 60)
+static int rdmacg_handle_child(const struct kt_dev *dev, const char *cg)
+{
+	const char *name = dev->info.name;
+	struct kt_buf a[2], b;
+	char path[512];
+	int fd, fd2;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	if (kt_write_file(path, "0"))
+		return 1;
+	fd = krdma_open();
+	fd2 = krdma_open();
+	if (fd < 0 || fd2 < 0)
+		return 2;
+	/* a session's objects on the device share its one hca_handle */
+	if (kt_rdmacg_current(cg, name, true) != 0 ||
+	    kt_buf_alloc(fd, dev->dev_index, 0, 4096, &a[0]) ||
+	    kt_buf_alloc(fd, dev->dev_index, 0, 4096, &a[1]))
+		return 3;
+	if (kt_rdmacg_current(cg, name, true) != 1 ||
+	    kt_rdmacg_objects(cg, name) != 2)
+		return 4;
+	/* another session's is one more: EAGAIN, nothing charged */
+	if (!kt_buf_alloc(fd2, dev->dev_index, 0, 4096, &b) ||
+	    errno != EAGAIN)
+		return 5;
+	if (kt_rdmacg_current(cg, name, true) != 1 ||
+	    kt_rdmacg_objects(cg, name) != 2)
+		return 6;
+	/* the first session's last object gone, its handle goes too */
+	if (kt_destroy(fd, a[0].handle) ||
+	    kt_rdmacg_current(cg, name, true) != 1 ||
+	    kt_destroy(fd, a[1].handle) ||
+	    kt_rdmacg_current(cg, name, true) != 0)
+		return 7;
+	if (kt_buf_alloc(fd2, dev->dev_index, 0, 4096, &b) ||
+	    kt_rdmacg_current(cg, name, true) != 1)
+		return 8;
+	/* and with the session's end */
+	close(fd2);
+	if (kt_rdmacg_current(cg, name, true) != 0 ||
+	    kt_rdmacg_objects(cg, name) != 0)
+		return 9;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Run @child in cgroup RDMACG_NAME@suffix, whose rdma.max allows @limit of
+ * @resource on the test device: it must succeed, and leave nothing
+ * charged.
+ */
+static void rdmacg_run(struct __test_metadata *_metadata,
+		       const struct kt_dev *dev, const char *suffix,
+		       const char *resource, int limit,
+		       int (*child)(const struct kt_dev *dev, const char *cg))
 {
 	char root[256], cg[320], path[400], max[128];
 	pid_t pid;
@@ -567,26 +621,48 @@ KRDMA_TEST_F_TIMEOUT(obj, rdma_cgroup_hca_object, 60)
 		SKIP(return, "needs root, for a cgroup");
 	if (kt_cgroup2_root(root, sizeof(root), "rdma"))
 		SKIP(return, "no cgroup v2 with the rdma controller");
-	snprintf(cg, sizeof(cg), "%s/%s", root, RDMACG_NAME);
+	snprintf(cg, sizeof(cg), "%s/%s%s", root, RDMACG_NAME, suffix);
 	ASSERT_TRUE(!mkdir(cg, 0755) || errno == EEXIST);
 	snprintf(path, sizeof(path), "%s/rdma.max", cg);
-	snprintf(max, sizeof(max), "%s hca_object=%d", self->dev.info.name,
-		 RDMACG_LIMIT);
+	snprintf(max, sizeof(max), "%s %s=%d", dev->info.name, resource, limit);
 	ASSERT_OK(kt_write_file(path, max));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
-		_exit(rdmacg_child(&self->dev, cg));
+		_exit(child(dev, cg));
 	EXPECT_EQ(0, child_step(pid));
-	EXPECT_EQ(0, kt_rdmacg_objects(cg, self->dev.info.name));
+	EXPECT_EQ(0, kt_rdmacg_current(cg, dev->info.name, true));
+	EXPECT_EQ(0, kt_rdmacg_objects(cg, dev->info.name));
 	/*
 	 * No limit left before the cgroup goes: the kernel frees a device's
 	 * pool of a removed cgroup only on an uncharge, and the device's
 	 * removal would trip over it (docs/known-problems.rst).
 	 */
-	snprintf(max, sizeof(max), "%s hca_object=max", self->dev.info.name);
+	snprintf(max, sizeof(max), "%s %s=max", dev->info.name, resource);
 	EXPECT_OK(kt_write_file(path, max));
 	rmdir(cg);
+}
+
+/*
+ * The rdma cgroup: each object holding verbs objects on a device is one
+ * hca_object of the creating task's cgroup, as uverbs charges; past
+ * rdma.max a create is EAGAIN, and what is destroyed is uncharged.
+ */
+KRDMA_TEST_F_TIMEOUT(obj, rdma_cgroup_hca_object, 60)
+{
+	rdmacg_run(_metadata, &self->dev, "", "hca_object", RDMACG_LIMIT,
+		   rdmacg_child);
+}
+
+/*
+ * The rdma cgroup: a session's PD on a device is one hca_handle, as uverbs
+ * charges a context, charged with its first object and uncharged with its
+ * last; past rdma.max, a create is EAGAIN.
+ */
+KRDMA_TEST_F_TIMEOUT(obj, rdma_cgroup_hca_handle, 60)
+{
+	rdmacg_run(_metadata, &self->dev, "-handle", "hca_handle", 1,
+		   rdmacg_handle_child);
 }
 
 /* ------------------------------------------------------------------------

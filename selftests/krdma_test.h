@@ -326,24 +326,34 @@ static inline int kt_cgroup2_root(char *root, size_t len,
 	return kt_write_file(line, ctl);
 }
 
-/* @dev's hca_object in the rdma.current of cgroup @cg, or -1. */
-static inline long kt_rdmacg_objects(const char *cg, const char *dev)
+/*
+ * @dev's hca_handle (@handles) or hca_object in the rdma.current of cgroup
+ * @cg, or -1.
+ */
+static inline long kt_rdmacg_current(const char *cg, const char *dev,
+				     bool handles)
 {
 	char path[512], line[256], name[64];
-	long n = -1;
+	long h, o, n = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/rdma.current", cg);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s hca_handle=%*s hca_object=%ld", name,
-			   &n) == 2 && !strcmp(name, dev))
+		if (sscanf(line, "%63s hca_handle=%ld hca_object=%ld", name,
+			   &h, &o) == 3 && !strcmp(name, dev)) {
+			n = handles ? h : o;
 			break;
-		else
-			n = -1;
+		}
 	if (f)
 		fclose(f);
 	return n;
+}
+
+/* @dev's hca_object in the rdma.current of cgroup @cg, or -1. */
+static inline long kt_rdmacg_objects(const char *cg, const char *dev)
+{
+	return kt_rdmacg_current(cg, dev, false);
 }
 
 /* ------------------------------------------------------------------------
