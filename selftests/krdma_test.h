@@ -1567,6 +1567,40 @@ static inline void kt_write_wait(struct __test_metadata *_metadata, int fd,
 }
 
 /*
+ * lockdep's report of siw's sk_callback_lock, a kernel bug
+ * (docs/known-problems.rst), is not krdma's: known when, within the 200
+ * records after its first, it names siw's callback and the socket lock
+ * (as the VM runner decides).  One report being read: @left records still
+ * to look at (0: none open).
+ */
+#define KT_SIW_LOCKDEP "WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected"
+struct kt_siw_lockdep {
+	unsigned int left;
+	bool siw, clock;
+};
+
+/* 1 if the report open in @k ended (at @rec, or the log's end: NULL) unknown. */
+static inline int kt_siw_lockdep_step(struct kt_siw_lockdep *k,
+				      const char *rec)
+{
+	if (!k->left)
+		return 0;
+	if (rec) {
+		k->siw |= strstr(rec, "siw_cm_llp_data_ready") ||
+			  strstr(rec, "siw_cm_llp_state_change");
+		k->clock |= !!strstr(rec, "(clock-AF_INET)");
+	}
+	if (k->siw && k->clock) {
+		k->left = 0;
+		return 0;
+	}
+	if (rec && --k->left)
+		return 0;
+	k->left = 0;
+	return 1;
+}
+
+/*
  * Kernel log records after @mark (a sequence number from kt_dmesg_mark())
  * that report a kernel problem (the VM runner's list of patterns), read
  * from /dev/kmsg, with the next sequence number in @last: counting lines of
@@ -1575,6 +1609,7 @@ static inline void kt_write_wait(struct __test_metadata *_metadata, int fd,
  */
 static inline int kt_dmesg_scan(uint64_t mark, uint64_t *last)
 {
+	struct kt_siw_lockdep k = { 0 };
 	static const char *const pats[] = {
 		"BUG:", "WARNING:", "Oops", "KASAN", "UBSAN", "refcount_t",
 		"hung_task", "blocked for more than", "soft lockup",
@@ -1600,6 +1635,12 @@ static inline int kt_dmesg_scan(uint64_t mark, uint64_t *last)
 		if (sscanf(rec, "%*u,%llu,", &seq) != 1 || seq < mark)
 			continue;
 		*last = seq + 1;
+		if (strstr(rec, KT_SIW_LOCKDEP)) {
+			n += kt_siw_lockdep_step(&k, NULL);
+			k = (struct kt_siw_lockdep){ .left = 200 };
+			continue;
+		}
+		n += kt_siw_lockdep_step(&k, rec);
 		for (i = 0; i < ARRAY_SIZE(pats); i++)
 			if (strstr(rec, pats[i])) {
 				n++;
@@ -1607,7 +1648,7 @@ static inline int kt_dmesg_scan(uint64_t mark, uint64_t *last)
 			}
 	}
 	close(fd);
-	return n;
+	return n + kt_siw_lockdep_step(&k, NULL);
 }
 
 /* Where the kernel log is now (0 if it cannot be read). */
