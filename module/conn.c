@@ -15,6 +15,7 @@
 #include "event.h"
 #include "ioctl.h"
 #include "object.h"
+#include "quirks.h"
 #include "srq.h"
 #include "trace.h"
 
@@ -460,8 +461,10 @@ int krdma_conn_create_hw(struct krdma_conn *conn, struct krdma_qp_caps *caps)
 	caps->max_recv_sge = min_t(u32, init.cap.max_recv_sge, KRDMA_MAX_SGE);
 	caps->max_inline_data = init.cap.max_inline_data;
 	conn->caps = *caps;
-	if (conn->notify)
+	if (conn->notify) {
+		set_bit(KRDMA_CONN_CQ_ARMED, &conn->state);
 		ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP);
+	}
 	/*
 	 * Last, and released: an accept builds the QP of a published
 	 * connection under its hw lock taken for read, and a POST or POLL on
@@ -998,6 +1001,8 @@ void krdma_conn_release_hw(struct krdma_conn *conn)
 	if (conn->qp)
 		krdma_conn_destroy_qp(conn, conn->qp);
 	conn->qp = NULL;
+	if (test_and_clear_bit(KRDMA_CONN_CQ_ARMED, &conn->state))
+		krdma_cq_quiesce(conn->cq->device);
 	if (conn->cq)
 		ib_destroy_cq(conn->cq);
 	conn->cq = NULL;

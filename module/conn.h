@@ -77,6 +77,7 @@ const char *krdma_qp_state_name(enum ib_qp_state state);
 /* Bits of &struct krdma_conn.state */
 enum {
 	KRDMA_CONN_CQ_READY,	/* armed CQ signalled, not yet drained */
+	KRDMA_CONN_CQ_ARMED,	/* the CQ has been armed: a handler may be due */
 	KRDMA_CONN_CONNECTED,	/* KRDMA_CONN_MODIFY has run */
 	KRDMA_CONN_QP_ERROR,	/* in error: CONN_ERROR queued */
 	KRDMA_CONN_DISCONNECTED,	/* rdma_cm: disconnect sent or answered */

@@ -429,6 +429,7 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	trace_krdma_device_remove(ibdev, kdev->id, killed);
 	ibdev_info(ibdev, "krdma: device %u removed, %u objects of its users destroyed\n",
 		   kdev->id, killed);
+	krdma_cq_quiesce(ibdev);	/* ib_alloc_cq() armed it */
 	ib_free_cq(kdev->cq);
 	ib_dealloc_pd(kdev->pd);
 	kdev->ibdev = NULL;

@@ -44,12 +44,22 @@
  *	bytes before the last one with bytes reaches siw_tx_hdt() with no
  *	memory object (siw_check_sgl_tx() looks none up for it), which it
  *	dereferences: such SGEs are left out of the WR.
+ * @KRDMA_QUIRK_CQ_TASKLET: an armed CQ's completion handler may still be
+ *	scheduled when ib_destroy_cq() returns.  rxe before 6.4 calls it from
+ *	a tasklet (rxe_send_complete()) that a completion schedules and that
+ *	rxe_destroy_cq() marks dying but never kills: one scheduled by a
+ *	completion just before, a drain marker's, runs from the freed CQ
+ *	(KASAN: use-after-free in tasklet_action_common, measured on 6.1 when
+ *	a connect failed).  krdma_cq_quiesce() waits such tasklets out; later
+ *	rxe calls the handler directly, and nothing shows which rxe it is.
  */
 enum krdma_quirk {
 	KRDMA_QUIRK_MR_SPARE_SLOT,
 	KRDMA_QUIRK_INV_CROSSES_PD,
 	KRDMA_QUIRK_SEND_SGE_ORDER,
+	KRDMA_QUIRK_CQ_TASKLET,
 };
+
 
 /* Whether @ibdev's driver has the defect @quirk. */
 static inline bool krdma_quirk(const struct ib_device *ibdev,
@@ -58,11 +68,14 @@ static inline bool krdma_quirk(const struct ib_device *ibdev,
 	switch (quirk) {
 	case KRDMA_QUIRK_MR_SPARE_SLOT:
 	case KRDMA_QUIRK_INV_CROSSES_PD:
+	case KRDMA_QUIRK_CQ_TASKLET:
 		return ibdev->ops.driver_id == RDMA_DRIVER_RXE;
 	case KRDMA_QUIRK_SEND_SGE_ORDER:
 		return ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 	}
 	return false;
 }
+
+void krdma_cq_quiesce(struct ib_device *ibdev);
 
 #endif /* KRDMA_QUIRKS_H */

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The workarounds of quirks.h that take more than a test at the call site.
+ */
+#include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/interrupt.h>
+#include <linux/workqueue.h>
+
+#include "quirks.h"
+
+/**
+ * struct krdma_tasklet_mark - a tasklet queued behind those of one CPU
+ * @work: queued on the CPU, where it queues @tasklet
+ * @tasklet: on the CPU's tasklet list, which runs in order
+ * @ran: completed by @tasklet
+ */
+struct krdma_tasklet_mark {
+	struct work_struct work;
+	struct tasklet_struct tasklet;
+	struct completion ran;
+};
+
+static void krdma_tasklet_mark_run(struct tasklet_struct *t)
+{
+	struct krdma_tasklet_mark *mark = from_tasklet(mark, t, tasklet);
+
+	complete(&mark->ran);
+}
+
+/* On the mark's CPU: once the mark has run, so have the tasklets before. */
+static void krdma_tasklet_mark_cpu(struct work_struct *work)
+{
+	struct krdma_tasklet_mark *mark =
+		container_of(work, struct krdma_tasklet_mark, work);
+
+	tasklet_setup(&mark->tasklet, krdma_tasklet_mark_run);
+	init_completion(&mark->ran);
+	/* with bottom halves off it runs at their enable, here, if it can */
+	local_bh_disable();
+	tasklet_schedule(&mark->tasklet);
+	local_bh_enable();
+	wait_for_completion(&mark->ran);
+	/* the softirq still holds it (its RUN bit) when complete() wakes us */
+	tasklet_kill(&mark->tasklet);
+}
+
+/* One CPU at a time: no allocation, and only rxe pays. */
+static void krdma_tasklet_barrier(void)
+{
+	struct krdma_tasklet_mark mark;
+	int cpu;
+
+	INIT_WORK_ONSTACK(&mark.work, krdma_tasklet_mark_cpu);
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		queue_work_on(cpu, system_highpri_wq, &mark.work);
+		flush_work(&mark.work);
+	}
+	cpus_read_unlock();
+	destroy_work_on_stack(&mark.work);
+}
+
+/**
+ * krdma_cq_quiesce() - wait out @ibdev's completion tasklets
+ * @ibdev: the device whose CQ is to be destroyed
+ *
+ * Between the destruction of a CQ's last QP, after which nothing schedules
+ * its handler, and ib_destroy_cq(), on a device with %KRDMA_QUIRK_CQ_TASKLET.
+ * Two rounds: a tasklet that a CPU finds still running on another is
+ * queued again, behind the first round's mark.
+ *
+ * Context: process context; sleeps, takes cpus_read_lock() and flushes
+ * work of system_highpri_wq (not from a WQ_MEM_RECLAIM worker).
+ */
+void krdma_cq_quiesce(struct ib_device *ibdev)
+{
+	if (!krdma_quirk(ibdev, KRDMA_QUIRK_CQ_TASKLET))
+		return;
+	krdma_tasklet_barrier();
+	krdma_tasklet_barrier();
+}
