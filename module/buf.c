@@ -29,7 +29,6 @@
 			  KRDMA_ACCESS_REMOTE_READ |			\
 			  KRDMA_ACCESS_REMOTE_ATOMIC |			\
 			  KRDMA_ACCESS_MW_BIND)
-#define KRDMA_BUF_MAX_CHUNK_ORDER 10	/* 4 MiB chunks at most */
 
 size_t krdma_chunk_size(const struct krdma_buf_mem *mem)
 {
@@ -89,15 +88,18 @@ static void krdma_buf_mem_release(struct kref *kref)
 	unsigned int i;
 
 	if (mem->user) {
-		unpin_user_pages_dirty_lock(mem->chunks, mem->num_pinned,
-					    mem->writable);
+		if (mem->pinned)
+			unpin_user_pages_dirty_lock(mem->pinned,
+						    mem->num_pinned,
+						    mem->writable);
+		kvfree(mem->pinned);
 	} else if (mem->chunks) {	/* NULL: its allocation failed */
 		for (i = 0; i < mem->num_chunks; i++)
 			if (mem->chunks[i])
 				krdma_chunk_free(mem->chunks[i],
 						 mem->chunk_order);
 	}
-	krdma_uncharge_pinned(mem->mm, krdma_mem_pages(mem));
+	krdma_uncharge_pinned(mem->mm, mem->num_charged);
 	mmdrop(mem->mm);
 	kvfree(mem->chunks);
 	kfree(mem);
@@ -108,12 +110,61 @@ void krdma_buf_mem_put(struct krdma_buf_mem *mem)
 	kref_put(&mem->kref, krdma_buf_mem_release);
 }
 
+/* Page slots to allocate an MR with for @pages pages. */
+static u64 krdma_mr_pages(const struct krdma_device *kdev, u64 pages)
+{
+	if (krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SPARE_SLOT) &&
+	    pages % 256 == 0)
+		return pages + 1;
+	return pages;
+}
+
+/*
+ * Whether one fast registration on @kdev maps @pages MR pages of
+ * 2^@order pages each: the device's page list and page sizes, krdma's
+ * largest chunk, and what the driver's own page array can hold.
+ */
+bool krdma_mr_fits(const struct krdma_device *kdev, u64 pages,
+		   unsigned int order)
+{
+	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
+
+	if (order > KRDMA_BUF_MAX_CHUNK_ORDER || !pages ||
+	    !(attrs->page_size_cap & (PAGE_SIZE << order)) ||
+	    pages > attrs->max_fast_reg_page_list_len)
+		return false;
+	return !krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SUBPAGES) ||
+	       krdma_mr_pages(kdev, pages) << order <=
+	       KMALLOC_MAX_SIZE / KRDMA_SUBPAGE_ENTRY_SIZE;
+}
+
+/* The longest buffer, in bytes, one MR on @kdev maps. */
+u64 krdma_buf_max_length(const struct krdma_device *kdev)
+{
+	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
+	u64 pages, longest = 0;
+	unsigned int o;
+
+	for (o = 0; o <= KRDMA_BUF_MAX_CHUNK_ORDER; o++) {
+		if (!(attrs->page_size_cap & (PAGE_SIZE << o)))
+			continue;
+		pages = attrs->max_fast_reg_page_list_len;
+		if (krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SUBPAGES))
+			pages = min_t(u64, pages, (KMALLOC_MAX_SIZE /
+					KRDMA_SUBPAGE_ENTRY_SIZE) >> o);
+		/* a spare slot may take the last one */
+		while (pages && !krdma_mr_fits(kdev, pages, o))
+			pages--;
+		longest = max(longest, pages << (PAGE_SHIFT + o));
+	}
+	return min(longest, attrs->max_mr_size);
+}
+
 /* Chunks large enough that the buffer fits one MR's page list. */
 static int krdma_chunk_order(struct krdma_device *kdev, u64 length,
 			     unsigned int *order)
 {
-	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
-	u32 max_pages = attrs->max_fast_reg_page_list_len;
+	u32 max_pages = kdev->ibdev->attrs.max_fast_reg_page_list_len;
 	unsigned int o;
 
 	/* beyond what one MR maps (and clear of overflow below) */
@@ -121,11 +172,8 @@ static int krdma_chunk_order(struct krdma_device *kdev, u64 length,
 		return -EINVAL;
 
 	for (o = 0; o <= KRDMA_BUF_MAX_CHUNK_ORDER; o++) {
-		u64 chunk = (u64)PAGE_SIZE << o;
-
-		if (!(attrs->page_size_cap & chunk))
-			continue;
-		if (DIV_ROUND_UP_ULL(length, chunk) <= max_pages) {
+		if (krdma_mr_fits(kdev, DIV_ROUND_UP_ULL(length, PAGE_SIZE << o),
+				  o)) {
 			*order = o;
 			return 0;
 		}
@@ -157,6 +205,7 @@ static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
 		kfree(mem);
 		return ERR_PTR(ret);
 	}
+	mem->num_charged = krdma_mem_pages(mem);
 	/*
 	 * Charged to the caller's memory cgroup: the pages count in a
 	 * process's RSS only while it maps them (and never before 5.11, see
@@ -269,19 +318,13 @@ static int krdma_buf_sg(struct krdma_buf *buf)
 		size_t off = i ? 0 : mem->first_offset;
 		size_t len = min_t(u64, left, chunk - off);
 
-		sg_set_page(sg, mem->chunks[i], len, off);
+		/* from the buffer's own first page: an offset within it */
+		sg_set_page(sg, pfn_to_page(page_to_pfn(mem->chunks[i]) +
+					    (off >> PAGE_SHIFT)),
+			    len, offset_in_page(off));
 		left -= len;
 	}
 	return 0;
-}
-
-/* Page slots to allocate an MR with for @pages pages. */
-static u32 krdma_mr_pages(struct krdma_device *kdev, u32 pages)
-{
-	if (krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SPARE_SLOT) &&
-	    pages % 256 == 0)
-		return pages + 1;
-	return pages;
 }
 
 /*

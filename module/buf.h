@@ -17,23 +17,31 @@ struct krdma_pd;
 struct mm_struct;
 struct vm_area_struct;
 
+#define KRDMA_BUF_MAX_CHUNK_ORDER 10	/* 4 MiB chunks at most */
+
 /**
  * struct krdma_buf_mem - a buffer's pages, shared with its mappings
  * @kref: the buffer's reference plus one per VMA mapping it
- * @chunks: the chunks, each 2^@chunk_order pages
+ * @chunks: the chunks, each 2^@chunk_order physically contiguous pages
+ *	(one MR page each); a user buffer's first and last may hold pages
+ *	before and after its own, which it never addresses
  * @num_chunks: entries of @chunks
- * @num_pinned: user buffers: entries of @chunks pinned so far
- * @chunk_order: page order of each chunk (0 for user buffers)
+ * @pinned: user buffers: the pages, in order, pinned
+ * @num_pinned: user buffers: entries of @pinned pinned so far
+ * @num_charged: pages charged to @mm (RLIMIT_MEMLOCK)
+ * @chunk_order: page order of each chunk
  * @first_offset: where the buffer starts in the first chunk
  * @user: pinned user pages (else pages the module allocated)
  * @writable: user pages pinned for writing: dirty them on unpin
- * @mm: the mm charged for the pages (RLIMIT_MEMLOCK), grabbed
+ * @mm: the mm charged for the pages, grabbed
  */
 struct krdma_buf_mem {
 	struct kref kref;
 	struct page **chunks;
 	unsigned int num_chunks;
+	struct page **pinned;
 	unsigned int num_pinned;
+	unsigned long num_charged;
 	unsigned int chunk_order;
 	unsigned int first_offset;
 	bool user;
@@ -69,6 +77,9 @@ struct krdma_buf {
 extern const struct krdma_object_ops krdma_buf_ops;
 
 size_t krdma_chunk_size(const struct krdma_buf_mem *mem);
+bool krdma_mr_fits(const struct krdma_device *kdev, u64 pages,
+		   unsigned int order);
+u64 krdma_buf_max_length(const struct krdma_device *kdev);
 void *krdma_buf_mem_addr(const struct krdma_buf_mem *mem, u64 offset,
 			 size_t *avail);
 void krdma_buf_mem_put(struct krdma_buf_mem *mem);

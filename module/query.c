@@ -10,6 +10,7 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "buf.h"
 #include "device.h"
 #include "ioctl.h"
 #include "krdma_compat.h"
@@ -226,7 +227,7 @@ static void krdma_fill_device(struct krdma_device_info *dinfo,
 	strscpy(dinfo->name, dev_name(&kdev->ibdev->dev), sizeof(dinfo->name));
 	dinfo->node_guid = be64_to_cpu(kdev->ibdev->node_guid);
 	dinfo->sys_image_guid = be64_to_cpu(attrs->sys_image_guid);
-	dinfo->max_mr_size = attrs->max_mr_size;
+	dinfo->max_mr_size = krdma_buf_max_length(kdev);
 	dinfo->page_size_cap = attrs->page_size_cap;
 	dinfo->device_cap_flags = attrs->device_cap_flags;
 	dinfo->vendor_id = attrs->vendor_id;

@@ -52,14 +52,24 @@
  *	(KASAN: use-after-free in tasklet_action_common, measured on 6.1 when
  *	a connect failed).  krdma_cq_quiesce() waits such tasklets out; later
  *	rxe calls the handler directly, and nothing shows which rxe it is.
+ * @KRDMA_QUIRK_MR_SUBPAGES: an MR is kept as an entry per system page
+ *	(%KRDMA_SUBPAGE_ENTRY_SIZE bytes each), all in one kmalloc().  rxe of
+ *	6.12 and 7.x splits each MR page into PAGE_SIZE entries, one
+ *	kcalloc() for all page slots of the MR (rxe_map_mr_sg()); past
+ *	KMALLOC_MAX_SIZE (4 MiB: 1 GiB of MR) it fails with a kernel warning
+ *	(measured on 7.2: 513 slots of 2 MiB pages).  krdma keeps every MR on
+ *	rxe below it, as nothing shows which rxe it is: 1022 MiB at most.
  */
 enum krdma_quirk {
 	KRDMA_QUIRK_MR_SPARE_SLOT,
 	KRDMA_QUIRK_INV_CROSSES_PD,
 	KRDMA_QUIRK_SEND_SGE_ORDER,
 	KRDMA_QUIRK_CQ_TASKLET,
+	KRDMA_QUIRK_MR_SUBPAGES,
 };
 
+/* struct rxe_mr_page: a page pointer and an offset */
+#define KRDMA_SUBPAGE_ENTRY_SIZE 16
 
 /* Whether @ibdev's driver has the defect @quirk. */
 static inline bool krdma_quirk(const struct ib_device *ibdev,
@@ -69,6 +79,7 @@ static inline bool krdma_quirk(const struct ib_device *ibdev,
 	case KRDMA_QUIRK_MR_SPARE_SLOT:
 	case KRDMA_QUIRK_INV_CROSSES_PD:
 	case KRDMA_QUIRK_CQ_TASKLET:
+	case KRDMA_QUIRK_MR_SUBPAGES:
 		return ibdev->ops.driver_id == RDMA_DRIVER_RXE;
 	case KRDMA_QUIRK_SEND_SGE_ORDER:
 		return ibdev->ops.driver_id == RDMA_DRIVER_SIW;

@@ -556,9 +556,9 @@ static inline int kt_rxe_dummy_add(struct __test_metadata *_metadata,
 
 enum kt_rxe_defect {
 	/*
-	 * An RDMA WRITE the responder refuses (rkey, access, range) is not
-	 * NAKed: do_complete() returns before acknowledge() when the request
-	 * took no receive WQE, so the requester resends until retry_cnt runs
+	 * An RDMA WRITE or READ the responder refuses (rkey, access, range)
+	 * is not NAKed: do_complete() returns before acknowledge() when the
+	 * request took no receive WQE, so the requester resends until retry_cnt runs
 	 * out (never, at 7).  5.10 has it; 6.1 and later acknowledge.
 	 */
 	KT_RXE_NO_ACCESS_NAK,
@@ -595,7 +595,7 @@ static inline bool kt_kernel_before(unsigned int major, unsigned int minor)
 static inline const char *kt_rxe_defect(enum kt_rxe_defect d)
 {
 	static const char *const what[] = {
-		[KT_RXE_NO_ACCESS_NAK] = "sends no NAK for a refused RDMA WRITE",
+		[KT_RXE_NO_ACCESS_NAK] = "sends no NAK for a refused RDMA WRITE or READ",
 		[KT_RXE_RNR_SPIN] = "retries an RNR NAK at once, spinning in softirq",
 		[KT_RXE_ATOMIC_RESEND] = "resends a sent skb for a resent atomic (panics)",
 	};

@@ -80,6 +80,8 @@ static int region_get(struct region *r, uint64_t len, size_t misalign)
 		r->map = NULL;
 		return -1;
 	}
+	/* small pages: the limits tested are theirs (huge_pages: the others) */
+	madvise(r->map, r->map_len, MADV_NOHUGEPAGE);
 	memset(r->map, POISON, r->map_len);
 	r->p = r->map + guard_pages * psz + misalign;
 	return 0;
@@ -140,10 +142,18 @@ FIXTURE_SETUP(ubuf)
 			   &self->a, &self->b);
 }
 
+/* vm.nr_hugepages before huge_get() grew it; -1: untouched */
+static long huge_pool0 = -1;
+
+static int nr_hugepages_set(long n);
+
 FIXTURE_TEARDOWN(ubuf)
 {
 	if (self->fd >= 0)
 		close(self->fd);
+	/* a test that failed on the way: the pool as it was */
+	if (huge_pool0 >= 0)
+		nr_hugepages_set(huge_pool0);
 }
 
 static void expect_wc(struct __test_metadata *_metadata, int fd, uint32_t conn,
@@ -352,6 +362,240 @@ KRDMA_TEST_F_TIMEOUT(ubuf, write_to_user_max_pages, 120)
 	EXPECT_TRUE(guards_ok(_metadata, r.map, r.map_len, r.p, len));
 	EXPECT_OK(kt_destroy(self->fd, dst.handle));
 	region_put(&r);
+}
+
+/* ------------------------------------------------------------------------
+ * Huge pages: an MR page per huge page
+ */
+
+#define HUGE_SZ (2 * MIB)
+#define GIB (1024ull * MIB)
+
+/* A number from /proc (@key's in /proc/meminfo, else the file's), or -1. */
+static long proc_long(const char *path, const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!key) {
+			v = strtol(line, NULL, 10);
+			break;
+		}
+		if (!strncmp(line, key, strlen(key))) {
+			v = strtol(line + strlen(key), NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static int nr_hugepages_set(long n)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%ld\n", n) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* @len bytes of 2 MiB hugetlbfs pages, the pool grown for them. */
+struct huge {
+	uint8_t *p;
+	size_t len;
+	long pool0;
+};
+
+/* false, after saying why, where the pool cannot grow (not root, memory) */
+static bool huge_get(struct __test_metadata *_metadata, struct huge *h,
+		     size_t len)
+{
+	long want = len / HUGE_SZ;
+
+	h->p = NULL;
+	h->len = len;
+	h->pool0 = proc_long("/proc/sys/vm/nr_hugepages", NULL);
+	if (proc_long("/proc/meminfo", "Hugepagesize:") != HUGE_SZ / 1024 ||
+	    h->pool0 < 0) {
+		TH_LOG("no 2 MiB hugetlbfs pages here");
+		return false;
+	}
+	huge_pool0 = h->pool0;
+	if (nr_hugepages_set(h->pool0 + want) ||
+	    proc_long("/proc/sys/vm/nr_hugepages", NULL) < h->pool0 + want) {
+		TH_LOG("the huge page pool does not grow by %ld: %s", want,
+		       geteuid() ? "not root" : "no memory");
+		nr_hugepages_set(h->pool0);
+		return false;
+	}
+	h->p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (h->p == MAP_FAILED) {
+		TH_LOG("mmap(MAP_HUGETLB, %zu): %s", len, strerror(errno));
+		h->p = NULL;
+		nr_hugepages_set(h->pool0);
+		return false;
+	}
+	return true;
+}
+
+static void huge_put(struct huge *h)
+{
+	if (h->p)
+		munmap(h->p, h->len);
+	nr_hugepages_set(h->pool0);
+	huge_pool0 = -1;
+}
+
+/* One signaled READ of 64 bytes from @remote on @conn, completing @status. */
+static void huge_read(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(ubuf) *self, uint32_t conn, uint32_t local,
+		      uint64_t remote, uint32_t rkey, uint32_t status)
+{
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	kt_wr_init(&wr, remote, KRDMA_OP_RDMA_READ, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, local, 0, 64);
+	wr.remote_addr = remote;
+	wr.rkey = rkey;
+	test_cmd_post1(conn, &wr);
+	expect_wc(_metadata, self->fd, conn, remote, status, &wc);
+}
+
+/*
+ * The registered huge pages: WRITEs at the start, across huge page
+ * boundaries and at the end land there and nowhere near; READs bring them
+ * back.  Then a READ a byte before the start and one a byte past the end,
+ * each on a connection of its own (a refused READ ends its QP), are
+ * refused: the first and last MR pages hold memory that is not the
+ * buffer's.
+ */
+static void huge_traffic(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(ubuf) *self, uint8_t *p, uint64_t len,
+			 const struct kt_buf *dst)
+{
+	const uint64_t spot[] = {
+		0,
+		HUGE_SZ - ((uintptr_t)p & (HUGE_SZ - 1)) - 32,	/* a boundary */
+		len / HUGE_SZ / 2 * HUGE_SZ - ((uintptr_t)p & (HUGE_SZ - 1)) - 32,
+		len - 64,
+	};
+	struct kt_conn a2, b2;
+	struct kt_buf src, back;
+	uint8_t pat[64], got[64];
+	const char *why;
+	unsigned int i;
+
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 64, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 64, &back);
+	for (i = 0; i < ARRAY_SIZE(spot); i++) {
+		kt_fill(pat, 64, 90 + i);
+		test_cmd_buf_write(src.handle, 0, pat, 64);
+		one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, i, src.handle,
+			  0, 64, dst->addr + spot[i], dst->rkey, 0);
+		EXPECT_EQ(-1, kt_check(p + spot[i], 64, 90 + i)) {
+			TH_LOG("WRITE at %llu", (unsigned long long)spot[i]);
+		}
+		/* nothing else written, a page on each side */
+		EXPECT_EQ(-1, kt_check_byte(p + spot[i] - psz, psz, 0));
+		EXPECT_EQ(-1, kt_check_byte(p + spot[i] + 64, psz, 0));
+		one_sided(_metadata, self, KRDMA_OP_RDMA_READ, 10 + i,
+			  back.handle, 0, 64, dst->addr + spot[i], dst->rkey, 0);
+		test_cmd_buf_read(back.handle, 0, got, 64);
+		EXPECT_EQ(0, memcmp(got, pat, 64)) {
+			TH_LOG("READ at %llu", (unsigned long long)spot[i]);
+		}
+	}
+	why = kt_dev_lacks(&self->dev, KT_CAP_REMOTE_ERR_WC);
+	if (!why)
+		why = kt_rxe_defect(KT_RXE_NO_ACCESS_NAK);
+	if (why) {
+		TH_LOG("bounds not checked: %s", why);
+		return;
+	}
+	huge_read(_metadata, self, self->a.handle, back.handle, dst->addr - 1,
+		  dst->rkey, KT_WC_REM_ACCESS_ERR);
+	test_cmd_conn_pair(&self->dev, KRDMA_TRANSPORT_RC, 0, &fixture_caps,
+			   &a2, &b2);
+	huge_read(_metadata, self, a2.handle, back.handle, dst->addr + len - 63,
+		  dst->rkey, KT_WC_REM_ACCESS_ERR);
+}
+
+/*
+ * Memory of 2 MiB huge pages registers in 2 MiB MR pages: on rxe's page
+ * lists of 512, up to max_mr_size (1022 MiB; 64 MiB where the guest has not
+ * the memory), where small pages fit 2 MiB.  The longest buffer, aligned to
+ * a huge page, registers; so does one starting 5 pages and 13 bytes into a
+ * huge page, whose MR's first page starts before it (huge_traffic()); a
+ * byte more than max_mr_size is refused.  DESTROY unpins: the pool is whole
+ * again once the memory is unmapped.
+ */
+KRDMA_TEST_F_TIMEOUT(ubuf, huge_pages, 300)
+{
+	const struct krdma_device_info *di = &self->dev.info;
+	uint64_t small = (uint64_t)di->max_fast_reg_page_list_len * psz;
+	uint64_t len = (uint64_t)di->max_fast_reg_page_list_len * HUGE_SZ;
+	const uint64_t off = 5 * psz + 13;
+	struct krdma_buf_reg_user r;
+	struct kt_buf dst;
+	long free0, avail;
+	struct huge h;
+	int ret;
+
+	if (!(di->page_size_cap & HUGE_SZ))
+		SKIP(return, "%s: no 2 MiB MR pages (page_size_cap 0x%llx)",
+		     di->name, (unsigned long long)di->page_size_cap);
+	if (len > GIB)
+		len = GIB;
+	if (len > di->max_mr_size / HUGE_SZ * HUGE_SZ)
+		len = di->max_mr_size / HUGE_SZ * HUGE_SZ;
+	avail = proc_long("/proc/meminfo", "MemAvailable:") / 1024;
+	if (avail < (long)((len + 256 * MIB) / MIB)) {
+		TH_LOG("%ld MiB available: 64 MiB of huge pages, not %llu",
+		       avail, (unsigned long long)(len / MIB));
+		len = 64 * MIB;
+	}
+	if (len <= small + HUGE_SZ)
+		SKIP(return, "%s: small pages already map %llu bytes",
+		     di->name, (unsigned long long)small);
+	if (!huge_get(_metadata, &h, len))
+		SKIP(return, "no %llu MiB of huge pages",
+		     (unsigned long long)(len / MIB));
+	free0 = proc_long("/proc/meminfo", "HugePages_Free:");
+	TH_LOG("%llu bytes of huge pages; small pages map %llu in one MR, max_mr_size %llu",
+	       (unsigned long long)len, (unsigned long long)small,
+	       (unsigned long long)di->max_mr_size);
+	/* past the longest MR: refused before anything is pinned */
+	reg_init(&r, self->dev.dev_index, KT_ACCESS_ALL, h.p,
+		 di->max_mr_size + 1);
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	/* all of it */
+	ret = ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, h.p, len,
+		     &dst);
+	EXPECT_OK(ret);
+	if (!ret)
+		EXPECT_OK(kt_destroy(self->fd, dst.handle));
+	/* from inside the first huge page to inside the last */
+	ret = ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, h.p + off,
+		     len - HUGE_SZ, &dst);
+	EXPECT_OK(ret);
+	if (!ret) {
+		huge_traffic(_metadata, self, h.p + off, len - HUGE_SZ, &dst);
+		EXPECT_OK(kt_destroy(self->fd, dst.handle));
+	}
+	munmap(h.p, h.len);
+	h.p = NULL;
+	/* faulted in (pinned) since: all back in the pool */
+	EXPECT_EQ(free0, proc_long("/proc/meminfo", "HugePages_Free:"));
+	huge_put(&h);
 }
 
 /* ------------------------------------------------------------------------

@@ -291,7 +291,10 @@ enum krdma_atomic_cap {
  * @name: NUL-terminated device name ("rxe0", "mlx5_0")
  * @node_guid: node GUID, in host byte order
  * @sys_image_guid: system image GUID, in host byte order
- * @max_mr_size: largest memory region in bytes
+ * @max_mr_size: the longest buffer, in bytes, krdma registers on the device
+ *	(one MR): the device's own limit, or less where its page list
+ *	(@max_fast_reg_page_list_len pages of a size in @page_size_cap, up to
+ *	4 MiB) or its driver maps less (rxe: 1022 MiB)
  * @page_size_cap: bitmask of supported page sizes
  * @device_cap_flags: IB_DEVICE_* capability bits as the kernel reports them
  * @vendor_id: IEEE vendor id
@@ -612,11 +615,18 @@ enum krdma_buf_reg_flags {
  * @access: &enum krdma_access bits
  * @uaddr: start of the caller's memory; pages are pinned and charged to
  *	RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK (%ENOMEM past it)
- * @length: bytes; @uaddr + @length must not wrap (%EINVAL), and the pages
- *	it spans must fit one fast registration: at most the device's
- *	max_fast_reg_page_list_len pages (%EINVAL).
- *	Larger transfers use several buffers, or a kernel buffer, whose
- *	physically contiguous chunks let one MR map more
+ * @length: bytes, at most &struct krdma_device_info.max_mr_size; @uaddr +
+ *	@length must not wrap (%EINVAL), and the pages it spans must fit one
+ *	fast registration (%EINVAL): at most the device's
+ *	max_fast_reg_page_list_len MR pages, of the smallest size in its
+ *	page_size_cap (up to 1024 pages) that leaves few enough.  An MR page
+ *	larger than a page needs memory that holds it whole: physically
+ *	contiguous and aligned as the address is, as huge pages are
+ *	(hugetlbfs, or transparent huge pages).  On rxe (512 MR pages) small
+ *	pages register 2 MiB, 2 MiB ones up to max_mr_size (1022 MiB).  That
+ *	last check comes after the pages are pinned and charged: a length
+ *	that small pages cannot map may fail with %ENOMEM (RLIMIT_MEMLOCK) or
+ *	%EFAULT before its %EINVAL, and its memory is faulted in
  * @handle: out, the buffer's handle
  * @lkey: out, local key
  * @rkey: out, remote key
@@ -719,10 +729,13 @@ struct krdma_buf_rw {
  *   queue's SGE count.
  *
  * A buffer is one MR, so %KRDMA_BUF_ALLOC and %KRDMA_BUF_REG_USER of more
- * than &struct krdma_device_info.max_fast_reg_page_list_len pages of the
- * largest page size in page_size_cap (siw: 256 pages of 4 KiB, 1 MiB) is
- * %EINVAL.  On iWARP the buffers of a session are fast-registered on a QP
- * of an rdma_cm connection the module makes, on the first registration,
+ * than &struct krdma_device_info.max_mr_size bytes (at most
+ * max_fast_reg_page_list_len pages of the largest page size in
+ * page_size_cap, up to 1024 pages; siw: 256 pages of 4 KiB, 1 MiB) is
+ * %EINVAL; a %KRDMA_BUF_REG_USER of memory without such pages (huge
+ * pages) is %EINVAL past its small pages' count.  On iWARP the buffers of
+ * a session are fast-registered on a QP of an rdma_cm connection the
+ * module makes, on the first registration,
  * from the device's own IPv4 address (the first address of the netdev of
  * the first active port that has one) to an ephemeral port of it.  There
  * %KRDMA_BUF_ALLOC and %KRDMA_BUF_REG_USER may also fail with %ENETDOWN

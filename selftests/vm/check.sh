@@ -23,9 +23,9 @@
 # default $REPO/selftests/run_tests.sh), KRDMA_CHECK_NO_TWO_VM (no two-VM
 # runs), KRDMA_CHECK_NO_SIW (no siw0 runs of the suite) or KRDMA_SIW=0 (no
 # siw0 at all: the two-VM siw0 cases skip), plus what run.sh reads
-# (KRDMA_CACHE, KRDMA_VM_TIMEOUT, MEM).  Extra arguments go to run.sh.  A VM
-# run that fails (kernel warning, watchdog, non-zero status, no summary)
-# counts at least one failure and makes check.sh exit non-zero.
+# (KRDMA_CACHE, KRDMA_VM_TIMEOUT; MEM, 2048 here).  Extra arguments go to
+# run.sh.  A VM run that fails (kernel warning, watchdog, non-zero status,
+# no summary) counts at least one failure and makes check.sh exit non-zero.
 set -euo pipefail
 
 VMDIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
@@ -35,6 +35,8 @@ REPO=$(cd "$VMDIR/../.." && pwd)
 KERNELS=${KRDMA_CHECK_KERNELS:-$KRDMA_MATRIX}
 FULL=${KRDMA_CHECK_FULL:-5.10 sid}
 TESTS=${KRDMA_CHECK_TESTS:-$REPO/selftests/run_tests.sh}
+# room for a 1 GiB buffer of huge pages (krdma_ubuf's huge_pages)
+export MEM=${MEM:-2048}
 
 out=$(mktemp /tmp/krdma-check.XXXXXX)
 trap 'rm -f "$out"' EXIT
