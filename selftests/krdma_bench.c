@@ -1772,11 +1772,19 @@ FIXTURE_SETUP(cli)
 	}
 }
 
+/* vm.nr_hugepages before cli_hugepages() changed it; -1: untouched */
+static long cli_pool0 = -1;
+
+static long cli_hugepages(long n);
+
 FIXTURE_TEARDOWN(cli)
 {
 	kt_proc_end(&self->server);
 	kt_proc_end(&self->client);
 	kt_proc_end(&self->other);
+	/* a test that failed on the way: the pool as it was */
+	if (cli_pool0 >= 0)
+		cli_hugepages(cli_pool0);
 }
 
 /* The @n-th number after "key": in JSON output, or -1. */
@@ -2188,6 +2196,91 @@ KRDMA_TEST_F_TIMEOUT(cli, validate, 120)
 				"server_validate_errors", 0)) {
 		TH_LOG("%s", kt_out(&self->client));
 	}
+}
+
+/* A number in /proc (the first of @path, or @key's in /proc/meminfo) */
+static long cli_proc_long(const char *path, const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!key || !strncmp(line, key, strlen(key))) {
+			v = strtol(line + (key ? strlen(key) : 0), NULL, 10);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* /proc/sys/vm/nr_hugepages: set to @n (read back), or read (@n < 0) */
+static long cli_hugepages(long n)
+{
+	FILE *f;
+
+	if (n >= 0) {
+		f = fopen("/proc/sys/vm/nr_hugepages", "w");
+		if (!f)
+			return -1;
+		fprintf(f, "%ld\n", n);
+		fclose(f);
+	}
+	return cli_proc_long("/proc/sys/vm/nr_hugepages", NULL);
+}
+
+/*
+ * --use_hugepages: each side's buffer is its own memory in 2 MiB huge
+ * pages, registered zero copy: 8 MiB READs, 32 MiB in flight from a
+ * 64 MiB buffer, bring the server's pattern intact.  Then, the pool
+ * empty: a client fails and says why; a server refuses its client and
+ * says why (a side that ignored the option would do neither).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, use_hugepages, 180)
+{
+	unsigned int port = self->port + 1300;
+	long pool0 = cli_hugepages(-1);
+	char cmd[256];
+
+	if (!(self->dev.info.page_size_cap & (2u << 20)))
+		SKIP(return, "%s: no 2 MiB MR pages", self->dev.info.name);
+	if (cli_proc_long("/proc/meminfo", "Hugepagesize:") != 2048 ||
+	    cli_proc_long("/proc/sys/vm/nr_overcommit_hugepages", NULL))
+		SKIP(return, "2 MiB is not the huge page size, or the pool overcommits");
+	/* the client's 4 slots of 8 MiB, the server's 8 (twice the depth) */
+	cli_pool0 = pool0;
+	if (pool0 < 0 || cli_hugepages(pool0 + 64) < pool0 + 64)
+		SKIP(return, "no 64 huge pages to be had (root? memory?)");
+	snprintf(cmd, sizeof(cmd), "krdmactl bench -p %u -T 20 --use_hugepages",
+		 port);
+	ASSERT_OK(kt_spawn_for(&self->other, "krdma_bench", "huge", false,
+			       300, cmd));
+	ASSERT_EQ(0, cli_wait_listening(&self->other));
+	EXPECT_EQ(0, cli_client_to(self, port, "read -s 8388608 -t 4 -n 20 "
+				   "--validate --use_hugepages")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(0, json_num(kt_out(&self->client), "validate_errors", 0)) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	EXPECT_EQ(20, json_num(kt_out(&self->client), "iterations", 0));
+	/* an empty pool: the server refuses the client, naming it */
+	ASSERT_EQ(0, cli_hugepages(0));
+	EXPECT_EQ(1, cli_client_to(self, port, "read -s 65536 -n 10"));
+	kill(self->other.pid, SIGKILL);
+	kt_reap(&self->other);
+	EXPECT_NE(NULL, strstr(kt_out(&self->other), "nr_hugepages")) {
+		TH_LOG("server: %s", kt_out(&self->other));
+	}
+	/* and a client fails, naming it */
+	EXPECT_EQ(1, cli_client(self, "read -s 65536 -n 10 --use_hugepages"));
+	EXPECT_NE(NULL, strstr(kt_out(&self->client), "nr_hugepages")) {
+		TH_LOG("%s", kt_out(&self->client));
+	}
+	cli_hugepages(pool0);
+	cli_pool0 = -1;
 }
 
 /* A queue the device cannot make: the client says which options ask it */

@@ -165,6 +165,7 @@ struct bench_opts {
 	bool histogram;		/* -H: every latency, sorted */
 	bool unsorted;		/* -U: every latency, in order */
 	bool bidir;		/* -b: the server's run toward this host too */
+	bool hugepages;		/* --use_hugepages: a zero-copy buffer */
 };
 
 /* A latency run's figures, made of its samples (ns) here. */
@@ -230,6 +231,8 @@ void bench_fill_pattern(uint8_t *p, uint64_t len);
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
 		       uint32_t transport, uint32_t qps, bool bidir,
 		       uint64_t dev_max);
+int bench_buf_get(int fd, uint32_t dev_index, uint32_t access, uint64_t len,
+		  bool huge, struct verbs_buf *b);
 uint32_t bench_all_max(const struct bench_opts *o);
 uint32_t bench_protocol(int fd);
 extern struct krdma_sockaddr bench_src;

@@ -266,16 +266,16 @@ int bench_client(int fd, const struct bench_opts *o)
 		goto out;
 	}
 	/* -b: the server's run comes here; its request and figures after */
-	ret = verbs_buf_alloc(fd, conns[0].dev_index,
-			      KRDMA_ACCESS_LOCAL_WRITE |
-			      (o->bidir ? KRDMA_ACCESS_REMOTE_WRITE |
-			       KRDMA_ACCESS_REMOTE_READ : 0),
-			      bench_buf_len(max_size,
-					    o->latency ? 1 : o->tx_depth,
-					    o->validate, o->transport, o->qps,
-					    o->bidir,
-					    dev_max_buf(fd, conns[0].dev_index)),
-			     &buf);
+	ret = bench_buf_get(fd, conns[0].dev_index,
+			    KRDMA_ACCESS_LOCAL_WRITE |
+			    (o->bidir ? KRDMA_ACCESS_REMOTE_WRITE |
+			     KRDMA_ACCESS_REMOTE_READ : 0),
+			    bench_buf_len(max_size,
+					  o->latency ? 1 : o->tx_depth,
+					  o->validate, o->transport, o->qps,
+					  o->bidir,
+					  dev_max_buf(fd, conns[0].dev_index)),
+			    o->hugepages, &buf);
 	if (ret)
 		goto out;
 	bench_fill_pattern(buf.mem, buf.length);

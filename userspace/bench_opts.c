@@ -58,6 +58,9 @@ static const char bench_usage[] =
 	"      --run_infinitely bandwidth: a line each -D seconds (1) until\n"
 	"                       SIGINT, over the same connections\n"
 	"      --report_gbits   bandwidth in Gb/sec instead of MB/sec\n"
+	"      --use_hugepages  the buffer in this process's 2 MiB huge pages\n"
+	"                       (vm.nr_hugepages), registered zero copy,\n"
+	"                       client and server alike\n"
 	"      --output=bandwidth|latency\n"
 	"                       print only BW average (bandwidth) or t_typical\n"
 	"                       (--lat), one number a line\n"
@@ -97,6 +100,7 @@ enum {
 	OPT_GBITS,
 	OPT_OUTPUT,
 	OPT_RUN_INF,
+	OPT_HUGEPAGES,
 };
 
 /* The BOP_ of an operation's name; BOP_NONE if it is not one. */
@@ -122,7 +126,8 @@ static int bench_check_opts(const struct bench_opts *o,
 
 	if (!o->host && !o->copy_only && client_opt[0])
 		err_msg("bench: %s is for a client (bench OP HOST); a server "
-			"takes -p, -T, -c, -d, --once, -j", client_opt);
+			"takes -p, -T, -c, -d, --once, -j, --use_hugepages",
+			client_opt);
 	else if (o->host && o->once)
 		why = "--once is for a server (bench without OP HOST)";
 	else if (o->run_infinitely && (o->latency || o->all ||
@@ -215,6 +220,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "report_gbits", no_argument, NULL, OPT_GBITS },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "run_infinitely", no_argument, NULL, OPT_RUN_INF },
+		{ "use_hugepages", no_argument, NULL, OPT_HUGEPAGES },
 		{ "report-histogram", no_argument, NULL, 'H' },
 		{ "report-unsorted", no_argument, NULL, 'U' },
 		{ "bidirectional", no_argument, NULL, 'b' },
@@ -235,11 +241,11 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 				long_opts, (longidx = -1, &longidx))) != -1) {
 		/*
 		 * what a server takes: -p, -T, -c, -d, -F, -V, --once, -j,
-		 * --pretty
+		 * --pretty, --use_hugepages
 		 */
 		if (!client_opt[0] &&
 		    (c >= 0x100 || !strchr(":?hjpPTcdFV", c)) &&
-		    c != OPT_ONCE && c != OPT_PRETTY)
+		    c != OPT_ONCE && c != OPT_PRETTY && c != OPT_HUGEPAGES)
 			opt_name(c, long_opts, longidx, client_opt,
 				 sizeof(client_opt));
 		switch (c) {
@@ -391,6 +397,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case OPT_RUN_INF:
 			o->run_infinitely = true;
+			break;
+		case OPT_HUGEPAGES:
+			o->hugepages = true;
 			break;
 		default:
 			return opt_fail(cmd, c, argv, bench_usage);

@@ -51,6 +51,18 @@ uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
 	return len + grh;
 }
 
+/*
+ * A side's buffer of @len bytes: the module's (mapped), or with
+ * --use_hugepages (@huge) this process's huge pages, registered zero copy.
+ */
+int bench_buf_get(int fd, uint32_t dev_index, uint32_t access, uint64_t len,
+		  bool huge, struct verbs_buf *b)
+{
+	if (huge)
+		return verbs_buf_reg_huge(fd, dev_index, access, len, b);
+	return verbs_buf_alloc(fd, dev_index, access, len, b);
+}
+
 static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
 {
 	struct krdma_event evs[8];

@@ -387,11 +387,12 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		len = bench_buf_len(g->max_size, depth, g->flags & BH_VALIDATE,
 				    s->o->transport, g->qps,
 				    g->flags & BH_BIDIR, dev_max);
-		ret = verbs_buf_alloc(s->fd, dev_index,
-				      KRDMA_ACCESS_LOCAL_WRITE |
-				      KRDMA_ACCESS_REMOTE_WRITE |
-				      KRDMA_ACCESS_REMOTE_READ |
-				      KRDMA_ACCESS_REMOTE_ATOMIC, len, &g->buf);
+		ret = bench_buf_get(s->fd, dev_index,
+				    KRDMA_ACCESS_LOCAL_WRITE |
+				    KRDMA_ACCESS_REMOTE_WRITE |
+				    KRDMA_ACCESS_REMOTE_READ |
+				    KRDMA_ACCESS_REMOTE_ATOMIC, len,
+				    s->o->hugepages, &g->buf);
 		if (ret) {
 			if (dev_max && len > dev_max)
 				warn_msg("bench: refused a client: its messages need a buffer of %"

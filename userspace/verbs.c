@@ -48,6 +48,58 @@ int verbs_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
 	return 0;
 }
 
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#endif
+#define HUGE_PAGE (2UL << 20)
+
+/*
+ * @length bytes of this process's memory in 2 MiB huge pages (hugetlbfs),
+ * registered zero copy (KRDMA_BUF_REG_USER): the module maps it in MR
+ * pages as large as needed, up to the huge pages, so that a buffer far
+ * longer than small pages allow is one MR.
+ */
+int verbs_buf_reg_huge(int fd, uint32_t dev_index, uint32_t access,
+		       uint64_t length, struct verbs_buf *b)
+{
+	struct krdma_buf_reg_user r = {
+		.size = sizeof(r),
+		.dev_index = dev_index,
+		.access = access,
+		.length = length,
+	};
+	void *mem;
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	b->map_len = (length + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+	mem = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB,
+		   -1, 0);
+	if (mem == MAP_FAILED) {
+		ret = -errno;
+		err_msg("--use_hugepages: %zu bytes of 2 MiB huge pages: %s "
+			"(their pool: /sys/kernel/mm/hugepages/"
+			"hugepages-2048kB/nr_hugepages, vm.nr_hugepages where "
+			"2 MiB is the default size)", b->map_len,
+			strerror(-ret));
+		return ret;
+	}
+	r.uaddr = (uintptr_t)mem;
+	ret = krdma_ioctl(fd, KRDMA_BUF_REG_USER, &r);
+	if (ret) {
+		munmap(mem, b->map_len);
+		return ret;
+	}
+	b->handle = r.handle;
+	b->lkey = r.lkey;
+	b->rkey = r.rkey;
+	b->addr = r.addr;
+	b->length = length;
+	b->mem = mem;
+	return 0;
+}
+
 void verbs_buf_free(int fd, struct verbs_buf *b)
 {
 	if (b->mem)
