@@ -716,7 +716,7 @@ static int cm_request(FIXTURE_DATA(cm) *self, struct kc_connect *c,
 KRDMA_TEST_F_TIMEOUT(cm, rdma_write_read_rkey_in_private_data, 120)
 {
 	const uint32_t len = 32768;
-	uint32_t rxe0 = self->dev.dev_index;
+	uint32_t rxe0 = self->dev.dev_index, srv;
 	struct { uint64_t addr; uint32_t rkey, len; } adv, got_adv;
 	struct kt_buf target, local;
 	struct krdma_event ev;
@@ -739,7 +739,8 @@ KRDMA_TEST_F_TIMEOUT(cm, rdma_write_read_rkey_in_private_data, 120)
 	ASSERT_OK(kt_buf_write(self->sfd, target.handle, len, buf, len));
 
 	ASSERT_OK(cm_request(self, &c, 0, &ev));
-	ASSERT_OK(kc_accept(self->sfd, ev.handle, &adv, sizeof(adv), &a));
+	srv = ev.handle;
+	ASSERT_OK(kc_accept(self->sfd, srv, &adv, sizeof(adv), &a));
 	ASSERT_EQ(0, kc_connect_join(&c, CM_MS));
 	ASSERT_EQ(0, c.ret) {
 		TH_LOG("CM_CONNECT: %s", strerror(c.err));
@@ -764,6 +765,9 @@ KRDMA_TEST_F_TIMEOUT(cm, rdma_write_read_rkey_in_private_data, 120)
 	ASSERT_EQ(1, kt_poll_n(self->cfd, c.cmd.handle, &wc, 1, POLL_MS));
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
 	EXPECT_EQ((uint32_t)KRDMA_OP_RDMA_WRITE, wc.opcode);
+	if (kt_dev_iwarp(&self->dev))
+		kt_write_fence(_metadata, self->cfd, c.cmd.handle, self->sfd,
+			       srv);
 	memset(buf, 0, len);
 	ASSERT_OK(kt_buf_read(self->sfd, target.handle, 0, buf, len));
 	EXPECT_EQ(-1, kt_check(buf, len, 55));

@@ -428,6 +428,7 @@ KRDMA_TEST_F(iwarp, send_write_read)
 	ASSERT_OK(kt_post1(self->cfd, c, &wr));
 	ASSERT_EQ(1, kt_poll_n(self->cfd, c, &wc, 1, IW_POLL_MS));
 	ASSERT_EQ((uint32_t)KT_WC_SUCCESS, wc.status);
+	kt_write_fence(_metadata, self->cfd, c, self->sfd, s);
 	ASSERT_OK(kt_buf_read(self->sfd, sb.handle, 0, got, IW_LEN));
 	EXPECT_EQ(-1, kt_check(got, IW_LEN, kt_seed(3, IW_LEN, 0)));
 

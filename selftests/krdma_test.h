@@ -1567,6 +1567,33 @@ static inline void kt_write_wait(struct __test_metadata *_metadata, int fd,
 }
 
 /*
+ * Waits until the RDMA WRITEs posted on @a (of session @afd) have reached
+ * its peer @b (of @bfd): @b receives a zero-length SEND posted behind them,
+ * which one connection delivers in order.  On RC they are then in @b's
+ * memory; on UC placed or dropped.  A WRITE's own completion does not say
+ * it on UC, which sends no acknowledgement, nor on iWARP, where it may say
+ * only that the data left.  @b has no RECV posted and no SRQ, @a no
+ * completion unreaped, and @a is not @b.
+ */
+static inline void kt_write_fence(struct __test_metadata *_metadata, int afd,
+				  uint32_t a, int bfd, uint32_t b)
+{
+	struct krdma_wr wr;
+	struct krdma_wc wc;
+
+	kt_wr_init(&wr, 0xfe0ce, KRDMA_OP_RECV, 0);
+	ASSERT_OK(kt_post1(bfd, b, &wr));
+	kt_wr_init(&wr, 0xfe0cf, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
+	ASSERT_OK(kt_post1(afd, a, &wr));
+	ASSERT_EQ(1, kt_poll_n(afd, a, &wc, 1, 5000));
+	ASSERT_EQ(0xfe0cfull, wc.wr_id);
+	ASSERT_EQ(0u, wc.status);
+	ASSERT_EQ(1, kt_poll_n(bfd, b, &wc, 1, 5000));
+	ASSERT_EQ(0xfe0ceull, wc.wr_id);
+	ASSERT_EQ(0u, wc.status);
+}
+
+/*
  * lockdep's report of siw's sk_callback_lock, a kernel bug
  * (docs/known-problems.rst), is not krdma's: known when, within the 200
  * records after its first, it names siw's callback and the socket lock

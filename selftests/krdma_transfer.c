@@ -252,19 +252,18 @@ static void expect_no_wc(struct __test_metadata *_metadata, int fd,
 	}
 }
 
-/* UC has no acknowledgements: a zero-length SEND behind the WRITE fences it. */
-static void uc_fence(struct __test_metadata *_metadata,
-		     FIXTURE_DATA(xfer) *self)
+/*
+ * After a WRITE that completed (@wc) well, where that does not say b has
+ * the data (UC, iWARP), until b has it (UC: or dropped it).
+ */
+static void write_fence(struct __test_metadata *_metadata,
+			FIXTURE_DATA(xfer) *self, const struct krdma_wc *wc)
 {
-	struct krdma_wr wr;
-	struct krdma_wc wc;
-
-	kt_wr_init(&wr, 0xfe0ce, KRDMA_OP_RECV, 0);
-	test_cmd_post1(self->b.handle, &wr);
-	kt_wr_init(&wr, 0xfe0cf, KRDMA_OP_SEND, KRDMA_WR_SIGNALED);
-	test_cmd_post1(self->a.handle, &wr);
-	expect_wc(_metadata, self->fd, self->b.handle, 0xfe0ce, 0, &wc);
-	expect_wc(_metadata, self->fd, self->a.handle, 0xfe0cf, 0, &wc);
+	if (wc->status)
+		return;
+	if (self->a.transport == KRDMA_TRANSPORT_UC || kt_dev_iwarp(&self->dev))
+		kt_write_fence(_metadata, self->fd, self->a.handle, self->fd,
+			       self->b.handle);
 }
 
 /* The buffers of a transfer test: a's local one, b's remote-accessible one. */
@@ -426,9 +425,8 @@ static void one_transfer(struct __test_metadata *_metadata,
 			EXPECT_EQ(self->a.qp_num, wc.src_qp);
 		}
 	}
-	if (self->a.transport == KRDMA_TRANSPORT_UC &&
-	    op == KRDMA_OP_RDMA_WRITE)
-		uc_fence(_metadata, self);
+	if (op == KRDMA_OP_RDMA_WRITE)
+		write_fence(_metadata, self, &wc);
 
 	/* Every byte: the pattern where it belongs, poison after it. */
 	check = op == KRDMA_OP_RDMA_READ ? x->src_map : x->dst_map + at;
@@ -805,8 +803,7 @@ KRDMA_TEST_F(xfer, multi_sge_write_read)
 	wr.rkey = target.rkey;
 	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 31, 0, &wc);
-	if (self->a.transport == KRDMA_TRANSPORT_UC)
-		uc_fence(_metadata, self);
+	write_fence(_metadata, self, &wc);
 	test_cmd_buf_read(target.handle, 0, got, total + 256);
 	EXPECT_EQ(-1, kt_check_byte(got, 128, POISON));
 	EXPECT_EQ(0, memcmp(expect, got + 128, total));
@@ -973,8 +970,7 @@ KRDMA_TEST_F(xfer, inline_write)
 	test_cmd_post1(self->a.handle, &wr);
 	memset(x.src_map, 0, 48);
 	expect_wc(_metadata, self->fd, self->a.handle, 60, 0, &wc);
-	if (self->a.transport == KRDMA_TRANSPORT_UC)
-		uc_fence(_metadata, self);
+	write_fence(_metadata, self, &wc);
 	EXPECT_EQ(-1, kt_check_byte(x.dst_map, 1000, POISON));
 	EXPECT_EQ(-1, kt_check(x.dst_map + 1000, 48, seed));
 	EXPECT_EQ(-1, kt_check_byte(x.dst_map + 1048, 4096 - 1048, POISON));
@@ -1419,7 +1415,7 @@ KRDMA_TEST_F(xfer, uc_write_bad_rkey_dropped)
 	wr.rkey = dst.rkey ^ 0x80;
 	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 130, 0, &wc);
-	uc_fence(_metadata, self);
+	write_fence(_metadata, self, &wc);
 	test_cmd_buf_read(dst.handle, 0, buf, 128);
 	EXPECT_EQ(-1, kt_check_byte(buf, 128, 0));
 	/* the right rkey works */
@@ -1427,7 +1423,7 @@ KRDMA_TEST_F(xfer, uc_write_bad_rkey_dropped)
 	wr.wr_id = 131;
 	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 131, 0, &wc);
-	uc_fence(_metadata, self);
+	write_fence(_metadata, self, &wc);
 	test_cmd_buf_read(dst.handle, 0, buf, 128);
 	EXPECT_EQ(-1, kt_check(buf, 128, 11));
 }
@@ -1517,8 +1513,7 @@ KRDMA_TEST_F(xfer, write_at_buffer_end)
 		wr.rkey = x.rkey;
 		test_cmd_post1(self->a.handle, &wr);
 		expect_wc(_metadata, self->fd, self->a.handle, 150 + i, 0, &wc);
-		if (self->a.transport == KRDMA_TRANSPORT_UC)
-			uc_fence(_metadata, self);
+		write_fence(_metadata, self, &wc);
 
 		test_cmd_buf_read(x.handle, 0, buf, len);
 		bad = kt_check_byte(buf, len - n, 0xee);

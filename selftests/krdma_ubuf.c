@@ -176,6 +176,15 @@ static void expect_wc(struct __test_metadata *_metadata, int fd, uint32_t conn,
 }
 
 /* One signaled one-sided WR from a: @op of @len bytes, local @sge_buf. */
+/* After a WRITE that completed well: on iWARP, until b has its data. */
+static void write_placed(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(ubuf) *self, const struct krdma_wc *wc)
+{
+	if (!wc->status && kt_dev_iwarp(&self->dev))
+		kt_write_fence(_metadata, self->fd, self->a.handle, self->fd,
+			       self->b.handle);
+}
+
 static void one_sided(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(ubuf) *self, uint32_t op, uint64_t wr_id,
 		      uint32_t sge_buf, uint64_t sge_off, uint32_t len,
@@ -190,6 +199,8 @@ static void one_sided(struct __test_metadata *_metadata,
 	wr.rkey = rkey;
 	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, wr_id, status, &wc);
+	if (op == KRDMA_OP_RDMA_WRITE)
+		write_placed(_metadata, self, &wc);
 }
 
 /* ------------------------------------------------------------------------
@@ -1044,6 +1055,7 @@ KRDMA_TEST_F(ubuf, inline_from_user)
 	wr.rkey = dst.rkey;
 	test_cmd_post1(self->a.handle, &wr);
 	expect_wc(_metadata, self->fd, self->a.handle, 1, 0, &wc);
+	write_placed(_metadata, self, &wc);
 	EXPECT_EQ(0, memcmp(rd.p + 7, rs.p + 40, 64));
 	EXPECT_EQ(-1, kt_check_byte(rd.p, 7, POISON));
 	EXPECT_EQ(-1, kt_check_byte(rd.p + 71, 128 - 71, POISON));

@@ -1274,6 +1274,15 @@ struct krdma_get_events {
  * call.  A WR holds its place in its queue until its completion (or, if
  * unsignaled, a later signaled WR's) is reaped, so a connection's CQ never
  * overruns.
+ *
+ * An RDMA WRITE's successful completion says that its source may be
+ * reused.  On RC, that the data is in the peer's memory the peer learns
+ * from its receive of a message posted behind the WRITE on the same
+ * connection (a SEND, or where the transport has immediate data a WRITE
+ * with it): an iWARP completion may come as soon as the data has left
+ * (siw's does).  UC has no acknowledgements: a WRITE the peer refuses or
+ * loses is dropped without an error on either side, and the message
+ * behind it says only that the WRITE was placed or dropped.
  */
 
 /**
