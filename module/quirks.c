@@ -5,18 +5,17 @@
 #include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/interrupt.h>
+#include <linux/slab.h>
 #include <linux/workqueue.h>
 
 #include "quirks.h"
 
 /**
  * struct krdma_tasklet_mark - a tasklet queued behind those of one CPU
- * @work: queued on the CPU, where it queues @tasklet
  * @tasklet: on the CPU's tasklet list, which runs in order
  * @ran: completed by @tasklet
  */
 struct krdma_tasklet_mark {
-	struct work_struct work;
 	struct tasklet_struct tasklet;
 	struct completion ran;
 };
@@ -28,37 +27,57 @@ static void krdma_tasklet_mark_run(struct tasklet_struct *t)
 	complete(&mark->ran);
 }
 
-/* On the mark's CPU: once the mark has run, so have the tasklets before. */
+/* A work on one CPU: once its mark has run, so have the tasklets before. */
 static void krdma_tasklet_mark_cpu(struct work_struct *work)
 {
-	struct krdma_tasklet_mark *mark =
-		container_of(work, struct krdma_tasklet_mark, work);
+	struct krdma_tasklet_mark mark;
 
-	tasklet_setup(&mark->tasklet, krdma_tasklet_mark_run);
-	init_completion(&mark->ran);
+	tasklet_setup(&mark.tasklet, krdma_tasklet_mark_run);
+	init_completion(&mark.ran);
 	/* with bottom halves off it runs at their enable, here, if it can */
 	local_bh_disable();
-	tasklet_schedule(&mark->tasklet);
+	tasklet_schedule(&mark.tasklet);
 	local_bh_enable();
-	wait_for_completion(&mark->ran);
+	wait_for_completion(&mark.ran);
 	/* the softirq still holds it (its RUN bit) when complete() wakes us */
-	tasklet_kill(&mark->tasklet);
+	tasklet_kill(&mark.tasklet);
 }
 
-/* One CPU at a time: no allocation, and only rxe pays. */
-static void krdma_tasklet_barrier(void)
+/* Without memory for a work per CPU: one CPU at a time, a work on the stack. */
+static void krdma_tasklet_barrier_serial(void)
 {
-	struct krdma_tasklet_mark mark;
+	struct work_struct work;
 	int cpu;
 
-	INIT_WORK_ONSTACK(&mark.work, krdma_tasklet_mark_cpu);
-	cpus_read_lock();
+	INIT_WORK_ONSTACK(&work, krdma_tasklet_mark_cpu);
 	for_each_online_cpu(cpu) {
-		queue_work_on(cpu, system_highpri_wq, &mark.work);
-		flush_work(&mark.work);
+		queue_work_on(cpu, system_highpri_wq, &work);
+		flush_work(&work);
 	}
+	destroy_work_on_stack(&work);
+}
+
+/* Every online CPU at once; CPU hotplug held off so that none is missed. */
+static void krdma_tasklet_barrier(void)
+{
+	struct work_struct *works;
+	int cpu;
+
+	works = kcalloc(nr_cpu_ids, sizeof(*works), GFP_KERNEL);
+	cpus_read_lock();
+	if (!works) {
+		krdma_tasklet_barrier_serial();
+		goto out_unlock;
+	}
+	for_each_online_cpu(cpu) {
+		INIT_WORK(&works[cpu], krdma_tasklet_mark_cpu);
+		queue_work_on(cpu, system_highpri_wq, &works[cpu]);
+	}
+	for_each_online_cpu(cpu)
+		flush_work(&works[cpu]);
+out_unlock:
 	cpus_read_unlock();
-	destroy_work_on_stack(&mark.work);
+	kfree(works);
 }
 
 /**
@@ -71,7 +90,7 @@ static void krdma_tasklet_barrier(void)
  * queued again, behind the first round's mark.
  *
  * Context: process context; sleeps, takes cpus_read_lock() and flushes
- * work of system_highpri_wq (not from a WQ_MEM_RECLAIM worker).
+ * works of system_highpri_wq.
  */
 void krdma_cq_quiesce(struct ib_device *ibdev)
 {
