@@ -6,7 +6,8 @@
 #
 #   SIGN_KEY, SIGN_CERT   a private key (PEM) and its X.509 certificate
 #                         (PEM or DER), e.g. a Machine Owner Key enrolled
-#                         with mokutil (README, "Secure Boot")
+#                         with mokutil (docs/install.rst, "Signing and
+#                         Secure Boot")
 #   otherwise DKMS's MOK key, /var/lib/dkms/mok.key and mok.pub, if both
 #   exist and SIGN_DKMS_KEY is not "no" (a staged install for elsewhere)
 #

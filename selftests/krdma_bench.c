@@ -1985,7 +1985,7 @@ KRDMA_TEST_F_TIMEOUT(cli, uc, 300)
 		"send -c uc -s 4096 -n 300 -t 16",
 		"send -c uc --lat -s 8 -n 100 --validate",
 		"send_imm -c uc -s 1024 -n 200 -t 16 --validate",
-		/* one packet: see README, Known problems (rxe, UC) */
+		/* one packet: docs/known-problems.rst (rxe, UC) */
 		"write_imm -c uc -s 1024 -n 200 -t 16",
 		"send -c uc --lat -s 64 -n 100 --via-ioctl",
 	};

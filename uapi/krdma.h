@@ -73,10 +73,11 @@
  * - %EDQUOT: a create past the module's max_objects_per_user: the objects
  *   alive in all sessions opened by the same user as this one (the opener's
  *   real uid; none for a session opened with CAP_SYS_ADMIN).
- * - %EAGAIN: a create past the rdma cgroup limit (rdma.max's hca_object on
- *   the device) of the caller's cgroup, which each buffer, connection, SRQ
- *   and address handle is charged to, as uverbs charges its objects; BENCH:
- *   see &struct krdma_bench.
+ * - %EAGAIN: a create past the rdma cgroup limit (rdma.max on the device)
+ *   of the caller's cgroup: its hca_object, which each buffer, connection,
+ *   SRQ and address handle is charged to, or its hca_handle, which a
+ *   session's first such object on the device charges, as uverbs charges
+ *   its objects and contexts; BENCH: see &struct krdma_bench.
  * - %ENOBUFS, %ENFILE: the RDMA core or the network stack under it ran out
  *   of buffers (route or neighbour entries) or of files: as %ENOMEM, passed
  *   on unchanged so that it says which.
@@ -154,8 +155,8 @@ enum {
  * @KRDMA_FEATURE_MANUAL_CONN: %KRDMA_CONN_CREATE / %KRDMA_CONN_MODIFY
  * @KRDMA_FEATURE_RDMA_CM: the %KRDMA_CM_* commands and %KRDMA_GET_EVENTS
  * @KRDMA_FEATURE_SRQ: %KRDMA_SRQ_CREATE
- * @KRDMA_FEATURE_MEMORY_WINDOWS: memory windows; never set by kernels up to
- *	6.12 at least: the in-kernel verbs API exports no ib_alloc_mw() and
+ * @KRDMA_FEATURE_MEMORY_WINDOWS: memory windows; never set by the kernels
+ *	tested (5.10 to 7.2): the in-kernel verbs API exports no ib_alloc_mw() and
  *	struct ib_send_wr has no bind-MW fields, so only user verbs can bind
  *	windows.  Fast registration plus LOCAL_INV / SEND_WITH_INV is the
  *	kernel's way to hand out and revoke a remote key.
@@ -600,8 +601,8 @@ struct krdma_buf_alloc {
  * enum krdma_buf_reg_flags - &struct krdma_buf_reg_user.flags
  * @KRDMA_BUF_REG_WINDOW: also allocate a type-2 memory window bound to the
  *	region and hand out the window's rkey instead of the region's;
- *	%EOPNOTSUPP while %KRDMA_FEATURE_MEMORY_WINDOWS is clear (always, so
- *	far: see there), as is %KRDMA_ACCESS_MW_BIND
+ *	%EOPNOTSUPP while %KRDMA_FEATURE_MEMORY_WINDOWS is clear (see
+ *	there), as is %KRDMA_ACCESS_MW_BIND
  */
 enum krdma_buf_reg_flags {
 	KRDMA_BUF_REG_WINDOW = 1 << 0,
