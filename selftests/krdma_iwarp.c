@@ -470,11 +470,13 @@ static int iw_sh_out(const char *cmd, char *out, size_t len)
 /*
  * krdmactl: `devices` tells the transport; serve with send, read and write
  * (whose checks ride in the messages where no immediate data can); rping;
- * bench write and read, whose header names the transport as perftest does.
+ * bench write and read, bandwidth and latency, whose header names the
+ * transport as perftest does.
  */
 KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 {
-	char cmd[512], out[8192];
+	static char out[32768];
+	char cmd[1024];
 	const char *why = kt_krdmactl_unavailable(NULL);
 	int ret;
 
@@ -519,13 +521,15 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 	 * siw's largest buffer (1 MiB): the slots then wrap
 	 */
 	snprintf(cmd, sizeof(cmd),
-		 "timeout 90 krdmactl bench -d %s -p 18933 >/dev/null 2>&1 & "
+		 "timeout 120 krdmactl bench -d %s -p 18933 >/dev/null 2>&1 & "
 		 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; "
 		 "timeout 30 krdmactl bench write %s -p 18933 -n 20 "
 		 "2>&1 && break; done && "
-		 "timeout 30 krdmactl bench read %s -p 18933 -n 20 -s 4096 2>&1; "
+		 "timeout 30 krdmactl bench read %s -p 18933 -n 20 -s 4096 2>&1 && "
+		 "timeout 30 krdmactl bench write --lat %s -p 18933 -n 50 -s 64 2>&1 && "
+		 "timeout 30 krdmactl bench read --lat %s -p 18933 -n 50 -s 64 2>&1; "
 		 "r=$?; kill $!; wait; exit $r", self->dev.info.name,
-		 self->addr, self->addr);
+		 self->addr, self->addr, self->addr, self->addr);
 	ret = iw_sh_out(cmd, out, sizeof(out));
 	EXPECT_EQ(0, ret) {
 		TH_LOG("bench write, read on %s: status %d:\n%s", self->addr,
@@ -535,6 +539,12 @@ KRDMA_TEST_F_TIMEOUT(iwarp, krdmactl, 180)
 		TH_LOG("%s", out);
 	}
 	EXPECT_NE(NULL, strstr(out, "read BW Test")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "write Latency Test")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "read Latency Test")) {
 		TH_LOG("%s", out);
 	}
 }
