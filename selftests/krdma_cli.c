@@ -475,7 +475,8 @@ KRDMA_TEST_F_TIMEOUT(cli, bad_options, CLI_CASE_TIMEOUT)
 		{ "bench send h -b", "-b runs write and read" },
 		{ "bench write h -b -a", "-b measures bandwidth of one size" },
 		{ "bench read h -b --lat", "-b measures bandwidth of one size" },
-		{ "bench write h -b -c uc", "-b runs over RC" },
+		{ "bench write h -b -c ud", "-b runs over RC or UC" },
+		{ "bench read h -b -c uc", "-c uc: write, write_imm" },
 		/* -p is a port wherever there is one; pretty has no short */
 		{ "-p devices", "unknown option -p (a port" },
 		{ "devices -p", "unknown option -p (a port" },
@@ -1019,6 +1020,18 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_bidirectional, CLI_CASE_TIMEOUT)
 	START_BENCH("-j -p 18726 --once");
 	cli_bidir(_metadata, &self->server, &self->client, "read", 18726, 1,
 		  4096, "-D 2");
+}
+
+/*
+ * -b over UC: the server answers the request (the client repeats it until
+ * then) before its run; the client's END brings the server's figures.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_bidirectional_uc, CLI_CASE_TIMEOUT)
+{
+	KT_NEED_TRANSPORT(&self->dev, KRDMA_TRANSPORT_UC);
+	START_BENCH("-j -c uc -p 18727 --once");
+	cli_bidir(_metadata, &self->server, &self->client, "write", 18727, 2,
+		  16384, "-n 200 -c uc");
 }
 
 TEST_HARNESS_MAIN

@@ -245,6 +245,17 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 		  int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out);
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 			  const struct verbs_buf *report, uint32_t *bad);
+/* UC, UD: a message repeated until the server answers it */
+struct bench_ask {
+	struct krdma_wr wr;	/* the message, signaled */
+	uint32_t answer_len;	/* the answer's bytes, to the tail; or none */
+	bool answer_ready;	/* the answer is a READY (or not) */
+	uint32_t timeout_ms;
+};
+
+int bench_ask_until_answer(int fd, uint32_t conn, uint32_t transport,
+			   const struct verbs_buf *buf,
+			   const struct bench_ask *a, uint32_t *answer);
 int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 		       const struct verbs_buf *buf, uint32_t imm,
 		       uint32_t *answer);
@@ -262,6 +273,7 @@ struct bench_bidir_group {
 	const uint32_t *conns;
 	uint32_t num_conns;
 	uint32_t ctl;		/* of conns, the one the request comes on */
+	uint32_t transport;	/* KRDMA_TRANSPORT_RC or _UC */
 	uint32_t max_size;	/* the hello's */
 	uint32_t tx_depth;	/* the hello's, that the QPs hold */
 	uint32_t timeout_s;	/* the server's -T */

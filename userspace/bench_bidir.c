@@ -13,10 +13,15 @@
  * client does, with a receive posted for the answer in its own tail; the
  * server answers, once its run is over, with a struct bench_bidir_report.
  * No message comes while either side's run goes, which would take a
- * completion the run did not post: an END that comes early waits in RNR
- * retries until the server posts the receive for it.  That takes RC:
- * over UC a request that came before its receive was posted would be
- * lost, with nothing to say so.
+ * completion the run did not post: over RC an END that comes early waits
+ * in RNR retries until the server posts the receive for it.
+ *
+ * UC drops a message that finds no receive instead, and says nothing:
+ * there the client repeats its request until the server answers it (a
+ * zero-length KRDMA_BENCH_READY_IMM, before the server's run) and its END
+ * until the report comes, as a two-sided run's hello and END are.  A
+ * repeat that comes while the server's run goes finds no receive, and is
+ * dropped.
  */
 #include <endian.h>
 #include <errno.h>
@@ -28,12 +33,22 @@
 #define BIDIR_REQ_WRID 4
 #define BIDIR_END_WRID 5
 #define BIDIR_REPORT_WRID 6
+#define BIDIR_ACK_WRID 7
 #define BIDIR_MAX_ITERS (1ULL << 40)	/* what a client's -n takes */
 #define BIDIR_MAX_MS (86400U * 1000)	/* and -D */
 
 static void *bidir_tail(const struct verbs_buf *buf)
 {
 	return buf->mem + buf->length - BENCH_TAIL;
+}
+
+/* The first @len bytes of the tail */
+static struct krdma_sge bidir_tail_sge(const struct verbs_buf *buf,
+				       uint32_t len)
+{
+	return (struct krdma_sge){ .buf_handle = buf->handle,
+				   .offset = buf->length - BENCH_TAIL,
+				   .length = len };
 }
 
 static int bidir_send_tail(int fd, uint32_t conn, const struct verbs_buf *buf,
@@ -45,9 +60,7 @@ static int bidir_send_tail(int fd, uint32_t conn, const struct verbs_buf *buf,
 		.opcode = opcode,
 		.flags = KRDMA_WR_SIGNALED,
 		.num_sge = 1,
-		.sge[0] = { .buf_handle = buf->handle,
-			    .offset = buf->length - BENCH_TAIL,
-			    .length = len },
+		.sge[0] = bidir_tail_sge(buf, len),
 	};
 	struct krdma_wc wc;
 	int ret;
@@ -65,6 +78,15 @@ int bench_bidir_request(int fd, const struct bench_opts *o, uint32_t conn,
 			const struct verbs_buf *buf, uint32_t size)
 {
 	struct bench_bidir_req *q = bidir_tail(buf);
+	/* UC: repeated until the server's READY, before its run */
+	const struct bench_ask a = {
+		.wr = { .wr_id = BIDIR_REQ_WRID, .opcode = KRDMA_OP_SEND,
+			.flags = KRDMA_WR_SIGNALED, .num_sge = 1,
+			.sge[0] = bidir_tail_sge(buf, sizeof(*q)) },
+		.answer_ready = true,
+		.timeout_ms = o->timeout_s * 1000,
+	};
+	uint32_t imm;
 	int ret;
 
 	memset(q, 0, BENCH_TAIL);
@@ -77,8 +99,12 @@ int bench_bidir_request(int fd, const struct bench_opts *o, uint32_t conn,
 	q->cq_mod = htobe32(o->cq_mod);
 	q->duration_ms = htobe32(o->duration_s * 1000);
 	q->iters = htobe64(o->iters);
-	ret = bidir_send_tail(fd, conn, buf, KRDMA_OP_SEND, BIDIR_REQ_WRID,
-			      sizeof(*q), o->timeout_s);
+	if (o->transport == KRDMA_TRANSPORT_UC)
+		ret = bench_ask_until_answer(fd, conn, o->transport, buf, &a,
+					     &imm);
+	else
+		ret = bidir_send_tail(fd, conn, buf, KRDMA_OP_SEND,
+				      BIDIR_REQ_WRID, sizeof(*q), o->timeout_s);
 	if (ret)
 		err_msg("bench: -b: the request for the server's run: %s",
 			bench_errno_hint(ret));
@@ -96,11 +122,25 @@ int bench_bidir_report(int fd, const struct bench_opts *o, uint32_t conn,
 	 * this one took, and -T more
 	 */
 	uint32_t wait_s = o->timeout_s + r->b.elapsed_ns / 1000000000 + 1;
+	/* UC: repeated until the report comes, to the tail */
+	const struct bench_ask a = {
+		.wr = { .wr_id = BIDIR_END_WRID,
+			.opcode = KRDMA_OP_SEND_WITH_IMM,
+			.flags = KRDMA_WR_SIGNALED,
+			.imm_data = KRDMA_BENCH_END_IMM },
+		.answer_len = BENCH_TAIL,
+		.answer_ready = false,
+		.timeout_ms = wait_s * 1000,
+	};
 	uint32_t imm = 0;
 	int ret;
 
 	memset(bidir_tail(buf), 0, BENCH_TAIL);
-	ret = bench_send_end_report(fd, conn, wait_s, buf, &imm);
+	if (o->transport == KRDMA_TRANSPORT_UC)
+		ret = bench_ask_until_answer(fd, conn, o->transport, buf, &a,
+					     &imm);
+	else
+		ret = bench_send_end_report(fd, conn, wait_s, buf, &imm);
 	if (!ret && be32toh(p->magic) != BENCH_MAGIC)
 		ret = -EPROTO;
 	if (ret) {
@@ -152,9 +192,34 @@ static int bidir_get_request(int fd, const struct bench_bidir_group *bg,
 }
 
 /*
+ * The server, over UC: a zero-length READY, the request's answer; its
+ * completion is reaped before the run, which would take it for a
+ * stranger's.
+ */
+static int bidir_send_ready(int fd, uint32_t ctl, uint32_t timeout_s)
+{
+	struct krdma_wr wr = {
+		.wr_id = BIDIR_ACK_WRID,
+		.opcode = KRDMA_OP_SEND_WITH_IMM,
+		.flags = KRDMA_WR_SIGNALED,
+		.imm_data = KRDMA_BENCH_READY_IMM,
+	};
+	struct krdma_wc wc;
+	int ret;
+
+	ret = verbs_post_one(fd, ctl, &wr);
+	if (!ret)
+		ret = bench_wait_wc(fd, ctl, KRDMA_OP_SEND, false,
+				    loop_now_ms(), timeout_s * 1000, &wc);
+	return ret;
+}
+
+/*
  * The server: wait for the client's END, and answer with the tail.  The
  * client's run may go on after this one: wait as long again as this one
- * took, and -T more.
+ * took, and -T more.  The END's receive is zero-length: over UC a late
+ * repeat of the request that meets it is dropped, where it would fill a
+ * larger one (which is passed over here, and not posted again).
  */
 static int bidir_answer_end(int fd, uint32_t ctl, const struct verbs_buf *buf,
 			    uint64_t wait_ms, uint32_t timeout_s)
@@ -207,6 +272,9 @@ int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
 	memset(b, 0, sizeof(*b));
 	b->size = sizeof(*b);
 	ret = bidir_get_request(fd, bg, b);
+	/* UC: the client repeats the request until this answer comes */
+	if (!ret && bg->transport == KRDMA_TRANSPORT_UC)
+		ret = bidir_send_ready(fd, bg->ctl, bg->timeout_s);
 	if (ret)
 		return ret;
 	b->flags = (bg->flags & BH_NOTIFY ? KRDMA_BENCH_NOTIFY : 0) |

@@ -47,9 +47,9 @@ static const char bench_usage[] =
 	"                       and server alike\n"
 	"  -e, --events         sleep on CQ events instead of busy polling\n"
 	"      --bw | --lat     bandwidth (default) or latency\n"
-	"  -b, --bidirectional  write, read over RC: the server runs the same\n"
-	"                       toward this host meanwhile; both directions\n"
-	"                       summed\n"
+	"  -b, --bidirectional  write (RC, UC), read (RC): the server runs the\n"
+	"                       same toward this host meanwhile; both\n"
+	"                       directions summed\n"
 	"      --validate       check payloads at the receiver\n"
 	"      --via-ioctl      one KRDMA_POST per operation from userspace\n"
 	"                       (--lat: which also reaps, KRDMA_POST_POLL)\n"
@@ -150,8 +150,8 @@ static int bench_check_opts(const struct bench_opts *o,
 	else if (o->bidir && o->op != BOP_WRITE && o->op != BOP_READ)
 		why = "-b runs write and read: the server's run toward this "
 		      "host is one-sided";
-	else if (o->bidir && o->transport != KRDMA_TRANSPORT_RC)
-		why = "-b runs over RC (-c rc)";
+	else if (o->bidir && o->transport == KRDMA_TRANSPORT_UD)
+		why = "-b runs over RC or UC (-c rc, -c uc)";
 	else if (o->bidir && (o->latency || o->all || o->run_infinitely ||
 			      o->via_ioctl || o->validate))
 		why = "-b measures bandwidth of one size (not with --lat, -a, "

@@ -16,6 +16,7 @@
 #define BENCH_MAX_BUF (64ULL << 20)	/* a side's buffer, unless validating */
 #define BENCH_ALL_MAX (8U << 20)	/* -a: 2 B ... 8 MiB */
 #define HELLO_REPEAT_MS 200		/* UC, UD: hello, end again after this */
+#define ANSWER_WRID 3			/* the receive for the server's answer */
 
 void bench_fill_pattern(uint8_t *p, uint64_t len)
 {
@@ -257,7 +258,7 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 			  const struct verbs_buf *report, uint32_t *bad)
 {
 	int64_t start = loop_now_ms();
-	struct krdma_wr rwr = { .wr_id = 3, .opcode = KRDMA_OP_RECV };
+	struct krdma_wr rwr = { .wr_id = ANSWER_WRID, .opcode = KRDMA_OP_RECV };
 	struct krdma_wr wr = {
 		.wr_id = 2,
 		.opcode = KRDMA_OP_SEND_WITH_IMM,
@@ -284,79 +285,101 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 }
 
 /*
- * UC, UD: a receive for the server's zero-length answer; over UD with room
+ * UC, UD: a receive for the server's answer: zero-length; over UD with room
  * for the GRH in front (the buffer's last KRDMA_GRH_LEN bytes, where the
- * kernel's runs put them too).
+ * kernel's runs put them too); with -b's report, the buffer's tail.
  */
 static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
-			    const struct verbs_buf *buf, uint64_t wr_id)
+			    const struct verbs_buf *buf,
+			    const struct bench_ask *a)
 {
-	struct krdma_wr wr = { .wr_id = wr_id, .opcode = KRDMA_OP_RECV };
+	struct krdma_wr wr = { .wr_id = ANSWER_WRID, .opcode = KRDMA_OP_RECV };
 
+	if (a->answer_len)
+		return verbs_post_recv(fd, conn, wr.wr_id, buf->handle,
+				       buf->length - BENCH_TAIL,
+				       a->answer_len);
 	if (transport == KRDMA_TRANSPORT_UD)
-		return verbs_post_recv(fd, conn, wr_id, buf->handle,
+		return verbs_post_recv(fd, conn, wr.wr_id, buf->handle,
 				       buf->length - KRDMA_GRH_LEN,
 				       KRDMA_GRH_LEN);
 	return verbs_post_one(fd, conn, &wr);
 }
 
-/*
- * UC, UD: a zero-length SEND_WITH_IMM of @imm every HELLO_REPEAT_MS until
- * the server's answer comes (its imm_data to @answer), for -T.  Both drop
- * a message that finds no receive posted: a hello sent before the server's
- * run has posted its receives, an end message that comes when the server
- * has none left, an answer lost.  Every hello's send completion is reaped
- * before the run starts, which would take one for a stranger's (EBUSY).
- */
-int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
-		       const struct verbs_buf *buf, uint32_t imm,
-		       uint32_t *answer)
+/* The answer @a waits for, not a stranger's (a late READY, say)? */
+static bool is_answer(const struct bench_ask *a, const struct krdma_wc *wc)
 {
-	int64_t deadline = loop_now_ms() + o->timeout_s * 1000LL, next = 0;
-	struct krdma_wr wr = {
-		.wr_id = 2,
-		.opcode = KRDMA_OP_SEND_WITH_IMM,
-		.flags = KRDMA_WR_SIGNALED,
-		.imm_data = imm,
-	};
+	return (wc->wc_flags & KRDMA_WC_WITH_IMM) &&
+	       bench_late_ready(wc) == a->answer_ready;
+}
+
+/*
+ * UC, UD: @a's message every HELLO_REPEAT_MS until the server's answer
+ * comes (its imm_data to @answer), for @a's timeout.  Both drop a message
+ * that finds no receive posted: a hello sent before the server's run has
+ * posted its receives, an end message that comes when the server has none
+ * left, an answer lost.  Every send completion is reaped before the run
+ * starts, which would take one for a stranger's (EBUSY).  What has come is
+ * looked at before a repeat goes: none goes once the answer is in, to
+ * meet a receive the server has since posted for something else.
+ */
+int bench_ask_until_answer(int fd, uint32_t conn, uint32_t transport,
+			   const struct verbs_buf *buf,
+			   const struct bench_ask *a, uint32_t *answer)
+{
+	int64_t deadline = loop_now_ms() + a->timeout_ms, next = 0;
 	uint32_t sent = 0, sends_done = 0;
 	bool answered = false;
 	struct krdma_wc wc[4];
 	int ret, n, i;
 
-	ret = post_answer_recv(fd, conn, o->transport, buf, 3);
+	ret = post_answer_recv(fd, conn, transport, buf, a);
 	while (!ret && (!answered || sends_done < sent)) {
 		if (loop_stop)
 			return -EINTR;
 		if (loop_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		if (!answered && loop_now_ms() >= next) {
-			ret = verbs_post_one(fd, conn, &wr);
-			sent++;
-			next = loop_now_ms() + HELLO_REPEAT_MS;
-		}
-		n = ret ? 0 : verbs_poll(fd, conn, wc, ARRAY_SIZE(wc), 20);
+		n = verbs_poll(fd, conn, wc, ARRAY_SIZE(wc), sent ? 20 : 0);
 		if (n < 0)
 			return n;
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < n && !ret; i++) {
 			if (wc_failed(&wc[i]))
 				return -EIO;
 			if (wc[i].opcode != KRDMA_OP_RECV) {
 				sends_done++;
 				continue;
 			}
-			/* a late READY, while the end message waits */
-			if (bench_late_ready(&wc[i]) !=
-			    (imm == KRDMA_BENCH_READY_IMM) ||
-			    !(wc[i].wc_flags & KRDMA_WC_WITH_IMM)) {
-				ret = post_answer_recv(fd, conn, o->transport, buf, 3);
+			if (!is_answer(a, &wc[i])) {
+				ret = post_answer_recv(fd, conn, transport,
+						       buf, a);
 				continue;
 			}
 			answered = true;
 			*answer = wc[i].imm_data;
 		}
+		if (!ret && !answered && loop_now_ms() >= next) {
+			ret = verbs_post_one(fd, conn, &a->wr);
+			sent++;
+			next = loop_now_ms() + HELLO_REPEAT_MS;
+		}
 	}
 	return ret;
+}
+
+/* UC, UD: a zero-length SEND_WITH_IMM of @imm (a hello, an END), asked. */
+int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
+		       const struct verbs_buf *buf, uint32_t imm,
+		       uint32_t *answer)
+{
+	const struct bench_ask a = {
+		.wr = { .wr_id = 2, .opcode = KRDMA_OP_SEND_WITH_IMM,
+			.flags = KRDMA_WR_SIGNALED, .imm_data = imm },
+		/* a hello's answer is the READY; an END's is not */
+		.answer_ready = imm == KRDMA_BENCH_READY_IMM,
+		.timeout_ms = o->timeout_s * 1000,
+	};
+
+	return bench_ask_until_answer(fd, conn, o->transport, buf, &a, answer);
 }
 
 void bench_disconnect(int fd, uint32_t conn)

@@ -231,6 +231,7 @@ static void srv_bidir(struct srv *s, struct srv_group *g)
 		.conns = g->handles,
 		.num_conns = g->qps,
 		.ctl = g->ctl,
+		.transport = s->o->transport,
 		.max_size = g->max_size,
 		.tx_depth = g->tx_depth,
 		/* its own, not a client's: it holds this loop */
@@ -317,9 +318,9 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		srv_reject(s, ev->handle);
 		return;
 	}
-	/* -b: write and read, over RC (bench_check_opts()) */
+	/* -b: write and read, over RC or UC (bench_check_opts()) */
 	if ((be32toh(h->flags) & BH_BIDIR) &&
-	    (s->o->transport != KRDMA_TRANSPORT_RC ||
+	    (s->o->transport == KRDMA_TRANSPORT_UD ||
 	     (be16toh(h->op) != BOP_WRITE && be16toh(h->op) != BOP_READ))) {
 		srv_reject(s, ev->handle);
 		return;

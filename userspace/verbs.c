@@ -116,7 +116,7 @@ int verbs_destroy(int fd, uint32_t handle)
 	return krdma_ioctl_quiet(fd, KRDMA_DESTROY, &d);
 }
 
-int verbs_post_one(int fd, uint32_t conn, struct krdma_wr *wr)
+int verbs_post_one(int fd, uint32_t conn, const struct krdma_wr *wr)
 {
 	struct krdma_post post = {
 		.size = sizeof(post),

@@ -28,7 +28,7 @@ int verbs_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
 int verbs_buf_reg_huge(int fd, uint32_t dev_index, uint32_t access,
 		       uint64_t length, struct verbs_buf *b);
 void verbs_buf_free(int fd, struct verbs_buf *b);
-int verbs_post_one(int fd, uint32_t conn, struct krdma_wr *wr);
+int verbs_post_one(int fd, uint32_t conn, const struct krdma_wr *wr);
 int verbs_post_recv(int fd, uint32_t conn, uint64_t wr_id, uint32_t buf,
 		    uint64_t offset, uint32_t length);
 int verbs_destroy(int fd, uint32_t handle);
