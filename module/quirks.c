@@ -57,17 +57,18 @@ static void krdma_tasklet_barrier_serial(void)
 	destroy_work_on_stack(&work);
 }
 
-/* Every online CPU at once; CPU hotplug held off so that none is missed. */
-static void krdma_tasklet_barrier(void)
+/*
+ * Every online CPU at once, a work of @works each; without @works, one
+ * CPU at a time.  Under cpus_read_lock() (lockdep_assert_cpus_held() is
+ * not exported).
+ */
+static void krdma_tasklet_barrier(struct work_struct *works)
 {
-	struct work_struct *works;
 	int cpu;
 
-	works = kcalloc(nr_cpu_ids, sizeof(*works), GFP_KERNEL);
-	cpus_read_lock();
 	if (!works) {
 		krdma_tasklet_barrier_serial();
-		goto out_unlock;
+		return;
 	}
 	for_each_online_cpu(cpu) {
 		INIT_WORK(&works[cpu], krdma_tasklet_mark_cpu);
@@ -75,9 +76,6 @@ static void krdma_tasklet_barrier(void)
 	}
 	for_each_online_cpu(cpu)
 		flush_work(&works[cpu]);
-out_unlock:
-	cpus_read_unlock();
-	kfree(works);
 }
 
 /**
@@ -87,15 +85,23 @@ out_unlock:
  * Between the destruction of a CQ's last QP, after which nothing schedules
  * its handler, and ib_destroy_cq(), on a device with %KRDMA_QUIRK_CQ_TASKLET.
  * Two rounds: a tasklet that a CPU finds still running on another is
- * queued again, behind the first round's mark.
+ * queued again, behind the first round's mark.  CPU hotplug is held off
+ * so that no CPU is missed.
  *
- * Context: process context; sleeps, takes cpus_read_lock() and flushes
- * works of system_highpri_wq.
+ * Context: process context; sleeps, allocates (GFP_KERNEL), takes
+ * cpus_read_lock() and flushes works of system_highpri_wq.
  */
 void krdma_cq_quiesce(struct ib_device *ibdev)
 {
+	struct work_struct *works;
+
 	if (!krdma_quirk(ibdev, KRDMA_QUIRK_CQ_TASKLET))
 		return;
-	krdma_tasklet_barrier();
-	krdma_tasklet_barrier();
+	/* no memory: the rounds go one CPU at a time */
+	works = kcalloc(nr_cpu_ids, sizeof(*works), GFP_KERNEL | __GFP_NOWARN);
+	cpus_read_lock();
+	krdma_tasklet_barrier(works);
+	krdma_tasklet_barrier(works);
+	cpus_read_unlock();
+	kfree(works);
 }
