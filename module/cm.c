@@ -925,6 +925,14 @@ int krdma_cm_disconnect(struct krdma_session *session,
 	ret = krdma_conn_get_locked(session, cmd->handle, &conn);
 	if (ret)
 		return ret;
+	/*
+	 * A failed disconnect leaves the bit set: rdma_disconnect() fails
+	 * only where no CM id lies below rdma_cm's (never connected) or the
+	 * QP cannot go to the error state (IB); iWARP's returns 0 for any
+	 * connection with a QP.  A retry would fail the same way, and
+	 * clearing the bit would race the peer's DISCONNECTED, whose reply
+	 * the bit decides.
+	 */
 	if (!conn->cm.id)
 		ret = -EINVAL;
 	else if (conn->transport == KRDMA_TRANSPORT_UD)
