@@ -200,7 +200,7 @@ bench:
 	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/bench.sh
 	@cat $(BUILD)/bench.json
 
-# where a SEND ping-pong's time goes (kprobes on rxe), per program
+# where each program's time goes on rxe, and the bound rxe's own cost sets
 bench-trace:
 	$(SRC)/selftests/vm/run.sh --kernel 6.1 -- $(SRC)/selftests/bench-trace.sh
 

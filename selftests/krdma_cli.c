@@ -1034,4 +1034,95 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_bidirectional_uc, CLI_CASE_TIMEOUT)
 		  16384, "-n 200 -c uc");
 }
 
+/* the number after @key on cpu_samples' line (-1: no such key) */
+static double cli_samples_field(const char *out, const char *key)
+{
+	const char *line = strstr(out, "cpu_samples: wall ");
+	char word[40];
+	const char *at;
+
+	if (!line)
+		return -1;
+	snprintf(word, sizeof(word), " %s ", key);
+	at = strstr(line, word);
+	if (!at || (strchr(line, '\n') && at > strchr(line, '\n')))
+		return -1;
+	return strtod(at + strlen(word), NULL);
+}
+
+/*
+ * cpu_samples, make bench-trace's profiler: the command's exit status
+ * comes back, bad usage is 125; a 2-second WRITE run's samples cover
+ * every CPU all along, add up, and a good part goes to the driver module
+ * doing the work (rxe copies and checksums every byte; siw's threads
+ * send it).
+ */
+KRDMA_TEST_F_TIMEOUT(cli, cpu_samples, CLI_CASE_TIMEOUT)
+{
+	static const char * const keys[] = {
+		"rdma_rxe", "siw", "krdma", "krdma_bench_loop", "user",
+		"kernel", "irq", "idle",
+	};
+	double wall, cpus, samples, coverage, driver, sum = 0;
+	const char *out;
+	unsigned int i;
+	int st;
+
+	if (!krdma_have_cmd("cpu_samples"))
+		SKIP(return, "cpu_samples not built (make selftests)");
+	EXPECT_EQ(3, cli_run(&self->client, "cpu_samples -- sh -c 'exit 3'"))
+		TH_LOG("%s", self->client.out);
+	EXPECT_NE(NULL, strstr(self->client.out, "cpu_samples: wall "))
+		TH_LOG("%s", self->client.out);
+	EXPECT_EQ(125, cli_run(&self->client, "cpu_samples -F 10x -- true"));
+	EXPECT_EQ(125, cli_run(&self->client, "cpu_samples -m rdma_rxe"));
+
+	ASSERT_OK(cli_spawn(&self->server, "krdmactl bench -p 18743"));
+	ASSERT_TRUE(cli_wait_listen(&self->server)) {
+		kt_reap(&self->server);
+		TH_LOG("bench server never listened:\n%s", self->server.out);
+	}
+	st = cli_run(&self->client,
+		     "cpu_samples -t 5 -m rdma_rxe -m siw -m krdma -f krdma_bench_loop -- krdmactl bench write %s -p 18743 -D 2",
+		     kt_test_addr(false));
+	out = self->client.out;	/* each run reads its output anew */
+	ASSERT_EQ(0, st) TH_LOG("exit %d:\n%s", st, out);
+	wall = cli_samples_field(out, "wall");
+	cpus = cli_samples_field(out, "cpus");
+	samples = cli_samples_field(out, "samples");
+	coverage = cli_samples_field(out, "coverage");
+	ASSERT_LT(2, wall) TH_LOG("%s", out);
+	ASSERT_LE(1, cpus) TH_LOG("%s", out);
+	EXPECT_EQ(0, cli_samples_field(out, "lost")) TH_LOG("%s", out);
+	/* 999 a second on every CPU; a starved vCPU drops some */
+	EXPECT_LE(0.5, coverage) TH_LOG("%s", out);
+	EXPECT_GE(1.05, coverage) TH_LOG("%s", out);
+	EXPECT_GE(0.01, fabs(samples / (999 * wall * cpus) - coverage))
+		TH_LOG("%s", out);
+	for (i = 0; i < ARRAY_SIZE(keys); i++) {
+		double v = cli_samples_field(out, keys[i]);
+
+		EXPECT_LE(0, v) TH_LOG("%s: %s", keys[i], out);
+		sum += v;
+	}
+	/* every sample in one class: the seconds add up (to the rounding) */
+	EXPECT_GE(0.01 + 0.0005 * ARRAY_SIZE(keys),
+		  fabs(sum - samples / 999)) TH_LOG("%s", out);
+	driver = cli_samples_field(out, "rdma_rxe") +
+		 cli_samples_field(out, "siw");
+	EXPECT_GE(wall * cpus, driver) TH_LOG("%s", out);
+	/*
+	 * A driver built in (the debug kernel) is no module: what it does
+	 * for krdma's loop, a CPU busy all along, is then the loop's.
+	 */
+	if (!krdma_run("grep -qE '^(rdma_rxe|siw) ' /proc/modules")) {
+		EXPECT_LE(0.1 * wall, driver) TH_LOG("%s", out);
+	} else {
+		EXPECT_LE(0.25 * wall, cli_samples_field(out, "krdma") +
+			  cli_samples_field(out, "krdma_bench_loop"))
+			TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "\ncpu_samples: top ")) TH_LOG("%s", out);
+}
+
 TEST_HARNESS_MAIN
