@@ -1008,10 +1008,13 @@ static void cli_bidir(struct __test_metadata *_metadata, struct kt_proc *srv,
 /*
  * -b over RC: write on two QPs (each its own loop) of 64 KiB, whose
  * buffers are as large as the device allows, with the tail; read on one
- * for two seconds.
+ * for two seconds.  Not on 5.10's rxe: a client's END that comes while
+ * the server's run goes waits in RNR retries, which that rxe spins on in
+ * softirq, starving the server's loop on that CPU for good.
  */
 KRDMA_TEST_F_TIMEOUT(cli, bench_bidirectional, CLI_CASE_TIMEOUT)
 {
+	KT_SKIP_RXE_DEFECT(KT_RXE_RNR_SPIN);
 	START_BENCH("-j -p 18725 --once");
 	cli_bidir(_metadata, &self->server, &self->client, "write", 18725, 2,
 		  65536, "-n 100");
