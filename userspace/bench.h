@@ -16,6 +16,7 @@
 #define KRDMACTL_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "addr.h"
@@ -25,7 +26,7 @@
 #include "verbs.h"
 
 #define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
-#define BENCH_VERSION 3
+#define BENCH_VERSION 4
 #define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
 #define MIB 1048576.0
 #define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
@@ -66,24 +67,38 @@ struct bench_hello {
 	uint32_t kproto;	/* the client's KRDMA_BENCH_PROTOCOL */
 };
 
-/* ACCEPT private data, 32 bytes */
+/* ACCEPT private data, 40 bytes */
 struct bench_adv {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t __reserved;
-	uint64_t addr;
+	uint64_t addr;		/* the slots the client's runs go to */
 	uint64_t length;
 	uint32_t rkey;
-	uint32_t __reserved2;
+	uint32_t ctl_rkey;	/* -b: the server's control buffer */
+	uint64_t ctl_addr;
 };
 
 /*
- * -b: the client's request, a SEND on its first connection to the
- * BENCH_TAIL bytes that follow the server's slots, once the client's
- * buffer exists: where the server's run goes, and for how long.
+ * -b: the two sides' messages, each an RDMA WRITE of BENCH_BIDIR_MSG bytes
+ * from the second half of the writer's control buffer (a buffer of
+ * BENCH_CTL_LEN bytes of its own, apart from the slots the runs use) into
+ * the first half of the peer's.  No receive takes them, so they meet
+ * neither a run's completions nor RNR retries, and iWARP carries them as
+ * well.  The reader polls the last word and then checks the first: both
+ * name the message's kind once all of it is in (a copy, either way, lands
+ * one of them last).
  */
+enum bench_bidir_kind {
+	BIDIR_REQ = 0x52455131,		/* "REQ1": client, its run's terms */
+	BIDIR_READY = 0x52445931,	/* "RDY1": server, about to run */
+	BIDIR_END = 0x454e4431,		/* "END1": client, its run is over */
+	BIDIR_REPORT = 0x52505431,	/* "RPT1": server, its figures */
+};
+
+/* REQ: where the server's run goes (the client's slots), for how long */
 struct bench_bidir_req {
-	uint32_t magic;
+	uint32_t kind;		/* enum bench_bidir_kind */
 	uint32_t size;		/* of each message */
 	uint64_t addr;		/* the client's slots */
 	uint64_t length;
@@ -92,26 +107,37 @@ struct bench_bidir_req {
 	uint32_t cq_mod;
 	uint32_t duration_ms;	/* or */
 	uint64_t iters;
+	uint64_t ctl_addr;	/* the client's control buffer */
+	uint32_t ctl_rkey;
+	uint32_t kind_end;	/* @kind again, the last word */
 };
 
-/* -b: the server's figures, its answer to the client's END */
+/* REPORT: the server's figures (READY and END: the kinds alone) */
 struct bench_bidir_report {
-	uint32_t magic;
+	uint32_t kind;
 	uint32_t __reserved;
 	uint64_t ops;
 	uint64_t bytes;
 	uint64_t elapsed_ns;
 	uint64_t peak_bps;
+	uint32_t __reserved2[5];
+	uint32_t kind_end;
 };
 
-/* -b: the request and the report, each side's last bytes */
-#define BENCH_TAIL 64U
+#define BENCH_BIDIR_MSG 64U
+/* -b: a side's control buffer: the peer's message, then its own */
+#define BENCH_CTL_LEN (2 * BENCH_BIDIR_MSG)
 
 _Static_assert(sizeof(struct bench_hello) == 36, "bench_hello");
-_Static_assert(sizeof(struct bench_adv) == 32, "bench_adv");
-_Static_assert(sizeof(struct bench_bidir_req) <= BENCH_TAIL, "bidir_req");
-_Static_assert(sizeof(struct bench_bidir_report) <= BENCH_TAIL,
+_Static_assert(sizeof(struct bench_adv) == 40, "bench_adv");
+_Static_assert(sizeof(struct bench_bidir_req) == BENCH_BIDIR_MSG,
+	       "bidir_req");
+_Static_assert(sizeof(struct bench_bidir_report) == BENCH_BIDIR_MSG,
 	       "bidir_report");
+_Static_assert(offsetof(struct bench_bidir_req, kind_end) ==
+	       BENCH_BIDIR_MSG - 4 &&
+	       offsetof(struct bench_bidir_report, kind_end) ==
+	       BENCH_BIDIR_MSG - 4, "bidir kind_end");
 
 /* An operation's name and the KRDMA_OP_ it runs, by BOP_ */
 struct bench_op_info {
@@ -229,8 +255,7 @@ void *bench_progress_thread(void *arg);
 /* bench_proto.c */
 void bench_fill_pattern(uint8_t *p, uint64_t len);
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps, bool bidir,
-		       uint64_t dev_max);
+		       uint32_t transport, uint32_t qps, uint64_t dev_max);
 int bench_buf_get(int fd, uint32_t dev_index, uint32_t access, uint64_t len,
 		  bool huge, struct verbs_buf *b);
 uint32_t bench_all_max(const struct bench_opts *o);
@@ -244,40 +269,32 @@ bool bench_late_ready(const struct krdma_wc *wc);
 int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
 		  int64_t start_ms, uint32_t timeout_ms, struct krdma_wc *out);
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
-			  const struct verbs_buf *report, uint32_t *bad);
-/* UC, UD: a message repeated until the server answers it */
-struct bench_ask {
-	struct krdma_wr wr;	/* the message, signaled */
-	uint32_t answer_len;	/* the answer's bytes, to the tail; or none */
-	bool answer_ready;	/* the answer is a READY (or not) */
-	uint32_t timeout_ms;
-};
-
-int bench_ask_until_answer(int fd, uint32_t conn, uint32_t transport,
-			   const struct verbs_buf *buf,
-			   const struct bench_ask *a, uint32_t *answer);
+			  uint32_t *bad);
 int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 		       const struct verbs_buf *buf, uint32_t imm,
 		       uint32_t *answer);
 void bench_disconnect(int fd, uint32_t conn);
 
 /* bench_bidir.c */
-int bench_bidir_request(int fd, const struct bench_opts *o, uint32_t conn,
-			const struct verbs_buf *buf, uint32_t size);
-int bench_bidir_report(int fd, const struct bench_opts *o, uint32_t conn,
-		       const struct verbs_buf *buf, struct bench_result *r);
+int bench_bidir_request(int fd, const struct bench_opts *o,
+			const struct bench_conn *c, const struct verbs_buf *buf,
+			const struct verbs_buf *ctl, uint32_t size);
+int bench_bidir_report(int fd, const struct bench_opts *o,
+		       const struct bench_conn *c, const struct verbs_buf *ctl,
+		       struct bench_result *r);
 /* -b: what the server's run toward a client starts from */
 struct bench_bidir_group {
 	int op;
 	uint32_t flags;		/* the hello's BH_* */
 	const uint32_t *conns;
 	uint32_t num_conns;
-	uint32_t ctl;		/* of conns, the one the request comes on */
+	uint32_t conn_ctl;	/* of conns, the one the answers go on */
 	uint32_t transport;	/* KRDMA_TRANSPORT_RC or _UC */
 	uint32_t max_size;	/* the hello's */
 	uint32_t tx_depth;	/* the hello's, that the QPs hold */
 	uint32_t timeout_s;	/* the server's -T */
 	const struct verbs_buf *buf;
+	const struct verbs_buf *ctl;	/* BENCH_CTL_LEN bytes */
 };
 
 int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,

@@ -4,107 +4,214 @@
  * server runs the client's one-sided OP toward the client's buffer, in its
  * own kernel, while the client's run goes toward the server's.
  *
- * The client's hello says BH_BIDIR.  Once its buffer exists the client
- * SENDs a struct bench_bidir_req on its first connection, which lands in
- * the last BENCH_TAIL bytes of the server's buffer (the server posted that
- * receive when it accepted the connection), and starts its run when the
- * SEND completes.  The server starts its run when the request arrives.
- * After its run the client sends the END message, as a two-sided run's
- * client does, with a receive posted for the answer in its own tail; the
- * server answers, once its run is over, with a struct bench_bidir_report.
- * No message comes while either side's run goes, which would take a
- * completion the run did not post: over RC an END that comes early waits
- * in RNR retries until the server posts the receive for it.
+ * The client's hello says BH_BIDIR, and each side has a control buffer of
+ * BENCH_CTL_LEN bytes beside the slots its runs use (the server's in its
+ * adv, the client's in its REQ).  The two sides speak by RDMA WRITEs into
+ * each other's control buffer (bench.h), which take no receive: nothing
+ * the runs post meets them, an early one waits in no RNR retries (on which
+ * 5.10's rxe spins, starving the run it waits for), and iWARP, which has
+ * no immediate data, carries them.  Once its buffers exist the client
+ * writes its REQ (a struct bench_bidir_req) and waits for the server's
+ * READY; the server answers the REQ with READY and starts its run, the
+ * client starts its own on READY.  After its run the client writes END and
+ * waits for the server's REPORT, which the server writes once both its own
+ * run is over and END has come.
  *
- * UC drops a message that finds no receive instead, and says nothing:
- * there the client repeats its request until the server answers it (a
- * zero-length KRDMA_BENCH_READY_IMM, before the server's run) and its END
- * until the report comes, as a two-sided run's hello and END are.  A
- * repeat that comes while the server's run goes finds no receive, and is
- * dropped.
+ * Over UC a write may be lost, unnoticed: there the client repeats REQ
+ * every BIDIR_REPEAT_MS until READY comes, and END until REPORT does.  A
+ * repeat writes the same bytes to the same place.  The server writes
+ * each answer once: a lost one fails the client's wait.  A side's wait
+ * also ends once its connection fails (the peer disconnected or died).
  */
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "bench.h"
 
-#define BIDIR_REQ_WRID 4
-#define BIDIR_END_WRID 5
-#define BIDIR_REPORT_WRID 6
-#define BIDIR_ACK_WRID 7
+#define BIDIR_WRITE_WRID 4
+#define BIDIR_REPEAT_MS 200	/* UC: REQ, END again after this */
+#define BIDIR_POLL_US 1000	/* the control buffer looked at again */
+#define BIDIR_ALIVE_MS 100	/* and the connection */
 #define BIDIR_MAX_ITERS (1ULL << 40)	/* what a client's -n takes */
 #define BIDIR_MAX_MS (86400U * 1000)	/* and -D */
 
-static void *bidir_tail(const struct verbs_buf *buf)
+/* Where a side writes to: the peer's control buffer, over @conn */
+struct bidir_peer {
+	uint32_t conn;
+	uint32_t transport;
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+/* A message as it lands: a REQ, a REPORT, or a READY or END (kinds alone) */
+union bidir_msg {
+	struct bench_bidir_req req;
+	struct bench_bidir_report report;
+};
+
+/* The peer's message: the first half of this side's control buffer */
+static uint8_t *bidir_in(const struct verbs_buf *ctl)
 {
-	return buf->mem + buf->length - BENCH_TAIL;
+	return ctl->mem;
 }
 
-/* The first @len bytes of the tail */
-static struct krdma_sge bidir_tail_sge(const struct verbs_buf *buf,
-				       uint32_t len)
+/* This side's message, as it leaves: the second half */
+static union bidir_msg *bidir_out(const struct verbs_buf *ctl)
 {
-	return (struct krdma_sge){ .buf_handle = buf->handle,
-				   .offset = buf->length - BENCH_TAIL,
-				   .length = len };
+	return (union bidir_msg *)(ctl->mem + BENCH_BIDIR_MSG);
 }
 
-static int bidir_send_tail(int fd, uint32_t conn, const struct verbs_buf *buf,
-			   uint32_t opcode, uint64_t wr_id, uint32_t len,
-			   uint32_t timeout_s)
+/* A message of @kind alone (READY, END) in the out half; the rest zero */
+static void bidir_set_out(const struct verbs_buf *ctl, uint32_t kind)
+{
+	union bidir_msg *m = bidir_out(ctl);
+
+	memset(m, 0, BENCH_BIDIR_MSG);
+	m->report.kind = htobe32(kind);
+	m->report.kind_end = htobe32(kind);
+}
+
+/* Write the out half to the peer's in half; its completion is reaped. */
+static int bidir_write(int fd, const struct bidir_peer *p,
+		       const struct verbs_buf *ctl, uint32_t timeout_ms)
 {
 	struct krdma_wr wr = {
-		.wr_id = wr_id,
-		.opcode = opcode,
+		.wr_id = BIDIR_WRITE_WRID,
+		.opcode = KRDMA_OP_RDMA_WRITE,
 		.flags = KRDMA_WR_SIGNALED,
 		.num_sge = 1,
-		.sge[0] = bidir_tail_sge(buf, len),
+		.sge[0] = { .buf_handle = ctl->handle,
+			    .offset = BENCH_BIDIR_MSG,
+			    .length = BENCH_BIDIR_MSG },
+		.remote_addr = p->addr,
+		.rkey = p->rkey,
 	};
 	struct krdma_wc wc;
 	int ret;
 
-	/* a SEND_WITH_IMM completes as a SEND (IB_WC_SEND) */
-	ret = verbs_post_one(fd, conn, &wr);
+	ret = verbs_post_one(fd, p->conn, &wr);
 	if (!ret)
-		ret = bench_wait_wc(fd, conn, KRDMA_OP_SEND, false,
-				    loop_now_ms(), timeout_s * 1000, &wc);
+		ret = bench_wait_wc(fd, p->conn, KRDMA_OP_RDMA_WRITE, false,
+				    loop_now_ms(), timeout_ms, &wc);
 	return ret;
 }
 
-/* The client: ask for the server's run of @size-byte messages. */
-int bench_bidir_request(int fd, const struct bench_opts *o, uint32_t conn,
-			const struct verbs_buf *buf, uint32_t size)
+/*
+ * -ECONNRESET once @conn's QP is in the error state: the peer
+ * disconnected (or went away, on iWARP), so no message of its will come.
+ */
+static int bidir_conn_up(int fd, uint32_t conn)
 {
-	struct bench_bidir_req *q = bidir_tail(buf);
-	/* UC: repeated until the server's READY, before its run */
-	const struct bench_ask a = {
-		.wr = { .wr_id = BIDIR_REQ_WRID, .opcode = KRDMA_OP_SEND,
-			.flags = KRDMA_WR_SIGNALED, .num_sge = 1,
-			.sge[0] = bidir_tail_sge(buf, sizeof(*q)) },
-		.answer_ready = true,
-		.timeout_ms = o->timeout_s * 1000,
-	};
-	uint32_t imm;
+	struct krdma_conn_query q = { .size = sizeof(q), .handle = conn };
 	int ret;
 
-	memset(q, 0, BENCH_TAIL);
-	q->magic = htobe32(BENCH_MAGIC);
+	ret = krdma_ioctl_quiet(fd, KRDMA_CONN_QUERY, &q);
+	if (!ret && q.state == KRDMA_CONN_ERR)
+		ret = -ECONNRESET;
+	return ret;
+}
+
+/*
+ * Wait until the peer's message of @kind is in, whole, until @deadline_ms,
+ * or until @conn fails; a copy of it to @m.  The device writes the in
+ * half: its last word is read first, then the whole message, whose first
+ * word must match too (a message still landing is waited for).
+ */
+static int bidir_wait(int fd, uint32_t conn, const struct verbs_buf *ctl,
+		      uint32_t kind, int64_t deadline_ms, union bidir_msg *m)
+{
+	const uint32_t *last = (const uint32_t *)(bidir_in(ctl) +
+						  BENCH_BIDIR_MSG - 4);
+	int64_t look = loop_now_ms() + BIDIR_ALIVE_MS;
+	int ret;
+
+	for (;;) {
+		if (be32toh(__atomic_load_n(last, __ATOMIC_ACQUIRE)) == kind) {
+			memcpy(m, bidir_in(ctl), sizeof(*m));
+			if (be32toh(m->report.kind) == kind &&
+			    be32toh(m->report.kind_end) == kind)
+				return 0;
+		}
+		if (loop_stop)
+			return -EINTR;
+		if (loop_now_ms() >= deadline_ms)
+			return -ETIMEDOUT;
+		if (loop_now_ms() >= look) {
+			ret = bidir_conn_up(fd, conn);
+			if (ret)
+				return ret;
+			look = loop_now_ms() + BIDIR_ALIVE_MS;
+		}
+		usleep(BIDIR_POLL_US);
+	}
+}
+
+/*
+ * The client: write the out half and wait for the server's @answer, for
+ * @timeout_ms; over UC the write again every BIDIR_REPEAT_MS until it
+ * comes.  Whatever the in half held before is cleared first.
+ */
+static int bidir_ask(int fd, const struct bidir_peer *p,
+		     const struct verbs_buf *ctl, uint32_t answer,
+		     uint32_t timeout_ms, union bidir_msg *m)
+{
+	int64_t deadline = loop_now_ms() + timeout_ms, until;
+	int ret;
+
+	memset(bidir_in(ctl), 0, BENCH_BIDIR_MSG);
+	do {
+		ret = bidir_write(fd, p, ctl, deadline - loop_now_ms() + 1);
+		if (ret)
+			return ret;
+		until = deadline;
+		if (p->transport == KRDMA_TRANSPORT_UC &&
+		    loop_now_ms() + BIDIR_REPEAT_MS < deadline)
+			until = loop_now_ms() + BIDIR_REPEAT_MS;
+		ret = bidir_wait(fd, p->conn, ctl, answer, until, m);
+	} while (ret == -ETIMEDOUT && until < deadline);
+	return ret;
+}
+
+/* The client: the server's control buffer, over its first connection */
+static struct bidir_peer bidir_server(const struct bench_opts *o,
+				      const struct bench_conn *c)
+{
+	/* the adv is in host order here (bench_connect()) */
+	return (struct bidir_peer){
+		.conn = c->handle,
+		.transport = o->transport,
+		.addr = c->adv.ctl_addr,
+		.rkey = c->adv.ctl_rkey,
+	};
+}
+
+/* The client: ask for the server's run of @size-byte messages. */
+int bench_bidir_request(int fd, const struct bench_opts *o,
+			const struct bench_conn *c, const struct verbs_buf *buf,
+			const struct verbs_buf *ctl, uint32_t size)
+{
+	struct bench_bidir_req *q = &bidir_out(ctl)->req;
+	struct bidir_peer p = bidir_server(o, c);
+	union bidir_msg m;
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	q->kind = htobe32(BIDIR_REQ);
 	q->size = htobe32(size);
 	q->addr = htobe64(buf->addr);
-	q->length = htobe64(buf->length - BENCH_TAIL);
+	q->length = htobe64(buf->length);
 	q->rkey = htobe32(buf->rkey);
 	q->tx_depth = htobe32(o->tx_depth);
 	q->cq_mod = htobe32(o->cq_mod);
 	q->duration_ms = htobe32(o->duration_s * 1000);
 	q->iters = htobe64(o->iters);
-	if (o->transport == KRDMA_TRANSPORT_UC)
-		ret = bench_ask_until_answer(fd, conn, o->transport, buf, &a,
-					     &imm);
-	else
-		ret = bidir_send_tail(fd, conn, buf, KRDMA_OP_SEND,
-				      BIDIR_REQ_WRID, sizeof(*q), o->timeout_s);
+	q->ctl_addr = htobe64(ctl->addr);
+	q->ctl_rkey = htobe32(ctl->rkey);
+	q->kind_end = q->kind;
+	ret = bidir_ask(fd, &p, ctl, BIDIR_READY, o->timeout_s * 1000, &m);
 	if (ret)
 		err_msg("bench: -b: the request for the server's run: %s",
 			bench_errno_hint(ret));
@@ -112,73 +219,60 @@ int bench_bidir_request(int fd, const struct bench_opts *o, uint32_t conn,
 }
 
 /* The client, after its run: the server's figures, in r->remote. */
-int bench_bidir_report(int fd, const struct bench_opts *o, uint32_t conn,
-		       const struct verbs_buf *buf, struct bench_result *r)
+int bench_bidir_report(int fd, const struct bench_opts *o,
+		       const struct bench_conn *c, const struct verbs_buf *ctl,
+		       struct bench_result *r)
 {
-	const struct bench_bidir_report *p = bidir_tail(buf);
+	struct bidir_peer p = bidir_server(o, c);
 	struct krdma_bench *rb = &r->remote;
 	/*
 	 * The server's run may go on after this one: wait as long again as
 	 * this one took, and -T more
 	 */
 	uint32_t wait_s = o->timeout_s + r->b.elapsed_ns / 1000000000 + 1;
-	/* UC: repeated until the report comes, to the tail */
-	const struct bench_ask a = {
-		.wr = { .wr_id = BIDIR_END_WRID,
-			.opcode = KRDMA_OP_SEND_WITH_IMM,
-			.flags = KRDMA_WR_SIGNALED,
-			.imm_data = KRDMA_BENCH_END_IMM },
-		.answer_len = BENCH_TAIL,
-		.answer_ready = false,
-		.timeout_ms = wait_s * 1000,
-	};
-	uint32_t imm = 0;
+	union bidir_msg m;
 	int ret;
 
-	memset(bidir_tail(buf), 0, BENCH_TAIL);
-	if (o->transport == KRDMA_TRANSPORT_UC)
-		ret = bench_ask_until_answer(fd, conn, o->transport, buf, &a,
-					     &imm);
-	else
-		ret = bench_send_end_report(fd, conn, wait_s, buf, &imm);
-	if (!ret && be32toh(p->magic) != BENCH_MAGIC)
-		ret = -EPROTO;
+	bidir_set_out(ctl, BIDIR_END);
+	ret = bidir_ask(fd, &p, ctl, BIDIR_REPORT, wait_s * 1000, &m);
 	if (ret) {
 		err_msg("bench: -b: no figures from the server's run: %s",
 			bench_errno_hint(ret));
 		return ret;
 	}
 	memset(rb, 0, sizeof(*rb));
-	rb->ops_done = be64toh(p->ops);
-	rb->bytes_done = be64toh(p->bytes);
-	rb->elapsed_ns = be64toh(p->elapsed_ns);
-	rb->peak_bps = be64toh(p->peak_bps);
+	rb->ops_done = be64toh(m.report.ops);
+	rb->bytes_done = be64toh(m.report.bytes);
+	rb->elapsed_ns = be64toh(m.report.elapsed_ns);
+	rb->peak_bps = be64toh(m.report.peak_bps);
 	r->bidir = true;
 	return 0;
 }
 
 /*
  * The server: the client's request, checked against what the hello asked
- * for (the buffer's slots, the QPs' depth).
+ * for (the buffer's slots, the QPs' depth); its control buffer, in @p.
  */
 static int bidir_get_request(int fd, const struct bench_bidir_group *bg,
-			     struct krdma_bench *b)
+			     struct krdma_bench *b, struct bidir_peer *p)
 {
-	const struct bench_bidir_req *q = bidir_tail(bg->buf);
-	struct krdma_wc wc;
+	const struct bench_bidir_req *q;
+	union bidir_msg m;
 	int ret;
 
-	ret = bench_wait_wc(fd, bg->ctl, KRDMA_OP_RECV, false, loop_now_ms(),
-			    bg->timeout_s * 1000, &wc);
+	ret = bidir_wait(fd, bg->conn_ctl, bg->ctl, BIDIR_REQ,
+			 loop_now_ms() + bg->timeout_s * 1000, &m);
 	if (ret)
 		return ret;
-	if (wc.byte_len < sizeof(*q) || be32toh(q->magic) != BENCH_MAGIC ||
-	    !be32toh(q->size) || be32toh(q->size) > bg->max_size ||
+	q = &m.req;
+	if (!be32toh(q->size) || be32toh(q->size) > bg->max_size ||
 	    be32toh(q->tx_depth) > bg->tx_depth ||
 	    be32toh(q->cq_mod) > be32toh(q->tx_depth) ||
 	    be64toh(q->iters) > BIDIR_MAX_ITERS ||
-	    be32toh(q->duration_ms) > BIDIR_MAX_MS)
+	    be32toh(q->duration_ms) > BIDIR_MAX_MS) {
+		warn_msg("bench: -b: the client's request was not one");
 		return -EPROTO;
+	}
 	b->opcode = bench_ops[bg->op].opcode;
 	b->msg_size = be32toh(q->size);
 	b->remote_addr = be64toh(q->addr);
@@ -188,76 +282,39 @@ static int bidir_get_request(int fd, const struct bench_bidir_group *bg,
 	b->signal_every = be32toh(q->cq_mod);
 	b->duration_ms = be32toh(q->duration_ms);
 	b->iters = be64toh(q->iters);
+	*p = (struct bidir_peer){ .conn = bg->conn_ctl,
+				  .transport = bg->transport,
+				  .addr = be64toh(q->ctl_addr),
+				  .rkey = be32toh(q->ctl_rkey) };
 	return 0;
 }
 
 /*
- * The server, over UC: a zero-length READY, the request's answer; its
- * completion is reaped before the run, which would take it for a
- * stranger's.
+ * The server: wait for the client's END, and answer it with @b's figures.
+ * The client's run may go on after this one: wait as long again as this
+ * one took, and -T more.
  */
-static int bidir_send_ready(int fd, uint32_t ctl, uint32_t timeout_s)
+static int bidir_answer(int fd, const struct bench_bidir_group *bg,
+			const struct bidir_peer *p, const struct krdma_bench *b)
 {
-	struct krdma_wr wr = {
-		.wr_id = BIDIR_ACK_WRID,
-		.opcode = KRDMA_OP_SEND_WITH_IMM,
-		.flags = KRDMA_WR_SIGNALED,
-		.imm_data = KRDMA_BENCH_READY_IMM,
-	};
-	struct krdma_wc wc;
+	struct bench_bidir_report *r = &bidir_out(bg->ctl)->report;
+	uint32_t timeout_ms = bg->timeout_s * 1000;
+	union bidir_msg m;
 	int ret;
 
-	ret = verbs_post_one(fd, ctl, &wr);
-	if (!ret)
-		ret = bench_wait_wc(fd, ctl, KRDMA_OP_SEND, false,
-				    loop_now_ms(), timeout_s * 1000, &wc);
-	return ret;
-}
-
-/*
- * The server: wait for the client's END, and answer with the tail.  The
- * client's run may go on after this one: wait as long again as this one
- * took, and -T more.  The END's receive is zero-length: over UC a late
- * repeat of the request that meets it is dropped, where it would fill a
- * larger one (which is passed over here, and not posted again).
- */
-static int bidir_answer_end(int fd, uint32_t ctl, const struct verbs_buf *buf,
-			    uint64_t wait_ms, uint32_t timeout_s)
-{
-	struct krdma_wr rwr = { .wr_id = BIDIR_END_WRID,
-				.opcode = KRDMA_OP_RECV };
-	struct krdma_wc wc;
-	int ret;
-
-	ret = verbs_post_one(fd, ctl, &rwr);
-	if (!ret)
-		ret = bench_wait_wc(fd, ctl, KRDMA_OP_RECV, true, loop_now_ms(),
-				    (uint32_t)wait_ms, &wc);
-	if (!ret && wc.imm_data != KRDMA_BENCH_END_IMM)
-		ret = -EPROTO;
-	if (!ret)
-		ret = bidir_send_tail(fd, ctl, buf, KRDMA_OP_SEND_WITH_IMM,
-				      BIDIR_REPORT_WRID,
-				      sizeof(struct bench_bidir_report),
-				      timeout_s);
-	return ret;
-}
-
-/* The server: answer the client's END with @b's figures. */
-static int bidir_answer(int fd, uint32_t ctl, const struct verbs_buf *buf,
-			const struct krdma_bench *b, uint32_t timeout_s)
-{
-	struct bench_bidir_report *p = bidir_tail(buf);
-
-	memset(p, 0, BENCH_TAIL);
-	p->magic = htobe32(BENCH_MAGIC);
-	p->ops = htobe64(b->ops_done);
-	p->bytes = htobe64(b->bytes_done);
-	p->elapsed_ns = htobe64(b->elapsed_ns);
-	p->peak_bps = htobe64(b->peak_bps);
-	return bidir_answer_end(fd, ctl, buf,
-				timeout_s * 1000ULL + b->elapsed_ns / 1000000,
-				timeout_s);
+	ret = bidir_wait(fd, p->conn, bg->ctl, BIDIR_END,
+			 loop_now_ms() + timeout_ms + b->elapsed_ns / 1000000,
+			 &m);
+	if (ret)
+		return ret;
+	memset(r, 0, sizeof(*r));
+	r->kind = htobe32(BIDIR_REPORT);
+	r->ops = htobe64(b->ops_done);
+	r->bytes = htobe64(b->bytes_done);
+	r->elapsed_ns = htobe64(b->elapsed_ns);
+	r->peak_bps = htobe64(b->peak_bps);
+	r->kind_end = r->kind;
+	return bidir_write(fd, p, bg->ctl, timeout_ms);
 }
 
 /*
@@ -267,14 +324,17 @@ static int bidir_answer(int fd, uint32_t ctl, const struct verbs_buf *buf,
 int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
 		      struct krdma_bench *b)
 {
+	struct bidir_peer p;
 	int ret;
 
 	memset(b, 0, sizeof(*b));
 	b->size = sizeof(*b);
-	ret = bidir_get_request(fd, bg, b);
-	/* UC: the client repeats the request until this answer comes */
-	if (!ret && bg->transport == KRDMA_TRANSPORT_UC)
-		ret = bidir_send_ready(fd, bg->ctl, bg->timeout_s);
+	ret = bidir_get_request(fd, bg, b, &p);
+	if (ret)
+		return ret;
+	/* its completion reaped before the run, which would take it */
+	bidir_set_out(bg->ctl, BIDIR_READY);
+	ret = bidir_write(fd, &p, bg->ctl, bg->timeout_s * 1000);
 	if (ret)
 		return ret;
 	b->flags = (bg->flags & BH_NOTIFY ? KRDMA_BENCH_NOTIFY : 0) |
@@ -290,5 +350,5 @@ int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
 	 */
 	if (ioctl(fd, KRDMA_BENCH, b))
 		return -errno;
-	return bidir_answer(fd, bg->ctl, bg->buf, b, bg->timeout_s);
+	return bidir_answer(fd, bg, &p, b);
 }

@@ -204,7 +204,7 @@ int bench_client(int fd, const struct bench_opts *o)
 {
 	struct bench_conn *conns;
 	struct krdma_sockaddr dst;
-	struct verbs_buf buf = {};
+	struct verbs_buf buf = {}, ctl = {};
 	struct bench_result r;
 	struct bench_ib_ends *ends = NULL;
 	uint32_t group, i, size, max_size, vendor_id = 0;
@@ -258,14 +258,7 @@ int bench_client(int fd, const struct bench_opts *o)
 	}
 	bench_uc_write_imm_warn(fd, conns[0].handle, vendor_id, o->transport,
 				o->op, max_size);
-	/* -b: the END and its answer carry immediate data */
-	if (o->bidir && ends[0].iwarp) {
-		err_msg("bench: -b: iWARP has no immediate data, which the "
-			"server's figures come back with");
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	/* -b: the server's run comes here; its request and figures after */
+	/* -b: the server's run comes here too */
 	ret = bench_buf_get(fd, conns[0].dev_index,
 			    KRDMA_ACCESS_LOCAL_WRITE |
 			    (o->bidir ? KRDMA_ACCESS_REMOTE_WRITE |
@@ -273,9 +266,14 @@ int bench_client(int fd, const struct bench_opts *o)
 			    bench_buf_len(max_size,
 					  o->latency ? 1 : o->tx_depth,
 					  o->validate, o->transport, o->qps,
-					  o->bidir,
 					  dev_max_buf(fd, conns[0].dev_index)),
 			    o->hugepages, &buf);
+	/* -b: the server's messages, apart from the runs' slots */
+	if (!ret && o->bidir)
+		ret = verbs_buf_alloc(fd, conns[0].dev_index,
+				      KRDMA_ACCESS_LOCAL_WRITE |
+				      KRDMA_ACCESS_REMOTE_WRITE,
+				      BENCH_CTL_LEN, &ctl);
 	if (ret)
 		goto out;
 	bench_fill_pattern(buf.mem, buf.length);
@@ -325,13 +323,12 @@ int bench_client(int fd, const struct bench_opts *o)
 	for (size = o->all ? 2 : o->size; size <= max_size &&
 	     !o->run_infinitely; size *= 2) {
 		memset(&r, 0, sizeof(r));
-		ret = o->bidir ? bench_bidir_request(fd, o, conns[0].handle,
-						     &buf, size) : 0;
+		ret = o->bidir ? bench_bidir_request(fd, o, &conns[0], &buf,
+						     &ctl, size) : 0;
 		if (!ret)
 			ret = bench_run_one(fd, o, conns, &buf, size, &r);
 		if (!ret && o->bidir)
-			ret = bench_bidir_report(fd, o, conns[0].handle, &buf,
-						 &r);
+			ret = bench_bidir_report(fd, o, &conns[0], &ctl, &r);
 		/* -b: no row of one direction, where both were asked for */
 		if ((ret != -EINTR || r.b.ops_done) && r.bidir == o->bidir)
 			bench_print_row(o, &r, o->latency);
@@ -358,7 +355,7 @@ int bench_client(int fd, const struct bench_opts *o)
 						 KRDMA_BENCH_END_IMM, &bad);
 		else
 			ret = bench_send_end_report(fd, conns[i].handle,
-						    o->timeout_s, NULL, &bad);
+						    o->timeout_s, &bad);
 		if (ret) {
 			err_msg("bench: no answer from the server to the end "
 				"message: %s", bench_errno_hint(ret));
@@ -390,6 +387,7 @@ out:
 		if (conns[i].handle)
 			bench_disconnect(fd, conns[i].handle);
 	verbs_buf_free(fd, &buf);
+	verbs_buf_free(fd, &ctl);
 	free(conns);
 	free(ends);
 	return ret ? 1 : 0;

@@ -243,6 +243,17 @@ int bench_ib_source(int fd, const struct bench_ib_want *w,
 				PROG_NAME);
 			goto out;
 		}
+		for (i = 0; i < s.num_devs; i++)
+			if (s.devs[i].dev_index == g->dev_index)
+				d = &s.devs[i];
+		if (d && d->node_type == KRDMA_NODE_RNIC) {
+			err_msg("bench: -x %d: an iWARP device's GID, which is "
+				"no address (it holds the MAC): rdma_cm "
+				"connects from the device's IP address, and "
+				"krdma's connect takes no GID index (use -d and "
+				"-i)", w->gid_index);
+			goto out;
+		}
 		if (g->gid_type == KRDMA_GID_TYPE_ROCE) {
 			err_msg("bench: -x %d: a RoCE v1 GID; rdma_cm connects "
 				"from its address's RoCE v2 GID (its "

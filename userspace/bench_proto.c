@@ -28,19 +28,17 @@ void bench_fill_pattern(uint8_t *p, uint64_t len)
 
 /*
  * Bytes of the buffer a side needs for messages of @size, and the area at
- * its end: over UD the GRHs', KRDMA_GRH_LEN bytes for each of @qps; with
- * -b (@bidir) BENCH_TAIL.  A slot per WR in flight, unless validating no
- * more than BENCH_MAX_BUF nor @dev_max (the device's largest buffer,
- * dev_max_buf(); 0: unknown) in whole slots: the loop takes slots in
- * turn, and fewer of them only share one more often.
+ * its end: over UD the GRHs', KRDMA_GRH_LEN bytes for each of @qps.  A
+ * slot per WR in flight, unless validating no more than BENCH_MAX_BUF nor
+ * @dev_max (the device's largest buffer, dev_max_buf(); 0: unknown) in
+ * whole slots: the loop takes slots in turn, and fewer of them only share
+ * one more often.
  */
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps, bool bidir,
-		       uint64_t dev_max)
+		       uint32_t transport, uint32_t qps, uint64_t dev_max)
 {
 	uint64_t grh = transport == KRDMA_TRANSPORT_UD ?
-		       (uint64_t)qps * KRDMA_GRH_LEN :
-		       bidir ? BENCH_TAIL : 0;
+		       (uint64_t)qps * KRDMA_GRH_LEN : 0;
 	uint64_t len = (uint64_t)size * depth;
 
 	if (!validate && len > BENCH_MAX_BUF)
@@ -86,6 +84,8 @@ static int get_adv(int fd, uint32_t conn, struct bench_adv *adv)
 			adv->addr = be64toh(a->addr);
 			adv->length = be64toh(a->length);
 			adv->rkey = be32toh(a->rkey);
+			adv->ctl_addr = be64toh(a->ctl_addr);
+			adv->ctl_rkey = be32toh(a->ctl_rkey);
 			return 0;
 		}
 	} while (loop_now_ms() < deadline);
@@ -255,7 +255,7 @@ int bench_wait_wc(int fd, uint32_t conn, uint32_t want, bool with_imm,
  * END's acknowledgment may be lost when the server's QP leaves RTS.
  */
 int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
-			  const struct verbs_buf *report, uint32_t *bad)
+			  uint32_t *bad)
 {
 	int64_t start = loop_now_ms();
 	struct krdma_wr rwr = { .wr_id = ANSWER_WRID, .opcode = KRDMA_OP_RECV };
@@ -268,12 +268,7 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 	struct krdma_wc wc;
 	int ret;
 
-	/* -b: the answer carries the server's figures, to the tail */
-	if (report)
-		ret = verbs_post_recv(fd, conn, rwr.wr_id, report->handle,
-				      report->length - BENCH_TAIL, BENCH_TAIL);
-	else
-		ret = verbs_post_one(fd, conn, &rwr);
+	ret = verbs_post_one(fd, conn, &rwr);
 	if (!ret)
 		ret = verbs_post_one(fd, conn, &wr);
 	if (!ret)
@@ -284,21 +279,23 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 	return ret;
 }
 
+/* UC, UD: a message repeated until the server answers it */
+struct bench_ask {
+	struct krdma_wr wr;	/* the message, signaled */
+	bool answer_ready;	/* the answer is a READY (or not) */
+	uint32_t timeout_ms;
+};
+
 /*
  * UC, UD: a receive for the server's answer: zero-length; over UD with room
  * for the GRH in front (the buffer's last KRDMA_GRH_LEN bytes, where the
- * kernel's runs put them too); with -b's report, the buffer's tail.
+ * kernel's runs put them too).
  */
 static int post_answer_recv(int fd, uint32_t conn, uint32_t transport,
-			    const struct verbs_buf *buf,
-			    const struct bench_ask *a)
+			    const struct verbs_buf *buf)
 {
 	struct krdma_wr wr = { .wr_id = ANSWER_WRID, .opcode = KRDMA_OP_RECV };
 
-	if (a->answer_len)
-		return verbs_post_recv(fd, conn, wr.wr_id, buf->handle,
-				       buf->length - BENCH_TAIL,
-				       a->answer_len);
 	if (transport == KRDMA_TRANSPORT_UD)
 		return verbs_post_recv(fd, conn, wr.wr_id, buf->handle,
 				       buf->length - KRDMA_GRH_LEN,
@@ -323,9 +320,9 @@ static bool is_answer(const struct bench_ask *a, const struct krdma_wc *wc)
  * looked at before a repeat goes: none goes once the answer is in, to
  * meet a receive the server has since posted for something else.
  */
-int bench_ask_until_answer(int fd, uint32_t conn, uint32_t transport,
-			   const struct verbs_buf *buf,
-			   const struct bench_ask *a, uint32_t *answer)
+static int ask_until_answer(int fd, uint32_t conn, uint32_t transport,
+			    const struct verbs_buf *buf,
+			    const struct bench_ask *a, uint32_t *answer)
 {
 	int64_t deadline = loop_now_ms() + a->timeout_ms, next = 0;
 	uint32_t sent = 0, sends_done = 0;
@@ -333,7 +330,7 @@ int bench_ask_until_answer(int fd, uint32_t conn, uint32_t transport,
 	struct krdma_wc wc[4];
 	int ret, n, i;
 
-	ret = post_answer_recv(fd, conn, transport, buf, a);
+	ret = post_answer_recv(fd, conn, transport, buf);
 	while (!ret && (!answered || sends_done < sent)) {
 		if (loop_stop)
 			return -EINTR;
@@ -351,7 +348,7 @@ int bench_ask_until_answer(int fd, uint32_t conn, uint32_t transport,
 			}
 			if (!is_answer(a, &wc[i])) {
 				ret = post_answer_recv(fd, conn, transport,
-						       buf, a);
+						       buf);
 				continue;
 			}
 			answered = true;
@@ -379,7 +376,7 @@ int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 		.timeout_ms = o->timeout_s * 1000,
 	};
 
-	return bench_ask_until_answer(fd, conn, o->transport, buf, &a, answer);
+	return ask_until_answer(fd, conn, o->transport, buf, &a, answer);
 }
 
 void bench_disconnect(int fd, uint32_t conn)

@@ -29,8 +29,9 @@ struct srv_group {
 	uint32_t timeout_s;
 	uint32_t *handles;
 	struct verbs_buf buf;
+	struct verbs_buf ctlbuf;	/* -b: the client writes here */
 	uint32_t dev_index;	/* the buffer's */
-	uint32_t ctl;		/* -b: the connection the request comes on */
+	uint32_t ctl;		/* -b: the connection the answers go on */
 	bool have_ctl;
 	bool ran;
 	int64_t last_join_ms;
@@ -97,6 +98,7 @@ static struct srv_group *srv_group(struct srv *s, uint32_t id,
 static void srv_group_free(struct srv *s, struct srv_group *g)
 {
 	verbs_buf_free(s->fd, &g->buf);
+	verbs_buf_free(s->fd, &g->ctlbuf);
 	free(g->handles);
 	g->used = false;
 }
@@ -230,20 +232,19 @@ static void srv_bidir(struct srv *s, struct srv_group *g)
 		.flags = g->flags,
 		.conns = g->handles,
 		.num_conns = g->qps,
-		.ctl = g->ctl,
+		.conn_ctl = g->ctl,
 		.transport = s->o->transport,
 		.max_size = g->max_size,
 		.tx_depth = g->tx_depth,
 		/* its own, not a client's: it holds this loop */
 		.timeout_s = s->o->timeout_s,
 		.buf = &g->buf,
+		.ctl = &g->ctlbuf,
 	};
 	struct krdma_bench b;
 	int ret;
 
 	ret = bench_bidir_serve(s->fd, &bg, &b);
-	if (ret == -EPROTO)
-		warn_msg("bench: -b: the client's request was not one");
 	srv_print_run(s, g, &b, ret);
 }
 
@@ -384,16 +385,20 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	if (g->op && !g->buf.handle) {
 		g->dev_index = dev_index;
 		dev_max = dev_max_buf(s->fd, dev_index);
-		/* -b: the request and the END's answer after the slots */
 		len = bench_buf_len(g->max_size, depth, g->flags & BH_VALIDATE,
-				    s->o->transport, g->qps,
-				    g->flags & BH_BIDIR, dev_max);
+				    s->o->transport, g->qps, dev_max);
 		ret = bench_buf_get(s->fd, dev_index,
 				    KRDMA_ACCESS_LOCAL_WRITE |
 				    KRDMA_ACCESS_REMOTE_WRITE |
 				    KRDMA_ACCESS_REMOTE_READ |
 				    KRDMA_ACCESS_REMOTE_ATOMIC, len,
 				    s->o->hugepages, &g->buf);
+		/* -b: the client's messages, apart from the runs' slots */
+		if (!ret && (g->flags & BH_BIDIR))
+			ret = verbs_buf_alloc(s->fd, dev_index,
+					      KRDMA_ACCESS_LOCAL_WRITE |
+					      KRDMA_ACCESS_REMOTE_WRITE,
+					      BENCH_CTL_LEN, &g->ctlbuf);
 		if (ret) {
 			if (dev_max && len > dev_max)
 				warn_msg("bench: refused a client: its messages need a buffer of %"
@@ -406,9 +411,10 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		bench_fill_pattern(g->buf.mem, g->buf.length);
 	}
 	adv.addr = htobe64(g->buf.addr);
-	adv.length = htobe64(g->buf.length -
-			     (g->flags & BH_BIDIR ? BENCH_TAIL : 0));
+	adv.length = htobe64(g->buf.length);
 	adv.rkey = htobe32(g->buf.rkey);
+	adv.ctl_addr = htobe64(g->ctlbuf.addr);
+	adv.ctl_rkey = htobe32(g->ctlbuf.rkey);
 	memcpy(ac.private_data, &adv, sizeof(adv));
 	ac.flags = g->flags & BH_NOTIFY ? KRDMA_CONN_NOTIFY : 0;
 	ac.caps.max_send_wr = g->op ? (lat ? 8 : g->tx_depth + 2) : 4;
@@ -429,18 +435,8 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 			srv_group_free(s, g);
 		return;
 	}
-	/* -b: the receive for the request, before the client can send it */
+	/* -b: the client's first connection carries the answers */
 	if ((g->flags & BH_BIDIR) && index == 0 && !g->have_ctl) {
-		ret = verbs_post_recv(s->fd, ev->handle, 1, g->buf.handle,
-				      g->buf.length - BENCH_TAIL, BENCH_TAIL);
-		if (ret) {
-			err_msg("bench: -b: a receive for the request: %s",
-				strerror(-ret));
-			verbs_destroy(s->fd, ev->handle);
-			if (!g->joined)
-				srv_group_free(s, g);
-			return;
-		}
 		g->ctl = ev->handle;
 		g->have_ctl = true;
 	}
