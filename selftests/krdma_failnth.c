@@ -432,6 +432,7 @@ struct fn_case {
 	const char *name;
 	bool creates;		/* returns a handle in self->made */
 	const int *errnos;	/* documented besides ENOMEM and EFAULT */
+	const int *iwarp_errnos;	/* and these on iWARP */
 	unsigned int settle_ms;	/* how long objects may take to go */
 	int (*init)(fn_t *self);
 	int (*setup)(fn_t *self);
@@ -443,18 +444,32 @@ struct fn_case {
 	void (*fini)(fn_t *self);
 };
 
-static bool fn_errno_ok(const struct fn_case *c, int err)
+static bool fn_errno_in(const int *errnos, int err)
 {
 	const int *e;
 
-	/* the header's "out of memory" family, for every command */
-	if (err == ENOMEM || err == EFAULT || err == ENOBUFS || err == ENFILE)
-		return true;
-	for (e = c->errnos; e && *e; e++)
+	for (e = errnos; e && *e; e++)
 		if (*e == err)
 			return true;
 	return false;
 }
+
+static bool fn_errno_ok(fn_t *self, const struct fn_case *c, int err)
+{
+	/* the header's "out of memory" family, for every command */
+	if (err == ENOMEM || err == EFAULT || err == ENOBUFS || err == ENFILE)
+		return true;
+	return fn_errno_in(c->errnos, err) ||
+	       (kt_dev_iwarp(&self->dev) && fn_errno_in(c->iwarp_errnos, err));
+}
+
+/*
+ * On iWARP a session's first buffer (the registration connection), a
+ * listener and a connect bind a TCP port, and TCP answers a failed
+ * allocation of the port's bind bucket with EADDRINUSE
+ * (inet_csk_get_port()), which the header documents for each of them.
+ */
+static const int fn_errnos_iwarp_tcp[] = { EADDRINUSE, 0 };
 
 /* The counts back at @base within @ms (rxe and rdma_cm free some late). */
 static bool fn_res_settle(const struct fn_res *base, struct fn_res *now,
@@ -623,7 +638,7 @@ static void fn_sweep(struct __test_metadata *_metadata, fn_t *self,
 			st.injected_fail++;
 			if (err < 256)
 				st.by_errno[err]++;
-			EXPECT_TRUE(fn_errno_ok(c, err)) {
+			EXPECT_TRUE(fn_errno_ok(self, c, err)) {
 				TH_LOG("%s n=%u: undocumented errno %d (%s)",
 				       c->name, n, err, strerror(err));
 			}
@@ -953,11 +968,13 @@ static int fn_check_buf_alive(fn_t *self, int err, char *why, size_t len)
 
 static const struct fn_case fn_buf_alloc = {
 	.name = "BUF_ALLOC", .creates = true, .prep = fn_prep_buf_alloc,
+	.iwarp_errnos = fn_errnos_iwarp_tcp,
 	.call = fn_call_buf_alloc, .undo = fn_undo_made,
 };
 
 static const struct fn_case fn_buf_alloc_big = {
 	.name = "BUF_ALLOC(4 MiB + 4 KiB)", .creates = true,
+	.iwarp_errnos = fn_errnos_iwarp_tcp,
 	.prep = fn_prep_buf_alloc_big, .call = fn_call_buf_alloc,
 	.undo = fn_undo_made,
 };
@@ -971,6 +988,7 @@ static const struct fn_case fn_buf_alloc_second = {
 
 static const struct fn_case fn_buf_reg_user = {
 	.name = "BUF_REG_USER", .creates = true, .prep = fn_prep_reg_user,
+	.iwarp_errnos = fn_errnos_iwarp_tcp,
 	.call = fn_call_reg_user, .undo = fn_undo_made,
 };
 
@@ -986,12 +1004,45 @@ static const struct fn_case fn_buf_rw_read = {
 	.fini = fn_destroy_all,
 };
 
+/*
+ * Two siw defects a sweep meets, which krdma cannot keep from happening
+ * (docs/known-problems.rst), seen on the debug kernel's siw (6.1):
+ *
+ *  - it frees a QP's inbound READ queue twice when the allocation of its
+ *    outbound one fails, which rdma_accept() makes (siw_qp_readq_init()
+ *    vfree()s qp->irq and leaves the pointer; siw_free_qp() vfree()s it
+ *    again, by then perhaps another's area; mainline's source has it
+ *    too);
+ *  - once connects to a listener failed on their way (faults in the
+ *    active side's siw_connect()), siw's CM work freed the listener's own
+ *    endpoint while the listener stood, and siw_destroy_listen() read it
+ *    (KASAN: a use-after-free, seen in a sweep of CM_CONNECT).  A
+ *    session's first buffer connects the same way, in the faulted task,
+ *    to the module's own listener (its registration connection).
+ */
+#define FN_SKIP_SIW(what)						\
+	do {								\
+		if (self->dev.info.vendor_id == KT_SIW_VENDOR_ID)	\
+			SKIP(return, "siw %s", what);			\
+	} while (0)
+#define FN_SIW_ACCEPT \
+	"frees a QP's IRD queue twice when rdma_accept() cannot allocate its ORD queue"
+#define FN_SIW_CONNECT \
+	"frees a listener's endpoint under it once connects to it failed"
+
 KRDMA_TEST_F_TIMEOUT(failnth, buf_alloc, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_BUFFERS))
 		SKIP(return, "no buffers");
+	FN_SKIP_SIW(FN_SIW_CONNECT);
 	FN_SWEEP(fn_buf_alloc);
 	FN_SWEEP(fn_buf_alloc_second);
+	/* krdma's largest buffer there (one MR) */
+	if (self->dev.info.max_mr_size < (4 << 20) + 4096) {
+		TH_LOG("not run: %s, more than one MR of %s maps",
+		       fn_buf_alloc_big.name, self->dev.info.name);
+		return;
+	}
 	FN_SWEEP(fn_buf_alloc_big);
 }
 
@@ -999,6 +1050,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, buf_reg_user, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_USER_BUFFERS))
 		SKIP(return, "no user buffers");
+	FN_SKIP_SIW(FN_SIW_CONNECT);
 	FN_SWEEP(fn_buf_reg_user);
 }
 
@@ -1079,6 +1131,11 @@ KRDMA_TEST_F_TIMEOUT(failnth, destroy, 600)
 	    !(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no buffers or connections");
 	FN_SWEEP(fn_destroy_buf);
+	if (kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN)) {
+		TH_LOG("not run: %s, %s", fn_destroy_conn.name,
+		       kt_dev_lacks(&self->dev, KT_CAP_MANUAL_CONN));
+		return;
+	}
 	FN_SWEEP(fn_destroy_conn);
 }
 
@@ -1162,6 +1219,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, conn_create, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no manual connections");
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	FN_SWEEP(fn_conn_create_rc);
 	FN_SWEEP(fn_conn_create_ud);
 	if (self->info.features & KRDMA_FEATURE_SRQ)
@@ -1259,6 +1317,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, conn_modify_query, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no manual connections");
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	FN_SWEEP(fn_conn_modify);
 	FN_SWEEP(fn_conn_query);
 }
@@ -1446,6 +1505,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, post_poll, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no manual connections");
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	FN_SWEEP(fn_post_recv);
 	FN_SWEEP(fn_post_write);
 	FN_SWEEP(fn_poll);
@@ -1532,9 +1592,17 @@ KRDMA_TEST_F_TIMEOUT(failnth, ah_srq, 600)
 {
 	if (!(self->info.features & KRDMA_FEATURE_MANUAL_CONN))
 		SKIP(return, "no manual connections");
-	FN_SWEEP(fn_ah_create);
-	if (!(self->info.features & KRDMA_FEATURE_SRQ) || !self->dev.info.max_srq)
-		SKIP(return, "no SRQ");
+	if (kt_dev_lacks(&self->dev, KT_CAP_UD))
+		TH_LOG("not run: %s, %s", fn_ah_create.name,
+		       kt_dev_lacks(&self->dev, KT_CAP_UD));
+	else
+		FN_SWEEP(fn_ah_create);
+	if (!(self->info.features & KRDMA_FEATURE_SRQ) ||
+	    !self->dev.info.max_srq) {
+		TH_LOG("not run: %s, %s: no SRQ", fn_srq_create.name,
+		       fn_srq_post.name);
+		return;
+	}
 	FN_SWEEP(fn_srq_create);
 	FN_SWEEP(fn_srq_post);
 }
@@ -1754,6 +1822,8 @@ KRDMA_TEST_F_TIMEOUT(failnth, bench, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_BENCH))
 		SKIP(return, "no BENCH");
+	/* the runs' pairs are connected by hand */
+	KT_NEED(&self->dev, KT_CAP_MANUAL_CONN);
 	FN_SWEEP(fn_bench);
 	FN_SWEEP(fn_bench_lat);
 	FN_SWEEP(fn_bench_per_cpu);
@@ -1789,11 +1859,14 @@ static int fn_call_listen(fn_t *self)
 
 static const struct fn_case fn_cm_listen = {
 	.name = "CM_LISTEN(RC)", .creates = true, .prep = fn_prep_listen,
+	.iwarp_errnos = fn_errnos_iwarp_tcp,
 	.call = fn_call_listen, .undo = fn_undo_made,
 };
 
 static const struct fn_case fn_cm_listen_ud = {
 	.name = "CM_LISTEN(UD)", .creates = true, .prep = fn_prep_listen_ud,
+	/* one bound to an iWARP device listens through its CM (TCP) */
+	.iwarp_errnos = fn_errnos_iwarp_tcp,
 	.call = fn_call_listen, .undo = fn_undo_made,
 };
 
@@ -1978,7 +2051,8 @@ static const int fn_errnos_connect[] = {
 
 static const struct fn_case fn_cm_connect_rc = {
 	.name = "CM_CONNECT(RC)", .creates = true, .settle_ms = 15000,
-	.errnos = fn_errnos_connect, .init = fn_connect_init_rc,
+	.errnos = fn_errnos_connect, .iwarp_errnos = fn_errnos_iwarp_tcp,
+	.init = fn_connect_init_rc,
 	.prep = fn_prep_connect, .call = fn_call_connect,
 	.undo = fn_undo_made, .teardown = fn_connect_teardown,
 	.fini = fn_peer_fini,
@@ -2004,6 +2078,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, cm_connect_rc, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
 		SKIP(return, "no rdma_cm");
+	FN_SKIP_SIW(FN_SIW_CONNECT);
 	FN_SWEEP(fn_cm_connect_rc);
 }
 
@@ -2011,6 +2086,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, cm_connect_ud, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
 		SKIP(return, "no rdma_cm");
+	KT_NEED(&self->dev, KT_CAP_UD);
 	FN_SWEEP(fn_cm_connect_ud);
 }
 
@@ -2257,6 +2333,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, cm_accept_rc, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
 		SKIP(return, "no rdma_cm");
+	FN_SKIP_SIW(FN_SIW_ACCEPT);
 	FN_SWEEP(fn_cm_accept_rc);
 }
 
@@ -2264,6 +2341,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, cm_accept_srq, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
 		SKIP(return, "no rdma_cm");
+	FN_SKIP_SIW(FN_SIW_ACCEPT);
 	if (!(self->info.features & KRDMA_FEATURE_SRQ) || !self->dev.info.max_srq)
 		SKIP(return, "no SRQs");
 	FN_SWEEP(fn_cm_accept_srq);
@@ -2273,6 +2351,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, cm_accept_ud, 900)
 {
 	if (!(self->info.features & KRDMA_FEATURE_RDMA_CM))
 		SKIP(return, "no rdma_cm");
+	KT_NEED(&self->dev, KT_CAP_UD);
 	FN_SWEEP(fn_cm_accept_ud);
 }
 

@@ -27,8 +27,8 @@
 # iWARP device (--dev siw0): the ioctl contract, discovery, buffers (kernel
 # and user), transfers, posts, invalidation, destruction, QP states,
 # rdma_cm, krdmactl, rping's interop, sessions, tracing, races, the
-# in-kernel benchmark and what iWARP refuses (what it lacks skips, saying
-# so).
+# in-kernel benchmark, what iWARP refuses and (on the debug kernel) the
+# fail-nth sweep (what it lacks skips, saying so).
 #
 # then the test cases of all programs summed from their "# Totals:" lines
 # as a last line "P passed, F failed, S skipped".  Exit 1 if anything failed.
@@ -49,7 +49,7 @@ smoke="krdma_uapi krdma_devices krdma_transfer krdma_cm krdma_cli krdma_lifecycl
 iwarp="krdma_uapi krdma_devices krdma_netns krdma_transfer krdma_buffers
 	krdma_qp krdma_ah krdma_post krdma_destroy krdma_cm krdma_cli
 	krdma_rping krdma_ubuf krdma_srq krdma_iwarp krdma_inval krdma_trace
-	krdma_sessions krdma_contract krdma_races krdma_bench"
+	krdma_sessions krdma_contract krdma_races krdma_bench krdma_failnth"
 if [ "${1:-}" = --dev ]; then
 	[ -n "${2:-}" ] || { echo "run_tests.sh: --dev needs a device" >&2; exit 2; }
 	KRDMA_TEST_DEV=$2

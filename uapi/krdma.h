@@ -1060,7 +1060,8 @@ struct krdma_cm_listen {
  * %ECONNABORTED (the connection was destroyed meanwhile: a DESTROY that
  * guessed its handle, or its device removed), %ECONNRESET (the peer
  * disconnected before the step ended), %EAFNOSUPPORT (a family other than
- * AF_INET/AF_INET6).
+ * AF_INET/AF_INET6), %EADDRINUSE (@src's port is taken; on iWARP also a
+ * local TCP port the kernel could not bind).
  * Each CM event along the way is also queued for %KRDMA_GET_EVENTS.
  */
 struct krdma_cm_connect {
