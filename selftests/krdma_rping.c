@@ -20,6 +20,7 @@
  */
 #define RP_IDLE "30"
 #define RP_GRACE 3		/* seconds the survivor of a failure gets */
+#define RP_AGAIN_PORT 50	/* a run tried again: its port, this above */
 
 /* ------------------------------------------------------------------------
  * Helpers
@@ -181,17 +182,17 @@ static const char *rp_dev(void)
 }
 
 static void rp_cmd(char *cmd, size_t len, const FIXTURE_VARIANT(rping) *v,
-		   enum rp_side side, const char *addr, bool client)
+		   enum rp_side side, const char *addr, unsigned int port,
+		   bool client)
 {
 	if (side == REFERENCE)
 		snprintf(cmd, len, "rping %s -a %s -p %u -S %u -C %u -V -v",
-			 client ? "-c" : "-s", addr, v->port, v->size,
-			 v->count);
+			 client ? "-c" : "-s", addr, port, v->size, v->count);
 	else
 		snprintf(cmd, len,
 			 "krdmactl rping %s %s-a %s -p %u -S %u -C %u -V -v -T "
 			 RP_IDLE, client ? "" : "-s", client ? "" : rp_dev(),
-			 addr, v->port, v->size, v->count);
+			 addr, port, v->size, v->count);
 }
 
 FIXTURE_SETUP(rping)
@@ -237,21 +238,74 @@ static int rp_status(struct __test_metadata *_metadata, enum rp_side prog,
 	return p->status;
 }
 
-KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
+/* Run the variant's server and client on @port, until both ended. */
+static bool rp_run_pair(struct __test_metadata *_metadata,
+			FIXTURE_DATA(rping) *self,
+			const FIXTURE_VARIANT(rping) *variant,
+			unsigned int port)
 {
 	char cmd[512];
 
-	rp_cmd(cmd, sizeof(cmd), variant, variant->server, self->addr, false);
+	rp_cmd(cmd, sizeof(cmd), variant, variant->server, self->addr, port,
+	       false);
 	TH_LOG("server: %s", cmd);
-	ASSERT_OK(rp_spawn(&self->server, "server", cmd));
-	ASSERT_TRUE(rp_wait_listen(&self->server, variant->port)) {
+	if (rp_spawn(&self->server, "server", cmd))
+		return false;
+	if (!rp_wait_listen(&self->server, port)) {
 		TH_LOG("server never listened (exit %d):\n%.2000s",
 		       self->server.status, kt_out(&self->server));
+		return false;
 	}
-	rp_cmd(cmd, sizeof(cmd), variant, variant->client, self->addr, true);
+	rp_cmd(cmd, sizeof(cmd), variant, variant->client, self->addr, port,
+	       true);
 	TH_LOG("client: %s", cmd);
-	ASSERT_OK(rp_spawn(&self->client, "client", cmd));
+	if (rp_spawn(&self->client, "client", cmd))
+		return false;
 	kt_reap_pair(&self->server, &self->client, RP_GRACE);
+	return true;
+}
+
+/*
+ * siw can leave unread a message that comes while its accept ends
+ * (docs/known-problems.rst): rdma-core's rping client, whose first
+ * advertisement came then, waits for an answer until krdmactl's server,
+ * which never saw it, gives up.  Seen on the debug kernel's siw0 now and
+ * then; such a run goes once more, on another port.
+ */
+static bool rp_first_lost(FIXTURE_DATA(rping) *self,
+			  const FIXTURE_VARIANT(rping) *variant)
+{
+	struct kt_dev d;
+	int fd;
+	bool siw;
+
+	if (variant->server != KRDMACTL || variant->client != REFERENCE ||
+	    !strstr(kt_out(&self->server), "for the client's advertisement") ||
+	    strstr(kt_out(&self->client), "ping data: "))
+		return false;
+	fd = krdma_open();
+	if (fd < 0)
+		return false;
+	siw = !kt_dev_pick(fd, kt_test_dev(), &d) &&
+	      d.info.vendor_id == KT_SIW_VENDOR_ID;
+	close(fd);
+	return siw;
+}
+
+KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
+{
+	unsigned int port = variant->port;
+	char cmd[512];
+
+	ASSERT_TRUE(rp_run_pair(_metadata, self, variant, port));
+	if (rp_first_lost(self, variant)) {
+		TH_LOG("siw left the client's first advertisement unread (server: %.200s): once more",
+		       kt_out(&self->server));
+		kt_proc_end(&self->server);
+		kt_proc_end(&self->client);
+		port += RP_AGAIN_PORT;
+		ASSERT_TRUE(rp_run_pair(_metadata, self, variant, port));
+	}
 
 	EXPECT_EQ(0, rp_status(_metadata, variant->server, &self->server)) {
 		TH_LOG("server exited %d:\n%.2000s", self->server.status,
@@ -272,7 +326,7 @@ KRDMA_TEST_F_TIMEOUT(rping, ping, RP_CASE_TIMEOUT)
 	}
 	if (variant->server == KRDMACTL) {
 		snprintf(cmd, sizeof(cmd), "role server addr %s port %u size "
-			 "%u pings %u result ok\n", self->addr, variant->port,
+			 "%u pings %u result ok\n", self->addr, port,
 			 variant->size, variant->count);
 		EXPECT_NE(NULL, strstr(kt_out(&self->server), cmd)) {
 			TH_LOG("no summary \"%s\":\n%.2000s", cmd,
