@@ -15,7 +15,8 @@
  *    charges what userspace verbs pin (queues included, on hardware whose
  *    queues live in user memory); past it, ENOMEM.
  *  - Verbs objects: each object that holds some on a device (a buffer, a
- *    connection, an SRQ, an address handle) is one hca_object of the
+ *    connection, an SRQ, an address handle; a user buffer's MRs past its
+ *    first, buf.c, one more each) is one hca_object of the
  *    creating task's rdma cgroup on that device, as uverbs charges its
  *    objects, and a session's PD on the device one hca_handle (pd.c), as
  *    uverbs charges a context; past rdma.max, EAGAIN.

@@ -1165,10 +1165,11 @@ static int krdma_bench_get_buf(struct krdma_bench_run *run)
 	ret = krdma_object_lock_hw(obj);
 	if (ret)
 		return ret;
-	run->lkey = buf->mr->lkey;
-	run->iova = buf->mr->iova;
+	run->lkey = buf->mrs[0].key;
+	run->iova = buf->mrs[0].mr->iova;
 	krdma_object_unlock_hw(obj);
-	if (cmd->msg_size > buf->length)
+	/* a run's slots are addressed with one key */
+	if (cmd->msg_size > buf->length || buf->num_mrs > 1)
 		return -EINVAL;
 	run->nslots = div64_u64(buf->length, cmd->msg_size);
 	run->inline_addr = krdma_buf_mem_addr(buf->mem, 0, &avail);

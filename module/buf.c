@@ -5,10 +5,11 @@
  *
  * The memory is a list of physically contiguous chunks (one chunk per MR
  * page), so a buffer as large as max_fast_reg_page_list_len chunks needs a
- * single MR and a single rkey.  Every buffer has an MR, local-only ones too:
- * deregistration is what makes an in-flight WR with a stale key fail instead
- * of touching freed memory.  The MR's iova starts at 0, so no kernel address
- * ever reaches a user or a peer.
+ * single MR and a single rkey; user memory of small pages may need several
+ * MRs (ubuf.c), each mapping the next max_fast_reg_page_list_len chunks.
+ * Every buffer has an MR, local-only ones too: deregistration is what makes
+ * an in-flight WR with a stale key fail instead of touching freed memory.
+ * The iovas start at 0, so no kernel address ever reaches a user or a peer.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -81,17 +82,32 @@ static void krdma_chunk_free(struct page *chunk, unsigned int order)
 		__free_page(chunk + i);
 }
 
+/* A GiB of small pages is 262144: unpinned a batch at a time. */
+#define KRDMA_UNPIN_BATCH 4096
+
+static void krdma_unpin(struct krdma_buf_mem *mem)
+{
+	unsigned int i, n;
+
+	for (i = 0; i < mem->num_pinned; i += n) {
+		n = min(mem->num_pinned - i, KRDMA_UNPIN_BATCH);
+		unpin_user_pages_dirty_lock(mem->pinned + i, n,
+					    mem->writable);
+		cond_resched();
+	}
+}
+
 static void krdma_buf_mem_release(struct kref *kref)
 {
 	struct krdma_buf_mem *mem =
 		container_of(kref, struct krdma_buf_mem, kref);
+	/* small pages: the chunks are the pinned array itself */
+	bool own_chunks = mem->chunks != mem->pinned;
 	unsigned int i;
 
 	if (mem->user) {
 		if (mem->pinned)
-			unpin_user_pages_dirty_lock(mem->pinned,
-						    mem->num_pinned,
-						    mem->writable);
+			krdma_unpin(mem);
 		kvfree(mem->pinned);
 	} else if (mem->chunks) {	/* NULL: its allocation failed */
 		for (i = 0; i < mem->num_chunks; i++)
@@ -101,7 +117,8 @@ static void krdma_buf_mem_release(struct kref *kref)
 	}
 	krdma_uncharge_pinned(mem->mm, mem->num_charged);
 	mmdrop(mem->mm);
-	kvfree(mem->chunks);
+	if (own_chunks)
+		kvfree(mem->chunks);
 	kfree(mem);
 }
 
@@ -138,26 +155,50 @@ bool krdma_mr_fits(const struct krdma_device *kdev, u64 pages,
 	       KMALLOC_MAX_SIZE / KRDMA_SUBPAGE_ENTRY_SIZE;
 }
 
+/*
+ * The most MR pages of 2^@order pages one fast registration on @kdev maps
+ * (0: none of that size); max_mr_size is the caller's to apply.
+ */
+u64 krdma_mr_max_pages(const struct krdma_device *kdev, unsigned int order)
+{
+	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
+	u64 pages;
+
+	if (order > KRDMA_BUF_MAX_CHUNK_ORDER ||
+	    !(attrs->page_size_cap & (PAGE_SIZE << order)))
+		return 0;
+	pages = attrs->max_fast_reg_page_list_len;
+	if (krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SUBPAGES))
+		pages = min_t(u64, pages, (KMALLOC_MAX_SIZE /
+				KRDMA_SUBPAGE_ENTRY_SIZE) >> order);
+	/* a spare slot may take the last one */
+	while (pages && !krdma_mr_fits(kdev, pages, order))
+		pages--;
+	return pages;
+}
+
 /* The longest buffer, in bytes, one MR on @kdev maps. */
 u64 krdma_buf_max_length(const struct krdma_device *kdev)
 {
-	const struct ib_device_attr *attrs = &kdev->ibdev->attrs;
-	u64 pages, longest = 0;
+	u64 longest = 0;
 	unsigned int o;
 
-	for (o = 0; o <= KRDMA_BUF_MAX_CHUNK_ORDER; o++) {
-		if (!(attrs->page_size_cap & (PAGE_SIZE << o)))
-			continue;
-		pages = attrs->max_fast_reg_page_list_len;
-		if (krdma_quirk(kdev->ibdev, KRDMA_QUIRK_MR_SUBPAGES))
-			pages = min_t(u64, pages, (KMALLOC_MAX_SIZE /
-					KRDMA_SUBPAGE_ENTRY_SIZE) >> o);
-		/* a spare slot may take the last one */
-		while (pages && !krdma_mr_fits(kdev, pages, o))
-			pages--;
-		longest = max(longest, pages << (PAGE_SHIFT + o));
-	}
-	return min(longest, attrs->max_mr_size);
+	for (o = 0; o <= KRDMA_BUF_MAX_CHUNK_ORDER; o++)
+		longest = max(longest, krdma_mr_max_pages(kdev, o) <<
+					(PAGE_SHIFT + o));
+	return min(longest, kdev->ibdev->attrs.max_mr_size);
+}
+
+/* The MRs that map @mem's chunks. */
+unsigned int krdma_buf_mem_mrs(const struct krdma_buf_mem *mem)
+{
+	return (mem->num_chunks - 1) / mem->chunks_per_mr + 1;
+}
+
+/* The bytes of the buffer's iovas each of its MRs maps. */
+u64 krdma_buf_mr_length(const struct krdma_buf_mem *mem)
+{
+	return (u64)mem->chunks_per_mr << (PAGE_SHIFT + mem->chunk_order);
 }
 
 /* Chunks large enough that the buffer fits one MR's page list. */
@@ -197,6 +238,7 @@ static struct krdma_buf_mem *krdma_buf_mem_alloc(struct krdma_device *kdev,
 	kref_init(&mem->kref);
 	mem->chunk_order = order;
 	mem->num_chunks = DIV_ROUND_UP_ULL(length, PAGE_SIZE << order);
+	mem->chunks_per_mr = mem->num_chunks;
 	mem->mm = current->mm;
 	mmgrab(mem->mm);
 	ret = krdma_charge_pinned(mem->mm, krdma_mem_pages(mem));
@@ -234,30 +276,45 @@ err_put:
 	return ERR_PTR(ret);
 }
 
+static void krdma_buf_mr_destroy(struct krdma_buf *buf,
+				 struct krdma_buf_mr *bmr)
+{
+	if (bmr->keyed)
+		xa_cmpxchg(&buf->obj.kpd->buf_keys, bmr->key, buf, NULL, 0);
+	bmr->keyed = false;
+	if (bmr->mr)
+		ib_dereg_mr(bmr->mr);
+	bmr->mr = NULL;
+	if (bmr->mapped)
+		ib_dma_unmap_sg(buf->obj.kdev->ibdev, bmr->sgt.sgl,
+				bmr->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	bmr->mapped = false;
+	krdma_rdmacg_uncharge(&bmr->rdmacg);
+}
+
 static void krdma_buf_destroy_hw(struct krdma_object *obj)
 {
 	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
+	unsigned int i;
 
 	krdma_object_assert_hw_write(obj);
-	if (buf->keyed)
-		xa_cmpxchg(&obj->kpd->buf_keys, buf->key, buf, NULL, 0);
-	buf->keyed = false;
-	if (buf->mr)
-		ib_dereg_mr(buf->mr);
-	buf->mr = NULL;
-	if (buf->mapped)
-		ib_dma_unmap_sg(obj->kdev->ibdev, buf->sgt.sgl,
-				buf->sgt.orig_nents, DMA_BIDIRECTIONAL);
-	buf->mapped = false;
+	for (i = 0; i < buf->num_mrs; i++) {
+		krdma_buf_mr_destroy(buf, &buf->mrs[i]);
+		cond_resched();		/* up to KRDMA_BUF_REG_MAX_MRS */
+	}
 }
 
 static void krdma_buf_free(struct krdma_object *obj)
 {
 	struct krdma_buf *buf = container_of(obj, struct krdma_buf, obj);
+	unsigned int i;
 
-	/* destroy_hw took the key out: nothing can find the buffer now */
-	WARN_ON(buf->keyed);
-	sg_free_table(&buf->sgt);
+	for (i = 0; i < buf->num_mrs; i++) {
+		/* destroy_hw took the keys out: nothing finds the buffer now */
+		WARN_ON(buf->mrs[i].keyed);
+		sg_free_table(&buf->mrs[i].sgt);
+	}
+	kvfree(buf->mrs);
 	if (buf->mem)
 		krdma_buf_mem_put(buf->mem);
 	kfree(buf);
@@ -301,37 +358,102 @@ int krdma_check_access(u32 access)
 	return 0;
 }
 
-/* Describe the buffer's bytes, first_offset .. + length, chunk by chunk. */
-static int krdma_buf_sg(struct krdma_buf *buf)
+/*
+ * Describe the bytes of the buffer MR @index maps, chunk by chunk: from
+ * mem->first_offset in the buffer's first chunk to its length in all.
+ */
+static int krdma_buf_mr_sg(struct krdma_buf *buf, unsigned int index)
 {
 	struct krdma_buf_mem *mem = buf->mem;
+	unsigned int first = index * mem->chunks_per_mr, i;
+	unsigned int n = min(mem->chunks_per_mr, mem->num_chunks - first);
+	struct sg_table *sgt = &buf->mrs[index].sgt;
 	size_t chunk = krdma_chunk_size(mem);
-	u64 left = buf->length;
+	u64 left = mem->first_offset + buf->length - (u64)first * chunk;
 	struct scatterlist *sg;
-	unsigned int i;
 	int ret;
 
-	ret = sg_alloc_table(&buf->sgt, mem->num_chunks, GFP_KERNEL);
+	/* an entry per page of the user's: charged as the pages are */
+	ret = sg_alloc_table(sgt, n, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		return ret;
-	for_each_sgtable_sg(&buf->sgt, sg, i) {
-		size_t off = i ? 0 : mem->first_offset;
-		size_t len = min_t(u64, left, chunk - off);
+	for_each_sgtable_sg(sgt, sg, i) {
+		size_t off = (first + i) ? 0 : mem->first_offset;
+		size_t len = min_t(u64, left, chunk) - off;
 
 		/* from the buffer's own first page: an offset within it */
-		sg_set_page(sg, pfn_to_page(page_to_pfn(mem->chunks[i]) +
+		sg_set_page(sg, pfn_to_page(page_to_pfn(mem->chunks[first + i]) +
 					    (off >> PAGE_SHIFT)),
 			    len, offset_in_page(off));
-		left -= len;
+		left -= off + len;
 	}
 	return 0;
 }
 
 /*
+ * DMA-map and fast-register MR @index of the buffer in @kpd.  Its iova is
+ * where its first byte is in the buffer, counted from the start of the
+ * first chunk: peers address the buffer from there, and no kernel address
+ * leaves the module.
+ */
+static int krdma_buf_mr_map(struct krdma_buf *buf, unsigned int index,
+			    struct krdma_pd *kpd)
+{
+	struct krdma_device *kdev = buf->obj.kdev;
+	struct krdma_buf_mr *bmr = &buf->mrs[index];
+	size_t chunk = krdma_chunk_size(buf->mem);
+	int ret, n;
+
+	/* the MRs past the first count in the rdma cgroup as objects */
+	if (index && !(current->flags & PF_KTHREAD)) {
+		ret = krdma_rdmacg_charge(&bmr->rdmacg, kdev->ibdev,
+					  RDMACG_RESOURCE_HCA_OBJECT);
+		if (ret)
+			return ret;
+	}
+	ret = krdma_buf_mr_sg(buf, index);
+	if (ret)
+		return ret;
+	n = ib_dma_map_sg(kdev->ibdev, bmr->sgt.sgl, bmr->sgt.orig_nents,
+			  DMA_BIDIRECTIONAL);
+	if (n <= 0)
+		return -ENOMEM;
+	bmr->sgt.nents = n;
+	bmr->mapped = true;
+
+	bmr->mr = ib_alloc_mr(kpd->pd, IB_MR_TYPE_MEM_REG,
+			      krdma_mr_pages(kdev, bmr->sgt.orig_nents));
+	if (IS_ERR(bmr->mr)) {
+		ret = PTR_ERR(bmr->mr);
+		bmr->mr = NULL;
+		return ret;
+	}
+	if (ib_map_mr_sg(bmr->mr, bmr->sgt.sgl, n, NULL, chunk) != n)
+		return -EINVAL;
+	bmr->mr->iova = (bmr->mr->iova & (chunk - 1)) +
+			index * krdma_buf_mr_length(buf->mem);
+	/*
+	 * Peers find byte n of a buffer of several MRs at addr + n, which
+	 * needs each MR's start where it is in the chunks; an IOMMU that
+	 * mapped a chunk's head elsewhere in its IOVA page leaves it not so.
+	 */
+	if (buf->num_mrs > 1 &&
+	    (bmr->mr->iova & (chunk - 1)) != (index ? 0 :
+					      buf->mem->first_offset))
+		return -EINVAL;
+	ret = krdma_pd_reg_mr(kpd, bmr->mr, krdma_access_to_ib(buf->access));
+	if (ret)
+		return ret;
+	/* a fast-registered MR has one key, local and remote */
+	bmr->key = bmr->mr->lkey;
+	ret = xa_insert(&kpd->buf_keys, bmr->key, buf, GFP_KERNEL_ACCOUNT);
+	bmr->keyed = !ret;
+	return ret;
+}
+
+/*
  * DMA-map and fast-register the buffer in the session's PD (the caller is
- * inside krdma_device_enter()).  The MR's iova keeps only the
- * offset into the first chunk: peers address the buffer from there, and
- * no kernel address leaves the module.
+ * inside krdma_device_enter()), an MR at a time.
  *
  * The mapping lives as long as the buffer and the CPU (BUF_RW, the
  * caller's mmap) reads and writes it while the device may: as ib_umem does
@@ -341,44 +463,35 @@ static int krdma_buf_sg(struct krdma_buf *buf)
  */
 int krdma_buf_map(struct krdma_buf *buf)
 {
+	struct krdma_buf_mem *mem = buf->mem;
+	unsigned int num_mrs = krdma_buf_mem_mrs(mem);
 	struct krdma_device *kdev = buf->obj.kdev;
 	struct krdma_pd *kpd;
-	size_t chunk = krdma_chunk_size(buf->mem);
-	int ret, n;
+	unsigned int i;
+	int ret;
 
 	lockdep_assert_held_read(&kdev->usage);
-	ret = krdma_buf_sg(buf);
-	if (ret)
-		return ret;
-	n = ib_dma_map_sg(kdev->ibdev, buf->sgt.sgl, buf->sgt.orig_nents,
-			  DMA_BIDIRECTIONAL);
-	if (n <= 0)
+	if (WARN_ON_ONCE(!num_mrs) || num_mrs > KRDMA_BUF_REG_MAX_MRS)
+		return -EINVAL;
+	buf->mrs = kvcalloc(num_mrs, sizeof(*buf->mrs), GFP_KERNEL_ACCOUNT);
+	if (!buf->mrs)
 		return -ENOMEM;
-	buf->sgt.nents = n;
-	buf->mapped = true;
-
+	buf->num_mrs = num_mrs;
 	kpd = krdma_pd_get(buf->obj.session, kdev);
 	if (IS_ERR(kpd))
 		return PTR_ERR(kpd);
 	buf->obj.kpd = kpd;
-	buf->mr = ib_alloc_mr(kpd->pd, IB_MR_TYPE_MEM_REG,
-			      krdma_mr_pages(kdev, buf->mem->num_chunks));
-	if (IS_ERR(buf->mr)) {
-		ret = PTR_ERR(buf->mr);
-		buf->mr = NULL;
-		return ret;
+	for (i = 0; i < num_mrs; i++) {
+		/* a registration per 2 MiB: a killed caller, removal stop here */
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		if (READ_ONCE(kdev->removing))
+			return -ENODEV;
+		ret = krdma_buf_mr_map(buf, i, kpd);
+		if (ret)
+			return ret;
 	}
-	if (ib_map_mr_sg(buf->mr, buf->sgt.sgl, n, NULL, chunk) != n)
-		return -EINVAL;
-	buf->mr->iova &= chunk - 1;
-	ret = krdma_pd_reg_mr(kpd, buf->mr, krdma_access_to_ib(buf->access));
-	if (ret)
-		return ret;
-	/* a fast-registered MR has one key, local and remote */
-	buf->key = buf->mr->lkey;
-	ret = xa_insert(&kpd->buf_keys, buf->key, buf, GFP_KERNEL);
-	buf->keyed = !ret;
-	return ret;
+	return 0;
 }
 
 /*
@@ -449,9 +562,9 @@ int krdma_buf_create(struct krdma_session *session, u32 dev_index,
 	ret = krdma_buf_map(buf);
 	if (ret)
 		goto err;
-	keys->lkey = buf->mr->lkey;
-	keys->rkey = (access & ~KRDMA_ACCESS_LOCAL_WRITE) ? buf->mr->rkey : 0;
-	keys->addr = buf->mr->iova;
+	keys->lkey = buf->mrs[0].key;
+	keys->rkey = (access & ~KRDMA_ACCESS_LOCAL_WRITE) ? keys->lkey : 0;
+	keys->addr = buf->mrs[0].mr->iova;
 	ret = krdma_object_publish(&buf->obj, &keys->handle);
 	if (ret)
 		goto err;
@@ -584,9 +697,39 @@ int krdma_buf_rw(struct krdma_session *session, struct krdma_ucmd *ucmd)
 
 /*
  * Describe a local range of a buffer as an SGE; takes a buffer reference.
- * @first_end: where (in SGE addresses) the buffer's first chunk ends, the
- * first entry of its MR's page list.
+ * The range must lie in one of the buffer's MRs: an SGE has one lkey.
+ * @first_end: where (in SGE addresses) the first entry of that MR's page
+ * list ends.
  */
+static int krdma_buf_sge_mr(const struct krdma_buf *buf,
+			    const struct krdma_sge *usge, struct ib_sge *sge,
+			    u64 *first_end)
+{
+	u64 mr_length = krdma_buf_mr_length(buf->mem);
+	/* from the head of the first chunk, where MR i starts at i * length */
+	u64 pos = buf->mem->first_offset + usge->offset, start;
+	size_t chunk = krdma_chunk_size(buf->mem);
+	unsigned int index = 0;
+	struct ib_mr *mr;
+
+	if (buf->num_mrs > 1) {
+		index = div64_u64(pos, mr_length);
+		/* an empty SGE at the very end names no byte of any MR */
+		if (index >= buf->num_mrs)
+			index = buf->num_mrs - 1;
+		if (pos + usge->length > (u64)(index + 1) * mr_length)
+			return -EINVAL;
+	}
+	/* addressed by the MR's own iova (krdma_buf_mr_map()) */
+	mr = buf->mrs[index].mr;
+	start = index ? (u64)index * mr_length : buf->mem->first_offset;
+	sge->addr = mr->iova + (pos - start);
+	sge->length = usge->length;
+	sge->lkey = buf->mrs[index].key;
+	*first_end = round_down(mr->iova, chunk) + chunk;
+	return 0;
+}
+
 int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
 		  struct ib_sge *sge, struct krdma_object **ref, u64 *first_end)
 {
@@ -611,12 +754,12 @@ int krdma_buf_sge(struct krdma_session *session, const struct krdma_sge *usge,
 		krdma_object_put(obj);
 		return ret;
 	}
-	sge->addr = buf->mr->iova + usge->offset;
-	sge->length = usge->length;
-	sge->lkey = buf->mr->lkey;
-	/* the iova is the offset into the first chunk (krdma_buf_map()) */
-	*first_end = buf->mr->page_size;
+	ret = krdma_buf_sge_mr(buf, usge, sge, first_end);
 	krdma_object_unlock_hw(obj);
+	if (ret) {
+		krdma_object_put(obj);
+		return ret;
+	}
 	*ref = obj;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <linux/scatterlist.h>
 #include <rdma/ib_verbs.h>
 
+#include "account.h"
 #include "object.h"
 
 struct krdma_device;
@@ -26,6 +27,7 @@ struct vm_area_struct;
  *	(one MR page each); a user buffer's first and last may hold pages
  *	before and after its own, which it never addresses
  * @num_chunks: entries of @chunks
+ * @chunks_per_mr: chunks one MR maps (the last MR may map fewer)
  * @pinned: user buffers: the pages, in order, pinned
  * @num_pinned: user buffers: entries of @pinned pinned so far
  * @num_charged: pages charged to @mm (RLIMIT_MEMLOCK)
@@ -39,6 +41,7 @@ struct krdma_buf_mem {
 	struct kref kref;
 	struct page **chunks;
 	unsigned int num_chunks;
+	unsigned int chunks_per_mr;
 	struct page **pinned;
 	unsigned int num_pinned;
 	unsigned long num_charged;
@@ -50,28 +53,44 @@ struct krdma_buf_mem {
 };
 
 /**
- * struct krdma_buf - a buffer object
- * @obj: the handle; @obj.hw_rwsem protects @mr and the DMA mapping
- * @mem: the pages
- * @length: the length the user asked for
- * @access: &enum krdma_access
- * @sgt: @mem's chunks, DMA mapped while @mapped
+ * struct krdma_buf_mr - one fast-registered MR of a buffer
+ * @sgt: the chunks it maps, DMA mapped while @mapped
  * @mapped: @sgt is DMA mapped
- * @mr: the fast-registered MR
+ * @mr: the MR
  * @key: @mr's key as registered (lkey and rkey alike); never changes, so
  *	it may be read under the session's xarray lock alone
  * @keyed: @key is in the PD's buf_keys
+ * @rdmacg: the hca_object an MR after the first is charged as (the first
+ *	is the buffer object's own)
+ */
+struct krdma_buf_mr {
+	struct sg_table sgt;
+	bool mapped;
+	struct ib_mr *mr;
+	u32 key;
+	bool keyed;
+	struct krdma_rdmacg_charge rdmacg;
+};
+
+/**
+ * struct krdma_buf - a buffer object
+ * @obj: the handle; @obj.hw_rwsem protects the MRs and their DMA mappings
+ * @mem: the pages
+ * @length: the length the user asked for
+ * @access: &enum krdma_access
+ * @mrs: the MRs, in order: MR i maps @mem's chunks from
+ *	i * @mem->chunks_per_mr on, at the iova where they start in the
+ *	buffer (MR 0 from the buffer's first byte, @mem->first_offset): the
+ *	buffer's iovas run on across its MRs
+ * @num_mrs: entries of @mrs, one unless a user buffer needs more
  */
 struct krdma_buf {
 	struct krdma_object obj;
 	struct krdma_buf_mem *mem;
 	u64 length;
 	u32 access;
-	struct sg_table sgt;
-	bool mapped;
-	struct ib_mr *mr;
-	u32 key;
-	bool keyed;
+	struct krdma_buf_mr *mrs;
+	unsigned int num_mrs;
 };
 
 extern const struct krdma_object_ops krdma_buf_ops;
@@ -79,7 +98,10 @@ extern const struct krdma_object_ops krdma_buf_ops;
 size_t krdma_chunk_size(const struct krdma_buf_mem *mem);
 bool krdma_mr_fits(const struct krdma_device *kdev, u64 pages,
 		   unsigned int order);
+u64 krdma_mr_max_pages(const struct krdma_device *kdev, unsigned int order);
 u64 krdma_buf_max_length(const struct krdma_device *kdev);
+unsigned int krdma_buf_mem_mrs(const struct krdma_buf_mem *mem);
+u64 krdma_buf_mr_length(const struct krdma_buf_mem *mem);
 void *krdma_buf_mem_addr(const struct krdma_buf_mem *mem, u64 offset,
 			 size_t *avail);
 void krdma_buf_mem_put(struct krdma_buf_mem *mem);

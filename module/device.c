@@ -399,6 +399,7 @@ static unsigned int krdma_device_kill_objects(struct krdma_device *kdev)
 	struct krdma_pd *kpd;
 	int pass;
 
+	WRITE_ONCE(kdev->removing, true);
 	down_write(&kdev->usage);
 	mutex_lock(&kdev->lock);
 	kdev->dead = true;

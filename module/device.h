@@ -39,6 +39,8 @@ struct seq_file;
  *	write by remove(): no object is half-built when removal tears down
  * @lock: protects @dead, @objects and @pds
  * @dead: remove() has run; nothing new may be created
+ * @removing: remove() waits for @usage: a long create gives up (read
+ *	without a lock, a hint)
  * @objects: every session object with verbs state on the device
  * @pds: every session's PD on the device
  * @rcu: frees the context after lockless lookups are done with it
@@ -55,6 +57,7 @@ struct krdma_device {
 	struct rw_semaphore usage;
 	struct mutex lock;		/* protects dead, objects, pds */
 	bool dead;
+	bool removing;
 	struct list_head objects;
 	struct list_head pds;
 	struct rcu_head rcu;

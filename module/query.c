@@ -35,7 +35,8 @@ int krdma_get_info(struct krdma_session *session, struct krdma_ucmd *ucmd)
 			KRDMA_FEATURE_BENCH | KRDMA_FEATURE_POST_POLL |
 			KRDMA_FEATURE_ACCEPT_ASYNC |
 			KRDMA_FEATURE_QUERY_SESSIONS |
-			KRDMA_FEATURE_EVENT_DEVICE;
+			KRDMA_FEATURE_EVENT_DEVICE |
+			KRDMA_FEATURE_BUFFER_MRS;
 	cmd->ops = krdma_supported_ops();
 	cmd->transports = BIT(KRDMA_TRANSPORT_RC) | BIT(KRDMA_TRANSPORT_UC) |
 			  BIT(KRDMA_TRANSPORT_UD);

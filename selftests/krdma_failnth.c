@@ -317,6 +317,9 @@ FIXTURE(failnth)
 	/* argument memory, written before each call */
 	uint8_t *mem;		/* 4 pages: BUF_REG_USER, BUF_RW */
 	size_t mem_len;
+	uint8_t *big;		/* BUF_REG_USER of several MRs */
+	size_t big_len;
+	uint32_t rkeys[8];
 	union {
 		struct krdma_info info;
 		struct krdma_query_devices qd;
@@ -414,6 +417,8 @@ FIXTURE_TEARDOWN(failnth)
 		close(self->fd);
 	if (self->mem && self->mem != MAP_FAILED)
 		munmap(self->mem, self->mem_len);
+	if (self->big)
+		munmap(self->big, self->big_len);
 	if (self->knobs)
 		fn_restore_knobs();
 }
@@ -929,6 +934,42 @@ static int fn_call_reg_user(fn_t *self)
 	return ret;
 }
 
+/*
+ * Small pages for two MRs and a little more: a registration of three MRs
+ * (unless the memory happens to lie in runs larger MR pages map).
+ */
+static int fn_big_mem(fn_t *self)
+{
+	self->big_len = (2 * self->dev.info.max_fast_reg_page_list_len + 2) *
+			sysconf(_SC_PAGESIZE);
+	self->big = mmap(NULL, self->big_len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (self->big == MAP_FAILED) {
+		self->big = NULL;
+		return -1;
+	}
+	madvise(self->big, self->big_len, MADV_NOHUGEPAGE);
+	memset(self->big, 0x5a, self->big_len);
+	return 0;
+}
+
+static void fn_big_mem_put(fn_t *self)
+{
+	munmap(self->big, self->big_len);
+	self->big = NULL;
+}
+
+static void fn_prep_reg_user_mrs(fn_t *self)
+{
+	struct krdma_buf_reg_user *r = &self->arg.reg_user;
+
+	fn_prep_reg_user(self);
+	r->uaddr = (uintptr_t)self->big + 100;
+	r->length = self->big_len - 200;
+	r->rkeys_uptr = (uintptr_t)self->rkeys;
+	r->num_rkeys = ARRAY_SIZE(self->rkeys);
+}
+
 static void fn_prep_rw_write(fn_t *self)
 {
 	struct krdma_buf_rw *rw = &self->arg.rw;
@@ -992,6 +1033,14 @@ static const struct fn_case fn_buf_reg_user = {
 	.call = fn_call_reg_user, .undo = fn_undo_made,
 };
 
+static const struct fn_case fn_buf_reg_user_mrs = {
+	.name = "BUF_REG_USER(several MRs)", .creates = true,
+	.init = fn_big_mem, .prep = fn_prep_reg_user_mrs,
+	.iwarp_errnos = fn_errnos_iwarp_tcp,
+	.call = fn_call_reg_user, .undo = fn_undo_made,
+	.fini = fn_big_mem_put,
+};
+
 static const struct fn_case fn_buf_rw_write = {
 	.name = "BUF_RW(write)", .init = fn_buf, .prep = fn_prep_rw_write,
 	.call = fn_call_rw, .check = fn_check_buf_alive,
@@ -1052,6 +1101,7 @@ KRDMA_TEST_F_TIMEOUT(failnth, buf_reg_user, 600)
 		SKIP(return, "no user buffers");
 	FN_SKIP_SIW(FN_SIW_CONNECT);
 	FN_SWEEP(fn_buf_reg_user);
+	FN_SWEEP(fn_buf_reg_user_mrs);
 }
 
 KRDMA_TEST_F_TIMEOUT(failnth, buf_rw, 300)

@@ -686,6 +686,11 @@ static uint32_t fz_gen(struct fz_thread *t, int slot, unsigned int nr, void *buf
 			r->uaddr = fz_ptr(t, 0);
 			r->length = fz_value(&t->rng);
 		}
+		/* room for the rkeys of several MRs, or too little, or none */
+		if (fz_chance(&t->rng, 30)) {
+			r->num_rkeys = fz_below(&t->rng, 8);
+			r->rkeys_uptr = fz_ptr(t, 4 * r->num_rkeys);
+		}
 		return sizeof(*r);
 	}
 	case KRDMA_CMD_BUF_RW: {

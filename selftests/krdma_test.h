@@ -1049,6 +1049,7 @@ static inline const char *kt_dev_lacks_op(const struct kt_dev *d, uint32_t op)
 struct kt_buf {
 	uint32_t handle, lkey, rkey;
 	uint64_t len, addr, mmap_offset;
+	uint32_t num_mrs;	/* a user buffer's MRs */
 };
 
 static inline int kt_buf_alloc(int fd, uint32_t dev_index, uint32_t access,
@@ -1093,6 +1094,7 @@ static inline int kt_buf_reg_user(int fd, uint32_t dev_index, uint32_t access,
 	b->rkey = r.rkey;
 	b->len = len;
 	b->addr = r.addr;
+	b->num_mrs = r.num_mrs;
 	return 0;
 }
 

@@ -138,6 +138,19 @@ static int region_break_runs(struct region *r)
 	return -1;
 }
 
+/*
+ * @r: @len bytes at @misalign of memory that only small MR pages map
+ * (region_break_runs()); where pagemap shows no frames, the test skips.
+ */
+#define REGION_GET_SMALL(r, len, misalign)				\
+	do {								\
+		ASSERT_OK(region_get(r, len, misalign));		\
+		if (region_break_runs(r)) {				\
+			region_put(r);					\
+			SKIP(return, "no page frames in pagemap: cannot tell memory that only small MR pages map"); \
+		}							\
+	} while (0)
+
 static void region_put(struct region *r)
 {
 	if (r->map)
@@ -596,8 +609,8 @@ static void huge_traffic(struct __test_metadata *_metadata,
  * lists of 512, up to max_mr_size (1022 MiB; 64 MiB where the guest has not
  * the memory), where small pages fit 2 MiB.  The longest buffer, aligned to
  * a huge page, registers; so does one starting 5 pages and 13 bytes into a
- * huge page, whose MR's first page starts before it (huge_traffic()); a
- * byte more than max_mr_size is refused.  DESTROY unpins: the pool is whole
+ * huge page, whose MR's first page starts before it (huge_traffic()).
+ * Both are one MR.  DESTROY unpins: the pool is whole
  * again once the memory is unmapped.
  */
 KRDMA_TEST_F_TIMEOUT(ubuf, huge_pages, 300)
@@ -606,7 +619,6 @@ KRDMA_TEST_F_TIMEOUT(ubuf, huge_pages, 300)
 	uint64_t small = (uint64_t)di->max_fast_reg_page_list_len * psz;
 	uint64_t len = (uint64_t)di->max_fast_reg_page_list_len * HUGE_SZ;
 	const uint64_t off = 5 * psz + 13;
-	struct krdma_buf_reg_user r;
 	struct kt_buf dst;
 	long free0, avail;
 	struct huge h;
@@ -635,21 +647,20 @@ KRDMA_TEST_F_TIMEOUT(ubuf, huge_pages, 300)
 	TH_LOG("%llu bytes of huge pages; small pages map %llu in one MR, max_mr_size %llu",
 	       (unsigned long long)len, (unsigned long long)small,
 	       (unsigned long long)di->max_mr_size);
-	/* past the longest MR: refused before anything is pinned */
-	reg_init(&r, self->dev.dev_index, KT_ACCESS_ALL, h.p,
-		 di->max_mr_size + 1);
-	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
-	/* all of it */
+	/* all of it, in one MR (small pages would need several) */
 	ret = ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, h.p, len,
 		     &dst);
 	EXPECT_OK(ret);
-	if (!ret)
+	if (!ret) {
+		EXPECT_EQ(1u, dst.num_mrs);
 		EXPECT_OK(kt_destroy(self->fd, dst.handle));
+	}
 	/* from inside the first huge page to inside the last */
 	ret = ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, h.p + off,
 		     len - HUGE_SZ, &dst);
 	EXPECT_OK(ret);
 	if (!ret) {
+		EXPECT_EQ(1u, dst.num_mrs);
 		huge_traffic(_metadata, self, h.p + off, len - HUGE_SZ, &dst);
 		EXPECT_OK(kt_destroy(self->fd, dst.handle));
 	}
@@ -658,6 +669,295 @@ KRDMA_TEST_F_TIMEOUT(ubuf, huge_pages, 300)
 	/* faulted in (pinned) since: all back in the pool */
 	EXPECT_EQ(free0, proc_long("/proc/meminfo", "HugePages_Free:"));
 	huge_put(&h);
+}
+
+/* ------------------------------------------------------------------------
+ * Several MRs: user memory of small pages that one MR does not map
+ */
+
+#define MULTI_KEYS 4200		/* the module's 4096 MRs, and to spare */
+
+/*
+ * Register @len bytes at @p, which small MR pages alone map (the caller
+ * broke its runs), into @r with every rkey in @rkeys; check the MRs' count
+ * and length.
+ */
+static void multi_reg(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(ubuf) *self, uint8_t *p, uint64_t len,
+		      struct krdma_buf_reg_user *r, uint32_t *rkeys)
+{
+	uint64_t most = (uint64_t)self->dev.info.max_fast_reg_page_list_len *
+			psz;
+	uint32_t i;
+
+	reg_init(r, self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE |
+		 KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_READ, p, len);
+	r->rkeys_uptr = (uintptr_t)rkeys;
+	r->num_rkeys = MULTI_KEYS;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, r));
+	TH_LOG("%llu bytes at page offset %llu: %u MRs of %llu bytes",
+	       (unsigned long long)len, (unsigned long long)r->addr,
+	       r->num_mrs, (unsigned long long)r->mr_length);
+	ASSERT_EQ((uintptr_t)p % psz, r->addr);
+	ASSERT_EQ(0u, r->mr_length % psz);
+	ASSERT_LE(r->mr_length, most);
+	ASSERT_GE(r->mr_length, most / 2);
+	ASSERT_EQ((r->addr + len + r->mr_length - 1) / r->mr_length,
+		  r->num_mrs);
+	EXPECT_EQ(r->rkey, rkeys[0]);
+	for (i = 1; i < r->num_mrs; i++)
+		ASSERT_NE(rkeys[i - 1], rkeys[i]);
+}
+
+/*
+ * Across the boundary between MR @i - 1 and MR @i of @r (at @p): WRITE 32
+ * bytes to each side, each with its own MR's rkey; READ them back from
+ * each side; and WRITE from each side as a local SGE.  @src and @dst are
+ * kernel buffers of 128 bytes.  An SGE across the boundary is refused.
+ */
+static void multi_boundary(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(ubuf) *self,
+			   const struct krdma_buf_reg_user *r,
+			   const uint32_t *rkeys, uint8_t *p, uint32_t i,
+			   const struct kt_buf *src, const struct kt_buf *dst)
+{
+	uint64_t b = (uint64_t)i * r->mr_length, off = b - r->addr;
+	uint8_t pat[64], got[128];
+	struct krdma_wr wr;
+
+	kt_fill(pat, sizeof(pat), i);
+	test_cmd_buf_write(src->handle, 0, pat, sizeof(pat));
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, src->handle, 0, 32,
+		  b - 32, rkeys[i - 1], 0);
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 2, src->handle, 32, 32,
+		  b, rkeys[i], 0);
+	ASSERT_EQ(0, memcmp(p + off - 32, pat, 64)) {
+		TH_LOG("boundary %u: WRITEs not in the user's memory", i);
+	}
+	one_sided(_metadata, self, KRDMA_OP_RDMA_READ, 3, dst->handle, 0, 32,
+		  b - 32, rkeys[i - 1], 0);
+	one_sided(_metadata, self, KRDMA_OP_RDMA_READ, 4, dst->handle, 32, 32,
+		  b, rkeys[i], 0);
+	/* the user buffer as the local side, an SGE in each MR */
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 5, r->handle, off - 32,
+		  32, dst->addr + 64, dst->rkey, 0);
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 6, r->handle, off, 32,
+		  dst->addr + 96, dst->rkey, 0);
+	test_cmd_buf_read(dst->handle, 0, got, sizeof(got));
+	ASSERT_EQ(0, memcmp(got, pat, 64)) {
+		TH_LOG("boundary %u: READs", i);
+	}
+	ASSERT_EQ(0, memcmp(got + 64, pat, 64)) {
+		TH_LOG("boundary %u: WRITEs from the user's memory", i);
+	}
+	kt_wr_init(&wr, 7, KRDMA_OP_RDMA_WRITE, KRDMA_WR_SIGNALED);
+	kt_wr_sge(&wr, r->handle, off - 1, 2);
+	wr.remote_addr = dst->addr;
+	wr.rkey = dst->rkey;
+	test_err_post1(EINVAL, self->a.handle, &wr);
+}
+
+/*
+ * A buffer of small pages one MR does not map is several, up to the last
+ * byte of the last one: at page offset 100, three MRs' pages and 5000
+ * bytes more.  Every boundary carries traffic with each side's keys.
+ */
+KRDMA_TEST_F_TIMEOUT(ubuf, several_mrs, 180)
+{
+	uint64_t len = 3ull * self->dev.info.max_fast_reg_page_list_len * psz +
+		       5000;
+	uint32_t rkeys[MULTI_KEYS], i;
+	struct krdma_buf_reg_user r;
+	struct kt_buf src, dst;
+	struct region reg;
+	uint8_t pat[64];
+
+	REGION_GET_SMALL(&reg, len, 100);
+	multi_reg(_metadata, self, reg.p, len, &r, rkeys);
+	ASSERT_EQ(4u, r.num_mrs);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 128, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 128, &dst);
+	for (i = 1; i < r.num_mrs; i++)
+		multi_boundary(_metadata, self, &r, rkeys, reg.p, i, &src, &dst);
+	/* the last MR's last bytes, the buffer's last */
+	kt_fill(pat, sizeof(pat), 99);
+	test_cmd_buf_write(src.handle, 0, pat, sizeof(pat));
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 8, src.handle, 0, 64,
+		  r.addr + len - 64, rkeys[r.num_mrs - 1], 0);
+	EXPECT_EQ(0, memcmp(reg.p + len - 64, pat, 64));
+	EXPECT_TRUE(guards_ok(_metadata, reg.map, reg.map_len, reg.p, len));
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	region_put(&reg);
+}
+
+/* A peer's WRITE that runs from one MR into the next is refused. */
+KRDMA_TEST_F(ubuf, several_mrs_write_across)
+{
+	uint64_t len = 2ull * self->dev.info.max_fast_reg_page_list_len * psz;
+	uint32_t rkeys[MULTI_KEYS];
+	struct krdma_buf_reg_user r;
+	struct region reg;
+	struct kt_buf src;
+
+	KT_SKIP_RXE_DEFECT(KT_RXE_NO_ACCESS_NAK);
+	KT_NEED(&self->dev, KT_CAP_REMOTE_ERR_WC);
+	REGION_GET_SMALL(&reg, len, 0);
+	memset(reg.map, POISON, reg.map_len);
+	multi_reg(_metadata, self, reg.p, len, &r, rkeys);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 64, &src);
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, src.handle, 0, 64,
+		  r.mr_length - 32, rkeys[0], KT_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(-1, kt_check_byte(reg.map, reg.map_len, POISON));
+	region_put(&reg);
+}
+
+/*
+ * Huge pages past what one MR maps (rxe: 511 of them) are several MRs of
+ * huge MR pages, not a thousand MRs of small ones: two here, whose
+ * boundary carries traffic.
+ */
+KRDMA_TEST_F_TIMEOUT(ubuf, several_mrs_huge, 300)
+{
+	const struct krdma_device_info *di = &self->dev.info;
+	uint64_t small = (uint64_t)di->max_fast_reg_page_list_len * psz;
+	uint64_t one = di->max_mr_size / HUGE_SZ * HUGE_SZ;
+	uint64_t len = one + 2 * HUGE_SZ;
+	uint32_t rkeys[MULTI_KEYS];
+	struct krdma_buf_reg_user r;
+	struct kt_buf src, dst;
+	long avail;
+	struct huge h;
+
+	if (!(di->page_size_cap & HUGE_SZ))
+		SKIP(return, "%s: no 2 MiB MR pages (page_size_cap 0x%llx)",
+		     di->name, (unsigned long long)di->page_size_cap);
+	avail = proc_long("/proc/meminfo", "MemAvailable:") / 1024;
+	if (avail < (long)((len + 256 * MIB) / MIB))
+		SKIP(return, "%ld MiB available: not %llu MiB of huge pages",
+		     avail, (unsigned long long)(len / MIB));
+	if (!huge_get(_metadata, &h, len))
+		SKIP(return, "no %llu MiB of huge pages",
+		     (unsigned long long)(len / MIB));
+	memset(h.p, 0, len);
+	reg_init(&r, self->dev.dev_index, KRDMA_ACCESS_LOCAL_WRITE |
+		 KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_READ, h.p, len);
+	r.rkeys_uptr = (uintptr_t)rkeys;
+	r.num_rkeys = MULTI_KEYS;
+	ASSERT_OK(ioctl(self->fd, KRDMA_BUF_REG_USER, &r));
+	TH_LOG("%llu bytes of huge pages: %u MRs of %llu bytes",
+	       (unsigned long long)len, r.num_mrs,
+	       (unsigned long long)r.mr_length);
+	EXPECT_EQ(2u, r.num_mrs);
+	EXPECT_EQ(0u, r.mr_length % HUGE_SZ);
+	EXPECT_LT(small, r.mr_length);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 128, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 128, &dst);
+	if (r.num_mrs == 2)
+		multi_boundary(_metadata, self, &r, rkeys, h.p, 1, &src, &dst);
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	huge_put(&h);
+}
+
+/* A bench run addresses its slots with one key: a buffer of one MR. */
+static int bench_on(FIXTURE_DATA(ubuf) *self, uint32_t local_buf,
+		    const struct kt_buf *peer)
+{
+	uint32_t conn = self->a.handle;
+	struct krdma_bench b = {
+		.size = sizeof(b),
+		.opcode = KRDMA_OP_RDMA_WRITE,
+		.num_conns = 1,
+		.conns_uptr = (uintptr_t)&conn,
+		.local_buf = local_buf,
+		.msg_size = 4096,
+		.remote_addr = peer->addr,
+		.remote_length = peer->len,
+		.remote_rkey = peer->rkey,
+		.tx_depth = 4,
+		.iters = 8,
+		.timeout_ms = 20000,
+	};
+
+	return ioctl(self->fd, KRDMA_BENCH, &b);
+}
+
+KRDMA_TEST_F(ubuf, several_mrs_bench_refused)
+{
+	uint64_t len = self->dev.info.max_fast_reg_page_list_len * psz;
+	uint32_t rkeys[MULTI_KEYS];
+	struct krdma_buf_reg_user r;
+	struct kt_buf peer, one;
+	struct region reg;
+
+	if (!kt_module_has(KRDMA_FEATURE_BENCH))
+		SKIP(return, "no KRDMA_FEATURE_BENCH");
+	REGION_GET_SMALL(&reg, len + psz, 0);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 65536, &peer);
+	/* one MR: the run goes */
+	ASSERT_OK(ub_reg(self->fd, self->dev.dev_index, KT_ACCESS_ALL, reg.p,
+			 len, &one));
+	ASSERT_EQ(1u, one.num_mrs);
+	EXPECT_OK(bench_on(self, one.handle, &peer));
+	EXPECT_OK(kt_destroy(self->fd, one.handle));
+	/* a page more, two MRs: refused */
+	multi_reg(_metadata, self, reg.p, len + psz, &r, rkeys);
+	EXPECT_ERRNO(EINVAL, bench_on(self, r.handle, &peer));
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	EXPECT_OK(kt_destroy(self->fd, peer.handle));
+	region_put(&reg);
+}
+
+/*
+ * An empty SGE at the very end of a buffer that ends where an MR does
+ * names no byte of any MR: it is taken (a zero-length WRITE).
+ */
+KRDMA_TEST_F(ubuf, several_mrs_empty_sge_at_end)
+{
+	uint64_t len = 2ull * self->dev.info.max_fast_reg_page_list_len * psz;
+	uint32_t rkeys[MULTI_KEYS];
+	struct krdma_buf_reg_user r;
+	struct region reg;
+	struct kt_buf dst;
+
+	REGION_GET_SMALL(&reg, len, 0);
+	multi_reg(_metadata, self, reg.p, len, &r, rkeys);
+	ASSERT_EQ(0u, len % r.mr_length);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 64, &dst);
+	one_sided(_metadata, self, KRDMA_OP_RDMA_WRITE, 1, r.handle, len, 0,
+		  dst.addr, dst.rkey, 0);
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	region_put(&reg);
+}
+
+/*
+ * A GiB of small pages, zero copy (CAP_IPC_LOCK: RLIMIT_MEMLOCK does not
+ * bound root): every boundary between its MRs carries traffic.
+ */
+KRDMA_TEST_F_TIMEOUT(ubuf, several_mrs_gib, 900)
+{
+	const uint64_t len = GIB;
+	uint32_t *rkeys;
+	struct krdma_buf_reg_user r;
+	struct kt_buf src, dst;
+	struct region reg;
+	long avail;
+	uint32_t i;
+
+	avail = proc_long("/proc/meminfo", "MemAvailable:") / 1024;
+	if (avail < (long)((len + 512 * MIB) / MIB))
+		SKIP(return, "%ld MiB available: no room to pin a GiB", avail);
+	REGION_GET_SMALL(&reg, len, 4000);
+	rkeys = calloc(MULTI_KEYS, sizeof(*rkeys));
+	ASSERT_NE(NULL, rkeys);
+	multi_reg(_metadata, self, reg.p, len, &r, rkeys);
+	test_cmd_buf_alloc(self->dev.dev_index, 0, 128, &src);
+	test_cmd_buf_alloc(self->dev.dev_index, KT_ACCESS_ALL, 128, &dst);
+	for (i = 1; i < r.num_mrs; i++)
+		multi_boundary(_metadata, self, &r, rkeys, reg.p, i, &src, &dst);
+	EXPECT_TRUE(guards_ok(_metadata, reg.map, reg.map_len, reg.p, len));
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	region_put(&reg);
+	free(rkeys);
 }
 
 /* ------------------------------------------------------------------------
@@ -1432,30 +1732,77 @@ KRDMA_TEST_F(ureg, beyond_user_space)
 	EXPECT_REG_FAILS(EINVAL, &r);
 }
 
-KRDMA_TEST_F(ureg, too_many_pages)
+/*
+ * Past what one MR maps in small pages the buffer is two MRs; a caller
+ * that wants remote access and has no room for both rkeys learns their
+ * count and nothing stays pinned.
+ */
+KRDMA_TEST_F(ureg, pages_past_one_mr)
 {
 	uint64_t max = (uint64_t)self->max_pages * psz;
 	struct krdma_buf_reg_user r;
+	uint32_t rkeys[3] = { 0 };
 	struct region big;
 
-	ASSERT_OK(region_get(&big, max + psz, 0));
-	if (region_break_runs(&big)) {
-		region_put(&big);
-		SKIP(return, "no page frames in pagemap: cannot tell memory that only small MR pages map");
-	}
-	/* exactly max_fast_reg_page_list_len pages: fine */
+	REGION_GET_SMALL(&big, max + psz, 0);
+	/* exactly max_fast_reg_page_list_len pages: one MR */
 	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, big.p, max);
 	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
+	EXPECT_EQ(1u, r.num_mrs);
+	EXPECT_LE(max, r.mr_length);
 	EXPECT_EQ(self->pin0 + (long)self->max_pages, vm_pin_pages());
 	EXPECT_OK(kt_destroy(self->fd, r.handle));
-	/* the same length one byte into a page needs one page more */
+	/* the same length one byte into a page needs one page more: two */
 	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, big.p + 1, max);
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
+	EXPECT_EQ(2u, r.num_mrs);
+	EXPECT_EQ(1u, r.addr);
+	EXPECT_EQ(max, r.mr_length);
+	EXPECT_EQ(self->pin0 + (long)self->max_pages + 1, vm_pin_pages());
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	/*
+	 * remote access, room for one rkey: EMSGSIZE, the count written and
+	 * nothing else
+	 */
+	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE |
+		 KRDMA_ACCESS_REMOTE_WRITE, big.p, max + 1);
+	r.handle = r.lkey = r.rkey = ~0u;
+	r.addr = r.mr_length = ~0ull;
+	memset(rkeys, 0xff, sizeof(rkeys));
+	r.rkeys_uptr = (uintptr_t)rkeys;
+	r.num_rkeys = 1;
+	EXPECT_REG_FAILS(EMSGSIZE, &r);
+	EXPECT_EQ(2u, r.num_mrs);
+	EXPECT_EQ(~0u, r.handle);
+	EXPECT_EQ(~0u, r.lkey);
+	EXPECT_EQ(~0u, r.rkey);
+	EXPECT_EQ(~0ull, r.addr);
+	EXPECT_EQ(~0ull, r.mr_length);
+	EXPECT_EQ(~0u, rkeys[0]);
+	/* nowhere to write them: EFAULT, and nothing left registered */
+	r.rkeys_uptr = 8;
+	r.num_rkeys = 3;
+	EXPECT_REG_FAILS(EFAULT, &r);	/* unpinned: the buffer is gone */
+	r.rkeys_uptr = (uintptr_t)rkeys;
+	memset(rkeys, 0, sizeof(rkeys));
+	/* room for both */
+	r.num_rkeys = 3;
+	test_cmd_ioctl(KRDMA_BUF_REG_USER, &r);
+	EXPECT_EQ(2u, r.num_mrs);
+	EXPECT_EQ(r.rkey, rkeys[0]);
+	EXPECT_NE(0u, rkeys[1]);
+	EXPECT_NE(rkeys[0], rkeys[1]);
+	EXPECT_EQ(0u, rkeys[2]);
+	EXPECT_OK(kt_destroy(self->fd, r.handle));
+	/* a caller that knows of one MR only is refused as it was */
+	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, big.p, max + 1);
+	r.size = offsetofend(struct krdma_buf_reg_user, addr);
 	EXPECT_REG_FAILS(EINVAL, &r);
-	/* one page more */
-	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, big.p,
-		 max + 1);
+	/* rkeys for a buffer no peer reaches: a field nothing reads */
+	reg_init(&r, self->dev_index, KRDMA_ACCESS_LOCAL_WRITE, big.p, max);
+	r.num_rkeys = 1;
 	EXPECT_REG_FAILS(EINVAL, &r);
-	/* far more */
+	/* far more than may be registered: refused before any pinning */
 	reg_init(&r, self->dev_index, 0, big.p, 1ull << 40);
 	EXPECT_REG_FAILS(EINVAL, &r);
 	region_put(&big);

@@ -32,6 +32,8 @@
  *   writes min(entry_size, its entry size) bytes per entry and zero-fills
  *   the rest, so old and new callers keep working.  A too-small array is
  *   %EMSGSIZE with the needed count written back and nothing else written.
+ *   (An array of rkeys has no entry_size: an rkey is a __u32 in every RDMA
+ *   transport.)
  *   An input array (WRs) is read the same way: the tail past the kernel's
  *   entry must be zero (%E2BIG).  An entry_size below the entry's first
  *   version or above %KRDMA_MAX_ENTRY_SIZE is %EINVAL: no entry will grow
@@ -74,8 +76,9 @@
  *   alive in all sessions opened by the same user as this one (the opener's
  *   real uid; none for a session opened with CAP_SYS_ADMIN).
  * - %EAGAIN: a create past the rdma cgroup limit (rdma.max on the device)
- *   of the caller's cgroup: its hca_object, which each buffer, connection,
- *   SRQ and address handle is charged to, or its hca_handle, which a
+ *   of the caller's cgroup: its hca_object, which each buffer (a user
+ *   buffer of several MRs: each MR), connection, SRQ and address handle
+ *   is charged to, or its hca_handle, which a
  *   session's first such object on the device charges, as uverbs charges
  *   its objects and contexts; BENCH: see &struct krdma_bench.
  * - %ENOBUFS, %ENFILE: the RDMA core or the network stack under it ran out
@@ -166,6 +169,8 @@ enum {
  * @KRDMA_FEATURE_QUERY_SESSIONS: %KRDMA_QUERY_SESSIONS
  * @KRDMA_FEATURE_EVENT_DEVICE: a CONNECT_REQUEST names its device in
  *	&struct krdma_event.dev_index
+ * @KRDMA_FEATURE_BUFFER_MRS: %KRDMA_BUF_REG_USER registers memory one MR
+ *	does not map as several (&struct krdma_buf_reg_user.num_mrs)
  *
  * A command whose feature bit is clear answers %ENOTTY.
  */
@@ -182,6 +187,7 @@ enum krdma_feature {
 	KRDMA_FEATURE_ACCEPT_ASYNC = 1 << 9,
 	KRDMA_FEATURE_QUERY_SESSIONS = 1 << 10,
 	KRDMA_FEATURE_EVENT_DEVICE = 1 << 11,
+	KRDMA_FEATURE_BUFFER_MRS = 1 << 12,
 };
 
 /**
@@ -213,7 +219,8 @@ enum krdma_transport {
  *	a key of any PD (rxe): there it would revoke other users' keys
  * @KRDMA_OP_LOCAL_INV: invalidate the key @imm_data of one of the session's
  *	own buffers (any other key is %EINVAL), RC and UC; afterwards the
- *	buffer's key fails every access until the buffer is destroyed
+ *	key fails every access until the buffer is destroyed (a buffer of
+ *	several MRs has a key each: one LOCAL_INV revokes one MR)
  * @KRDMA_OP_MAX: the number of opcodes (not one)
  */
 enum krdma_opcode {
@@ -293,7 +300,8 @@ enum krdma_atomic_cap {
  * @node_guid: node GUID, in host byte order
  * @sys_image_guid: system image GUID, in host byte order
  * @max_mr_size: the longest buffer, in bytes, krdma registers on the device
- *	(one MR): the device's own limit, or less where its page list
+ *	as one MR (a kernel buffer's limit; a user buffer may be several
+ *	MRs): the device's own limit, or less where its page list
  *	(@max_fast_reg_page_list_len pages of a size in @page_size_cap, up to
  *	4 MiB) or its driver maps less (rxe: 1022 MiB)
  * @page_size_cap: bitmask of supported page sizes
@@ -518,7 +526,8 @@ struct krdma_query_devices {
  *
  * Memory windows are not offered: %KRDMA_FEATURE_MEMORY_WINDOWS stays
  * clear and the ``MW_BIND`` access flag is %EOPNOTSUPP.  A buffer's access
- * is revoked with ``LOCAL_INV`` or the peer's ``SEND_WITH_INV``.
+ * is revoked with ``LOCAL_INV`` or the peer's ``SEND_WITH_INV``, an MR's
+ * key at a time.
  */
 
 /**
@@ -608,6 +617,9 @@ enum krdma_buf_reg_flags {
 	KRDMA_BUF_REG_WINDOW = 1 << 0,
 };
 
+/* The most MRs behind one %KRDMA_BUF_REG_USER buffer. */
+#define KRDMA_BUF_REG_MAX_MRS 4096
+
 /**
  * struct krdma_buf_reg_user - ioctl(KRDMA_BUF_REG_USER): zero-copy buffer
  * @size: sizeof(struct krdma_buf_reg_user)
@@ -616,23 +628,45 @@ enum krdma_buf_reg_flags {
  * @access: &enum krdma_access bits
  * @uaddr: start of the caller's memory; pages are pinned and charged to
  *	RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK (%ENOMEM past it)
- * @length: bytes, at most &struct krdma_device_info.max_mr_size; @uaddr +
- *	@length must not wrap (%EINVAL), and the pages it spans must fit one
- *	fast registration (%EINVAL): at most the device's
- *	max_fast_reg_page_list_len MR pages, of the smallest size in its
- *	page_size_cap (up to 1024 pages) that leaves few enough.  An MR page
- *	larger than a page needs memory that holds it whole: physically
- *	contiguous and aligned as the address is, as huge pages are
- *	(hugetlbfs, or transparent huge pages).  On rxe (512 MR pages) small
- *	pages register 2 MiB, 2 MiB ones up to max_mr_size (1022 MiB).  That
- *	last check comes after the pages are pinned and charged: a length
- *	that small pages cannot map may fail with %ENOMEM (RLIMIT_MEMLOCK) or
+ * @length: bytes; @uaddr + @length must not wrap (%EINVAL).  One MR maps
+ *	the pages it spans when one fast registration can: at most the
+ *	device's max_fast_reg_page_list_len MR pages, of the smallest size in
+ *	its page_size_cap (up to 1024 pages) that leaves few enough, and at
+ *	most &struct krdma_device_info.max_mr_size bytes.  An MR page larger
+ *	than a page needs memory that holds it whole: physically contiguous
+ *	and aligned as the address is, as huge pages are (hugetlbfs, or
+ *	transparent huge pages).  Other memory is registered as several MRs
+ *	(%KRDMA_FEATURE_BUFFER_MRS, and a caller whose struct has @num_mrs:
+ *	for an older one it is %EINVAL) of the largest pages it is in runs
+ *	of, each but the last mapping as many as one registration does (at
+ *	most max_fast_reg_page_list_len and max_mr_size; small pages: 2 MiB
+ *	on rxe, 1 MiB on siw), up to %KRDMA_BUF_REG_MAX_MRS MRs (%EINVAL
+ *	past them).  Those checks come after the pages are pinned and
+ *	charged: a length too long may fail with %ENOMEM (RLIMIT_MEMLOCK) or
  *	%EFAULT before its %EINVAL, and its memory is faulted in
  * @handle: out, the buffer's handle
- * @lkey: out, local key
- * @rkey: out, remote key
+ * @lkey: out, local key (of the first MR)
+ * @rkey: out, remote key (of the first MR)
  * @__reserved: must be 0
  * @addr: out, the address peers use with @rkey
+ * @mr_length: out, the bytes of the buffer's addresses each MR maps: MR i
+ *	maps [i * @mr_length, (i + 1) * @mr_length), clipped to [@addr,
+ *	@addr + @length).  Peers address byte n of the buffer at @addr + n
+ *	with the rkey of the MR that holds it.  A local SGE's range must lie
+ *	in one MR (%EINVAL at post), and so must a WR's remote range (the
+ *	peer's device refuses it: a remote access error)
+ * @rkeys_uptr: in, an array of @num_rkeys __u32 that receives every MR's
+ *	rkey, in order, when the array holds them all (else it is left
+ *	alone); without a REMOTE_* access it and @num_rkeys must be 0
+ * @num_rkeys: in, entries of @rkeys_uptr.  A buffer of more than one MR
+ *	with a REMOTE_* access needs room for all: fewer is %EMSGSIZE, with
+ *	@num_mrs written back and nothing registered (its pages were pinned
+ *	and are unpinned again).  The count follows the memory's physical
+ *	layout, which may change before a second call (huge pages split or
+ *	made, pages migrated): a caller retries with the count it is given,
+ *	or passes room for %KRDMA_BUF_REG_MAX_MRS.  An entry is a __u32, an
+ *	rkey in every RDMA transport, and has no entry_size
+ * @num_mrs: out, the buffer's MRs, 1 when one maps it
  */
 struct krdma_buf_reg_user {
 	__u32 size;
@@ -646,6 +680,10 @@ struct krdma_buf_reg_user {
 	__u32 rkey;
 	__u32 __reserved;
 	__aligned_u64 addr;
+	__aligned_u64 mr_length;
+	__aligned_u64 rkeys_uptr;
+	__u32 num_rkeys;
+	__u32 num_mrs;
 };
 
 #define KRDMA_BUF_REG_USER _IO(KRDMA_TYPE, KRDMA_CMD_BUF_REG_USER)
@@ -729,12 +767,12 @@ struct krdma_buf_rw {
  *   &struct krdma_device_info.max_sge_rd (siw: 1), as any WR past its
  *   queue's SGE count.
  *
- * A buffer is one MR, so %KRDMA_BUF_ALLOC and %KRDMA_BUF_REG_USER of more
- * than &struct krdma_device_info.max_mr_size bytes (at most
+ * A kernel buffer is one MR, so %KRDMA_BUF_ALLOC of more than
+ * &struct krdma_device_info.max_mr_size bytes (at most
  * max_fast_reg_page_list_len pages of the largest page size in
  * page_size_cap, up to 1024 pages; siw: 256 pages of 4 KiB, 1 MiB) is
- * %EINVAL; a %KRDMA_BUF_REG_USER of memory without such pages (huge
- * pages) is %EINVAL past its small pages' count.  On iWARP the buffers of
+ * %EINVAL; a %KRDMA_BUF_REG_USER that one MR does not map is several
+ * (see there).  On iWARP the buffers of
  * a session are fast-registered on a QP of an rdma_cm connection the
  * module makes, on the first registration,
  * from the device's own IPv4 address (the first address of the netdev of
@@ -1292,7 +1330,8 @@ struct krdma_get_events {
  * @buf_handle: a buffer of this session
  * @__reserved: must be 0
  * @offset: byte offset in the buffer
- * @length: bytes; must stay inside the buffer
+ * @length: bytes; must stay inside the buffer, and inside one of its MRs
+ *	(a user buffer may be several: &struct krdma_buf_reg_user.mr_length)
  * @__reserved2: must be 0
  */
 struct krdma_sge {
@@ -1713,7 +1752,8 @@ struct krdma_bench_progress {
  * @num_conns: entries of @conns_uptr, 1 ... %KRDMA_BENCH_MAX_CONNS; all on
  *	one device, connected, each named once
  * @conns_uptr: array of __u32 connection handles of this session
- * @local_buf: buffer (of the connections' device) used as source or target;
+ * @local_buf: buffer (of the connections' device) used as source or target,
+ *	one MR (a user buffer of several is %EINVAL);
  *	messages go to and from consecutive @msg_size slots of it, wrapping
  * @msg_size: bytes per operation, 1 ... the buffer's length (atomics: 8)
  * @remote_addr: the peer buffer's address (one-sided operations)

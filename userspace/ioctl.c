@@ -112,6 +112,10 @@ static const char *krdma_errno_hint(unsigned long req, int err)
 	case -E2BIG:
 		return " (krdma.ko is older than " PROG_NAME
 		       " and lacks a field it set)";
+	case -EMSGSIZE:
+		return req == KRDMA_BUF_REG_USER ?
+		       " (memory one MR does not map is several, and this "
+		       "use takes one MR: a shorter buffer)" : "";
 	case -EDQUOT:
 		return " (your objects, over all your sessions, are at krdma's "
 		       "max_objects_per_user)";

@@ -23,6 +23,7 @@ const char *const feature_names[] = {
 	"accept_async",
 	"query_sessions",
 	"event_device",
+	"buffer_mrs",
 };
 const unsigned int nr_feature_names = ARRAY_SIZE(feature_names);
 
