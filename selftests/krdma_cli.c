@@ -289,6 +289,52 @@ KRDMA_TEST_F_TIMEOUT(cli, copy_default_buffer, CLI_CASE_TIMEOUT)
 	copy_random(_metadata, self, 3000000, 18742, "");
 }
 
+/*
+ * --zero-copy: 48 MiB and 5 bytes from the file's own pages, in chunks of
+ * the server's 16 MiB buffer (siw0's buffers are 1 MiB at most: chunks of
+ * that), each a user buffer of 8 MRs on rxe (--progress says how many).
+ * Ignored, the option would leave chunks of 1 MiB at most.  (Larger copies take longer than the
+ * tools' time limit under TCG and the debug kernel.)
+ */
+KRDMA_TEST_F_TIMEOUT(cli, copy_zero_copy, 600)
+{
+	uint64_t size = 16ull << 20, bytes, chunks = 0;
+	const char *addr = kt_test_addr(false);
+	const char *mrs;
+
+	if (size > self->dev.info.max_mr_size)
+		size = self->dev.info.max_mr_size >> 20 << 20;
+	ASSERT_NE(0ull, size);
+	bytes = (48ull << 20) + 5;
+	snprintf(self->dir, sizeof(self->dir), "/tmp/krdma_cli.d%d", getpid());
+	ASSERT_EQ(0, krdma_run("mkdir -p %s/save && head -c %llu /dev/urandom > %s/big.bin",
+			       self->dir, (unsigned long long)bytes, self->dir));
+	START_SERVER("-p 18743 --size %llu --save %s/save -n 1 -T 50",
+		     (unsigned long long)size, self->dir);
+	CLIENT_OK("copy --zero-copy --progress -T 50 %s/big.bin %s:18743",
+		  self->dir, addr);
+	EXPECT_NE(NULL, strstr(self->client.out, "result GOOD"));
+	EXPECT_NE(NULL, strstr(self->client.out, "buffer zero-copy"));
+	EXPECT_TRUE(text_u64(self->client.out, "chunks", &chunks));
+	EXPECT_EQ((bytes + size - 1) / size, chunks) {
+		TH_LOG("%s", self->client.out);
+	}
+	/* the first chunk: small pages past one MR are several */
+	mrs = strstr(self->client.out, "chunk 0 done");
+	ASSERT_NE(NULL, mrs);
+	mrs = strstr(mrs, "zero copy in ");
+	ASSERT_NE(NULL, mrs);
+	TH_LOG("first chunk: %.*s", (int)strcspn(mrs, "\n"), mrs);
+	if (size > (uint64_t)self->dev.info.max_fast_reg_page_list_len *
+		   sysconf(_SC_PAGESIZE))
+		EXPECT_LT(1, atoi(mrs + strlen("zero copy in "))) {
+			TH_LOG("%s", self->client.out);
+		}
+	SERVER_OK();
+	EXPECT_EQ(0, krdma_run("cmp %s/big.bin %s/save/big.bin", self->dir,
+			       self->dir));
+}
+
 /* the server cannot create the file: both sides fail */
 KRDMA_TEST_F_TIMEOUT(cli, copy_unwritable, CLI_CASE_TIMEOUT)
 {

@@ -369,6 +369,25 @@ uint64_t dev_max_buf(int fd, uint32_t dev_index)
 	return largest;
 }
 
+/*
+ * The largest message one WR may carry on every port of device
+ * @dev_index (max_msg_sz); 0 if unknown.
+ */
+uint32_t dev_max_msg(int fd, uint32_t dev_index)
+{
+	struct dev_snapshot s;
+	uint32_t i, least = 0;
+
+	if (query_devices(fd, true, dev_index, &s))
+		return 0;
+	for (i = 0; i < s.num_ports; i++)
+		if (s.ports[i].max_msg_sz &&
+		    (!least || s.ports[i].max_msg_sz < least))
+			least = s.ports[i].max_msg_sz;
+	free_snapshot(&s);
+	return least;
+}
+
 /* Device @dev_index's vendor ID; 0 if it cannot be told. */
 uint32_t dev_vendor_id(int fd, uint32_t dev_index)
 {

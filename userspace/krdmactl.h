@@ -68,6 +68,7 @@ int query_devices(int fd, bool one, uint32_t dev_index,
 void free_snapshot(struct dev_snapshot *s);
 bool dev_is_iwarp(int fd, uint32_t dev_index);
 uint64_t dev_max_buf(int fd, uint32_t dev_index);
+uint32_t dev_max_msg(int fd, uint32_t dev_index);
 uint32_t dev_vendor_id(int fd, uint32_t dev_index);
 const char *dev_name_of(int fd, uint32_t dev_index, char *buf, size_t len);
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@ enum {
 	OPT_RECONNECT,
 	OPT_PROGRESS,
 	OPT_RETRY,
+	OPT_ZERO_COPY,
 };
 
 /* the buffer: XC_SLOTS receive slots, the send slot, the data */
@@ -81,6 +83,7 @@ struct xc_opts {
 	uint32_t retry;		/* RC: the QPs' retry_cnt (--retry) */
 	bool have_retry;
 	bool progress;		/* copy: a line on stderr per chunk */
+	bool zero_copy;		/* copy: WRITE from the file's own pages */
 	uint32_t timeout_s;
 	uint32_t transport;
 	uint32_t transports;	/* the ones the command can use, a mask */
@@ -99,6 +102,7 @@ struct xc {
 	struct verbs_buf buf;
 	uint64_t data_len;
 	uint32_t max_msg;	/* bytes one control message may have */
+	uint32_t wr_max;	/* --zero-copy: bytes one WRITE carries */
 	unsigned int done;	/* XC_SEND_WRID, XC_RDMA_WRID completions seen */
 	int64_t posted;		/* when the last WR was posted */
 	bool shown;		/* the server's details printed (reconnects) */
@@ -128,6 +132,7 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 		{ "port", required_argument, NULL, 'p' },
 		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "zero-copy", no_argument, NULL, OPT_ZERO_COPY },
 		{ "retry", required_argument, NULL, OPT_RETRY },
 		COMMON_LONG_OPTS,
 		{ NULL, 0, NULL, 0 }
@@ -205,6 +210,9 @@ static int xc_parse(int argc, char **argv, struct xc_opts *o,
 			break;
 		case OPT_PROGRESS:
 			o->progress = true;
+			break;
+		case OPT_ZERO_COPY:
+			o->zero_copy = true;
 			break;
 		case OPT_RETRY:
 			o->have_retry = true;
@@ -685,9 +693,10 @@ static int xc_bye(struct xc *x, const char *fmt, ...)
 	return ret;
 }
 
-static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
-		   uint64_t roff, uint64_t len, uint64_t cmp_add,
-		   uint64_t swap)
+/* One one-sided WR at @roff of the server's buffer, waited for. */
+static int xc_rdma_sge(struct xc *x, uint32_t opcode,
+		       const struct krdma_sge *sge, uint64_t roff,
+		       uint64_t cmp_add, uint64_t swap)
 {
 	struct krdma_wr wr = {
 		.wr_id = XC_RDMA_WRID,
@@ -698,14 +707,68 @@ static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
 		.compare_add = cmp_add,
 		.swap = swap,
 		.num_sge = 1,
-		.sge[0] = { .buf_handle = x->buf.handle,
-			    .offset = XC_DATA_OFF + loff, .length = len },
+		.sge[0] = *sge,
 	};
 
 	x->posted = loop_now_ms();
 	if (verbs_post_one(x->fd, x->conn, &wr))
 		return -EIO;
 	return xc_wait(x, XC_RDMA_WRID);
+}
+
+/* The same from @loff of the data in our own buffer. */
+static int xc_rdma(struct xc *x, uint32_t opcode, uint64_t loff,
+		   uint64_t roff, uint64_t len, uint64_t cmp_add,
+		   uint64_t swap)
+{
+	struct krdma_sge sge = { .buf_handle = x->buf.handle,
+				 .offset = XC_DATA_OFF + loff, .length = len };
+
+	return xc_rdma_sge(x, opcode, &sge, roff, cmp_add, swap);
+}
+
+/*
+ * --zero-copy: @len bytes of the file's mapping at @p, registered in place
+ * (KRDMA_BUF_REG_USER; the device only reads them) and RDMA-written to the
+ * start of the server's buffer, a WRITE per MR of the registration (a WR's
+ * local bytes lie in one) and per max_msg_sz.  Unregistered at once: no
+ * more than a chunk is pinned at a time (RLIMIT_MEMLOCK).  @num_mrs: out,
+ * the MRs the registration was.
+ */
+static int xc_write_in_place(struct xc *x, const uint8_t *p, uint64_t len,
+			     uint32_t *num_mrs)
+{
+	struct krdma_buf_reg_user r = {
+		.size = sizeof(r),
+		.dev_index = x->dev_index,
+		.uaddr = (uintptr_t)p,
+		.length = len,
+	};
+	struct krdma_sge sge = { 0 };
+	uint64_t off, seg;
+	int ret;
+
+	if (!x->wr_max)
+		x->wr_max = dev_max_msg(x->fd, x->dev_index) ?: 1U << 30;
+	ret = krdma_ioctl(x->fd, KRDMA_BUF_REG_USER, &r);
+	if (ret)
+		return -EPROTO;	/* reported; connecting again would not help */
+	*num_mrs = r.num_mrs;
+	sge.buf_handle = r.handle;
+	for (off = 0; off < len && !ret; off += seg) {
+		seg = len - off;
+		/* a WR's local bytes lie in one MR */
+		if (r.num_mrs > 1 &&
+		    seg > r.mr_length - (r.addr + off) % r.mr_length)
+			seg = r.mr_length - (r.addr + off) % r.mr_length;
+		if (seg > x->wr_max)
+			seg = x->wr_max;
+		sge.offset = off;
+		sge.length = seg;
+		ret = xc_rdma_sge(x, KRDMA_OP_RDMA_WRITE, &sge, off, 0, 0);
+	}
+	verbs_destroy(x->fd, r.handle);
+	return ret;
 }
 
 static uint8_t *xc_data(struct xc *x)
@@ -1030,11 +1093,39 @@ struct xc_file {
 	int fd;
 	const char *base;
 	uint64_t size;
+	const uint8_t *map;	/* --zero-copy: the file, mapped */
 	uint8_t digest[SHA256_DIGEST_SIZE];
 	char hex[2 * SHA256_DIGEST_SIZE + 1];
 	uint32_t chunks;	/* written over the last connection */
 	uint64_t resumed_at;	/* where the server told us to go on */
 };
+
+/*
+ * Bytes [@done, @done + @len) of the file to the server's buffer; @num_mrs:
+ * out, the MRs a zero-copy chunk was (0: staged).
+ */
+static int xc_write_chunk(struct xc *x, const struct xc_file *f,
+			  uint64_t done, uint64_t len, uint32_t *num_mrs)
+{
+	struct stat st;
+	ssize_t n;
+
+	*num_mrs = 0;
+	if (f->map) {
+		/* past a shrunk file's end the mapping is SIGBUS */
+		if (fstat(f->fd, &st) || (uint64_t)st.st_size != f->size) {
+			xc_fail(x, "%s: changed during the copy", x->o->file);
+			return -EPROTO;
+		}
+		return xc_write_in_place(x, f->map + done, len, num_mrs);
+	}
+	n = pread(f->fd, xc_data(x), len, done);
+	if (n != (ssize_t)len) {
+		xc_fail(x, "%s: read failed", x->o->file);
+		return -EPROTO;
+	}
+	return xc_rdma(x, KRDMA_OP_RDMA_WRITE, 0, 0, len, 0, 0);
+}
 
 /*
  * The copy over one connection: the server's XM_DONE answer (XM_GOOD,
@@ -1047,18 +1138,22 @@ static int xc_copy_once(struct xc *x, struct xc_file *f)
 	const struct xc_opts *o = x->o;
 	uint64_t done, chunk_max, len;
 	struct xfer_msg *m;
-	uint32_t seq;
-	ssize_t n;
+	uint32_t seq, num_mrs;
 	int ret, type;
 
-	/* local staging of one chunk: at most the server's buffer */
+	/*
+	 * local staging of one chunk: at most the server's buffer; in place
+	 * (--zero-copy), all of the server's buffer and no staging
+	 */
 	chunk_max = f->size < XFER_DEFAULT_SIZE ? f->size : XFER_DEFAULT_SIZE;
-	ret = xc_connect(x, XFER_OP_COPY, chunk_max ? chunk_max : 1);
+	ret = xc_connect(x, XFER_OP_COPY, chunk_max && !f->map ? chunk_max : 1);
 	if (ret)
 		return ret;
+	if (f->map)
+		chunk_max = f->size;
 	if (chunk_max > x->adv.length)
 		chunk_max = x->adv.length;
-	if (chunk_max > x->data_len)
+	if (chunk_max > x->data_len && !f->map)
 		chunk_max = x->data_len;
 	m = xc_send_msg(x);
 	xfer_msg_init(m, XM_FILE);
@@ -1089,12 +1184,7 @@ static int xc_copy_once(struct xc *x, struct xc_file *f)
 	f->chunks = seq;
 	while (done < f->size) {
 		len = f->size - done < chunk_max ? f->size - done : chunk_max;
-		n = pread(f->fd, xc_data(x), len, done);
-		if (n != (ssize_t)len) {
-			xc_fail(x, "%s: read failed", o->file);
-			return -EPROTO;
-		}
-		ret = xc_rdma(x, KRDMA_OP_RDMA_WRITE, 0, 0, len, 0, 0);
+		ret = xc_write_chunk(x, f, done, len, &num_mrs);
 		if (ret)
 			return ret;
 		m = xc_send_msg(x);
@@ -1102,7 +1192,8 @@ static int xc_copy_once(struct xc *x, struct xc_file *f)
 		m->seq = htobe32(seq);
 		m->offset = htobe64(done);
 		m->length = htobe64(len);
-		m->crc = htobe32(xfer_crc32(0, xc_data(x), len));
+		m->crc = htobe32(xfer_crc32(0, f->map ? f->map + done :
+					    xc_data(x), len));
 		type = xc_request(x, 0, false, 0);
 		if (type < 0)
 			return type;
@@ -1114,7 +1205,11 @@ static int xc_copy_once(struct xc *x, struct xc_file *f)
 		done += len;
 		seq++;
 		f->chunks = seq;
-		if (o->progress)
+		if (o->progress && num_mrs)
+			fprintf(stderr, "%s: chunk %u done, %" PRIu64 " of %"
+				PRIu64 " bytes, zero copy in %u MRs\n", o->cmd,
+				seq - 1, done, f->size, num_mrs);
+		else if (o->progress)
 			fprintf(stderr, "%s: chunk %u done, %" PRIu64 " of %"
 				PRIu64 " bytes\n", o->cmd, seq - 1, done,
 				f->size);
@@ -1139,6 +1234,32 @@ static void xc_reset(struct xc *x)
 	x->done = 0;
 	x->recv_next = 0;
 	x->recv_ready = 0;
+}
+
+/*
+ * --zero-copy: the file mapped shared and read-only, so that its pages in
+ * the page cache are what the device reads.  Its digest was read through
+ * the same cache: a file that changes during the copy fails the check.
+ */
+static int xc_map_file(struct xc *x, struct xc_file *f)
+{
+	const struct xc_opts *o = x->o;
+	void *map;
+
+	if (!(krdma_features(x->fd) & KRDMA_FEATURE_BUFFER_MRS)) {
+		err_msg("%s: --zero-copy: this krdma.ko registers no user "
+			"buffer of several MRs (see \"" PROG_NAME " version\")",
+			o->cmd);
+		return -EOPNOTSUPP;
+	}
+	map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (map == MAP_FAILED) {
+		err_msg("%s: --zero-copy: cannot map %s: %s", o->cmd, o->file,
+			strerror(errno));
+		return -errno;
+	}
+	f->map = map;
+	return 0;
 }
 
 static int xc_do_copy(struct xc *x)
@@ -1192,6 +1313,13 @@ static int xc_do_copy(struct xc *x)
 	}
 	sha256_final(&sha, f.digest);
 	sha256_hex(f.digest, f.hex);
+	if (o->zero_copy && f.size) {
+		ret = xc_map_file(x, &f);
+		if (ret) {
+			close(f.fd);
+			return ret;
+		}
+	}
 
 	for (;;) {
 		ret = xc_copy_once(x, &f);
@@ -1215,6 +1343,7 @@ static int xc_do_copy(struct xc *x)
 	pr_str("file", f.base);
 	pr_u64("bytes", f.size);
 	pr_u64("chunks", f.chunks);
+	pr_str("buffer", f.map ? "zero-copy" : "staged");
 	pr_u64("reconnects", again);
 	if (again)
 		pr_u64("resumed_at", f.resumed_at);
@@ -1231,6 +1360,8 @@ static int xc_do_copy(struct xc *x)
 	}
 	ret = xc_bye(x, "copy of %s done", f.base);
 out:
+	if (f.map)
+		munmap((void *)f.map, f.size);
 	close(f.fd);
 	return ret;
 }
@@ -1424,6 +1555,10 @@ static const char copy_usage[] =
 	"\n"
 	"      --reconnect N    connect again at most N times (default 3)\n"
 	"      --progress       a line on stderr per chunk\n"
+	"      --zero-copy      RDMA WRITE from the file's own pages, mapped and\n"
+	"                       registered a chunk at a time, a chunk being all\n"
+	"                       of the server's buffer (pinned: RLIMIT_MEMLOCK,\n"
+	"                       ulimit -l, must allow that much)\n"
 	XC_T_HELP("rc (default) or uc")
 	XC_COMMON_HELP;
 
@@ -1474,5 +1609,5 @@ int cmd_copy(int argc, char **argv)
 			     .transports = XC_RC | XC_UC,
 			     .needs = "RDMA WRITE" };
 
-	return xc_run(&o, argc, argv, "TtEFG", 2, xc_do_copy);
+	return xc_run(&o, argc, argv, "TtEFGH", 2, xc_do_copy);
 }
