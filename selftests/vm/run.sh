@@ -392,15 +392,34 @@ guests_started() {
 # to its end trace, names no function of krdma's in its call chain (a
 # "?" frame is a stale word of the stack, not a caller) and was at a
 # function of the kernel's own text (a bare address may be a module's
-# freed text, which 7.2 fills with int3s)
+# freed text, which 7.2 fills with int3s).  A report the panic cut short
+# (a second CPU's, when the first CPU's panic stops it) counts only if it
+# printed its whole trace before the panic, or trapped where a whole
+# report already did; a krdma frame anywhere after it (an NMI backtrace)
+# still makes it ours.  Any other oops or BUG makes the crash ours.
 int3_not_ours() {
 	[ -e "$1" ] || return 1
 	awk '
-		/\] Oops: int3/ { open = 1; mine = 0; core = 0; n++; next }
+		function judge() {
+			if (open && !mine && core && (ended || traced || rip in clean))
+				ok++
+			if (open && ended && !mine && core)
+				clean[rip] = 1
+			open = 0
+		}
+		/\] Oops: int3/ {
+			judge(); open = 1; mine = 0; core = 0; traced = 0
+			ended = 0; cut = 0; rip = ""; n++; next
+		}
+		/\] (Oops|BUG|general protection fault)/ { other = 1 }
 		open && /\[krdma\]/ && !/\] +\? / { mine = 1 }
-		open && /RIP: 0010:[A-Za-z0-9_.]+\+0x[0-9a-f]+\/0x[0-9a-f]+[ \t]*$/ { core = 1 }
-		open && /---\[ end trace/ { open = 0; if (!mine && core) ok++ }
-		END { exit !(n && ok == n) }
+		open && !cut && /RIP: 0010:[A-Za-z0-9_.]+\+0x[0-9a-f]+\/0x[0-9a-f]+[ \t]*$/ {
+			core = 1; if (rip == "") rip = $NF
+		}
+		open && !cut && /<\/TASK>/ { traced = 1 }
+		open && /Kernel panic - not syncing|NMI backtrace for cpu/ { cut = 1 }
+		open && /---\[ end trace/ { ended = !cut; judge() }
+		END { judge(); exit !(n && ok == n && !other) }
 	' "$1"
 }
 
