@@ -26,7 +26,7 @@
 #include "verbs.h"
 
 #define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
-#define BENCH_VERSION 4
+#define BENCH_VERSION 5
 #define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
 #define MIB 1048576.0
 #define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
@@ -273,6 +273,7 @@ int bench_send_end_report(int fd, uint32_t conn, uint32_t timeout_s,
 int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 		       const struct verbs_buf *buf, uint32_t imm,
 		       uint32_t *answer);
+void bench_cm_disconnect(int fd, uint32_t conn);
 void bench_disconnect(int fd, uint32_t conn);
 
 /* bench_bidir.c */

@@ -15,7 +15,14 @@
  * READY; the server answers the REQ with READY and starts its run, the
  * client starts its own on READY.  After its run the client writes END and
  * waits for the server's REPORT, which the server writes once both its own
- * run is over and END has come.
+ * run is over and END has come.  Over RC the REPORT is the last word:
+ * once its completion is in, the server disconnects, and the client,
+ * which waits for that, tears its side down only then.  The other way
+ * round the client's teardown could fail the REPORT's completion (its
+ * acknowledgement, or over iWARP its last bytes, still on the way).  Over
+ * UC, whose completion waits for nothing of the peer's, the client ends
+ * as it likes (a disconnect there, which goes on QP1, could overtake the
+ * REPORT and drop it).
  *
  * Over UC a write may be lost, unnoticed: there the client repeats REQ
  * every BIDIR_REPEAT_MS until READY comes, and END until REPORT does.  A
@@ -115,26 +122,38 @@ static int bidir_conn_up(int fd, uint32_t conn)
 }
 
 /*
- * Wait until the peer's message of @kind is in, whole, until @deadline_ms,
- * or until @conn fails; a copy of it to @m.  The device writes the in
- * half: its last word is read first, then the whole message, whose first
- * word must match too (a message still landing is waited for).
+ * Is the peer's message of @kind in, whole?  A copy of it to @m.  The
+ * device writes the in half: its last word is read first, then the whole
+ * message, whose first word must match too (a message still landing is
+ * not in yet).
+ */
+static bool bidir_have(const struct verbs_buf *ctl, uint32_t kind,
+		       union bidir_msg *m)
+{
+	const uint32_t *last = (const uint32_t *)(bidir_in(ctl) +
+						  BENCH_BIDIR_MSG - 4);
+
+	if (be32toh(__atomic_load_n(last, __ATOMIC_ACQUIRE)) != kind)
+		return false;
+	memcpy(m, bidir_in(ctl), sizeof(*m));
+	return be32toh(m->report.kind) == kind &&
+	       be32toh(m->report.kind_end) == kind;
+}
+
+/*
+ * Wait until the peer's message of @kind is in, until @deadline_ms, or
+ * until @conn fails (a message that landed before it did still counts:
+ * the server disconnects right after its REPORT); a copy of it to @m.
  */
 static int bidir_wait(int fd, uint32_t conn, const struct verbs_buf *ctl,
 		      uint32_t kind, int64_t deadline_ms, union bidir_msg *m)
 {
-	const uint32_t *last = (const uint32_t *)(bidir_in(ctl) +
-						  BENCH_BIDIR_MSG - 4);
 	int64_t look = loop_now_ms() + BIDIR_ALIVE_MS;
 	int ret;
 
 	for (;;) {
-		if (be32toh(__atomic_load_n(last, __ATOMIC_ACQUIRE)) == kind) {
-			memcpy(m, bidir_in(ctl), sizeof(*m));
-			if (be32toh(m->report.kind) == kind &&
-			    be32toh(m->report.kind_end) == kind)
-				return 0;
-		}
+		if (bidir_have(ctl, kind, m))
+			return 0;
 		if (loop_stop)
 			return -EINTR;
 		if (loop_now_ms() >= deadline_ms)
@@ -142,7 +161,7 @@ static int bidir_wait(int fd, uint32_t conn, const struct verbs_buf *ctl,
 		if (loop_now_ms() >= look) {
 			ret = bidir_conn_up(fd, conn);
 			if (ret)
-				return ret;
+				return bidir_have(ctl, kind, m) ? 0 : ret;
 			look = loop_now_ms() + BIDIR_ALIVE_MS;
 		}
 		usleep(BIDIR_POLL_US);
@@ -164,8 +183,9 @@ static int bidir_ask(int fd, const struct bidir_peer *p,
 	memset(bidir_in(ctl), 0, BENCH_BIDIR_MSG);
 	do {
 		ret = bidir_write(fd, p, ctl, deadline - loop_now_ms() + 1);
+		/* RC: its acknowledgement lost, the answer came, then the close */
 		if (ret)
-			return ret;
+			return bidir_have(ctl, answer, m) ? 0 : ret;
 		until = deadline;
 		if (p->transport == KRDMA_TRANSPORT_UC &&
 		    loop_now_ms() + BIDIR_REPEAT_MS < deadline)
@@ -173,6 +193,19 @@ static int bidir_ask(int fd, const struct bidir_peer *p,
 		ret = bidir_wait(fd, p->conn, ctl, answer, until, m);
 	} while (ret == -ETIMEDOUT && until < deadline);
 	return ret;
+}
+
+/*
+ * The client, the REPORT in: wait, for @timeout_ms at most, until the
+ * server has disconnected @conn (or it failed otherwise).
+ */
+static void bidir_wait_closed(int fd, uint32_t conn, uint32_t timeout_ms)
+{
+	int64_t deadline = loop_now_ms() + timeout_ms;
+
+	while (!loop_stop && loop_now_ms() < deadline &&
+	       !bidir_conn_up(fd, conn))
+		usleep(BIDIR_POLL_US);
 }
 
 /* The client: the server's control buffer, over its first connection */
@@ -246,6 +279,8 @@ int bench_bidir_report(int fd, const struct bench_opts *o,
 	rb->elapsed_ns = be64toh(m.report.elapsed_ns);
 	rb->peak_bps = be64toh(m.report.peak_bps);
 	r->bidir = true;
+	if (p.transport != KRDMA_TRANSPORT_UC)
+		bidir_wait_closed(fd, p.conn, o->timeout_s * 1000);
 	return 0;
 }
 
@@ -319,7 +354,9 @@ static int bidir_answer(int fd, const struct bench_bidir_group *bg,
 
 /*
  * The server: the run toward the client, its figures in @b: 0, the run's
- * -errno or the protocol's.
+ * -errno or the protocol's.  Over RC the caller then disconnects the
+ * client's connections: on 0 the REPORT's completion is in, and the
+ * client waits for that; else it learns sooner that no REPORT comes.
  */
 int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
 		      struct krdma_bench *b)

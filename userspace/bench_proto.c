@@ -379,11 +379,17 @@ int bench_until_answer(int fd, uint32_t conn, const struct bench_opts *o,
 	return ask_until_answer(fd, conn, o->transport, buf, &a, answer);
 }
 
-void bench_disconnect(int fd, uint32_t conn)
+/* Disconnect @conn; it stays until its DISCONNECTED event destroys it. */
+void bench_cm_disconnect(int fd, uint32_t conn)
 {
 	struct krdma_cm_disconnect d = { .size = sizeof(d), .handle = conn };
 
 	krdma_ioctl_quiet(fd, KRDMA_CM_DISCONNECT, &d);
+}
+
+void bench_disconnect(int fd, uint32_t conn)
+{
+	bench_cm_disconnect(fd, conn);
 	verbs_destroy(fd, conn);
 }
 

@@ -242,10 +242,18 @@ static void srv_bidir(struct srv *s, struct srv_group *g)
 		.ctl = &g->ctlbuf,
 	};
 	struct krdma_bench b;
+	uint32_t i;
 	int ret;
 
 	ret = bench_bidir_serve(s->fd, &bg, &b);
 	srv_print_run(s, g, &b, ret);
+	/*
+	 * RC: the REPORT was the last word, and the client waits for this; or
+	 * no REPORT comes, which the client learns from this
+	 */
+	for (i = 0; s->o->transport != KRDMA_TRANSPORT_UC &&
+	     i < g->joined; i++)
+		bench_cm_disconnect(s->fd, g->handles[i]);
 }
 
 static void srv_disconnected(struct srv *s, uint32_t handle)
