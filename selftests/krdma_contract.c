@@ -60,7 +60,10 @@ static const struct kr_cmd {
 	C(QUERY_DEVICES, krdma_query_devices, KRDMA_QUERY_DEVICES_ONE),
 	C(DESTROY, krdma_destroy, 0),
 	C(BUF_ALLOC, krdma_buf_alloc, 0),
-	C(BUF_REG_USER, krdma_buf_reg_user, KRDMA_BUF_REG_WINDOW),
+	/* (mr_length ... num_mrs came in a second version of the struct) */
+	{ KRDMA_CMD_BUF_REG_USER, "BUF_REG_USER",
+	  sizeof(struct krdma_buf_reg_user), KRDMA_BUF_REG_WINDOW,
+	  offsetofend(struct krdma_buf_reg_user, addr) },
 	C(BUF_RW, krdma_buf_rw, KRDMA_BUF_RW_WRITE),
 	C(CONN_CREATE, krdma_conn_create, KRDMA_CONN_NOTIFY | KRDMA_CONN_SRQ),
 	C(CONN_MODIFY, krdma_conn_modify, KRDMA_CONN_MODIFY_RC_ATTRS),
