@@ -1104,6 +1104,39 @@ KRDMA_TEST_F_TIMEOUT(cli, bench_bidirectional_uc, CLI_CASE_TIMEOUT)
 		  16384, "-n 200 -c uc");
 }
 
+/*
+ * iWARP: the runs whose server speaks with immediate data (send,
+ * send_imm, write_imm) are refused before they start, saying why, and a
+ * --once server serves none of them and exits 0 (no run of its failed);
+ * a one-sided run goes on as before.
+ */
+KRDMA_TEST_F_TIMEOUT(cli, bench_two_sided_iwarp_refused, CLI_CASE_TIMEOUT)
+{
+	static const char *const ops[] = { "send", "send_imm", "write_imm" };
+	const char *addr = kt_test_addr(false);
+	char says[128];
+	unsigned int i;
+
+	if (!kt_dev_iwarp(&self->dev))
+		SKIP(return, "%s: not iWARP: it has immediate data",
+		     self->dev.info.name);
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		START_BENCH_ONE_SIDED("-p 18729 --once");
+		snprintf(says, sizeof(says), "bench: %s: the server's side of "
+			 "the run speaks with immediate data, which iWARP has "
+			 "not", ops[i]);
+		BENCH_REFUSED(says, "timeout 20 krdmactl bench %s %s -p 18729 "
+			      "-n 10", ops[i], addr);
+		SERVER_OK();
+		EXPECT_NE(NULL, strstr(self->server.out, "not served"))
+			TH_LOG("%s", self->server.out);
+		kt_proc_end(&self->server);
+	}
+	START_BENCH_ONE_SIDED("-p 18729 --once");
+	CLIENT_OK("bench write %s -p 18729 -n 10 -s 4096", addr);
+	SERVER_OK();
+}
+
 /* the number after @key on cpu_samples' line (-1: no such key) */
 static double cli_samples_field(const char *out, const char *key)
 {

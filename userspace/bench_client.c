@@ -243,6 +243,18 @@ int bench_client(int fd, const struct bench_opts *o)
 			goto out;
 		}
 	}
+	/*
+	 * A server's side of a two-sided run speaks with immediate data
+	 * (uapi/krdma.h, "Benchmark wire protocol"), which iWARP has not:
+	 * refused here, rather than a wait for a READY that cannot come
+	 */
+	if (ends[0].iwarp && two_sided(o->op)) {
+		err_msg("bench: %s: the server's side of the run speaks with "
+			"immediate data, which iWARP has not",
+			bench_ops[o->op].name);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
 	if (!query_devices(fd, true, conns[0].dev_index, &snap)) {
 		if (snap.num_devs) {
 			snprintf(dev, sizeof(dev), "%s", snap.devs[0].name);
