@@ -20,6 +20,7 @@
  * data) lives as long as the reference; a WR still naming the buffer's keys
  * after its MR is gone fails instead of touching freed memory.
  */
+#include <linux/delay.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/sched/signal.h>
@@ -377,6 +378,14 @@ static bool krdma_bench_is_imm(const struct ib_wc *wc, u32 imm)
 	       be32_to_cpu(wc->ex.imm_data) == imm;
 }
 
+/* Credits: the end message is a zero-length SEND (a payload never is). */
+static bool krdma_bench_is_credits_end(const struct krdma_bench_run *run,
+				       const struct ib_wc *wc)
+{
+	return run->credits && run->server && wc->opcode == IB_WC_RECV &&
+	       !wc->byte_len;
+}
+
 /*
  * Does a server wait for the client's hello before it says it is ready?
  * Over UC and UD, which drop a message that finds no receive: a READY sent
@@ -421,7 +430,8 @@ static void krdma_bench_recv_done(struct krdma_bench_run *run,
 		krdma_bench_hello(run, bc);
 		return;
 	}
-	if (krdma_bench_is_imm(wc, KRDMA_BENCH_END_IMM)) {
+	if (krdma_bench_is_imm(wc, KRDMA_BENCH_END_IMM) ||
+	    krdma_bench_is_credits_end(run, wc)) {
 		run->last_control_ns = now;
 		bc->recv_other++;
 		bc->done = true;
@@ -689,7 +699,29 @@ static int krdma_bench_post_sends(struct krdma_bench_run *run,
 	bc->posted += n;
 	if (run->wrs[n - 1].send.send_flags & IB_SEND_SIGNALED)
 		bc->signaled = bc->posted;
+	/* the credits the next run, and the caller's end message, have */
+	if (bc->ctl)
+		WRITE_ONCE(bc->ctl->sent, cpu_to_le64(bc->sent_base + bc->posted));
 	return 0;
+}
+
+/*
+ * Of @want messages, how many a credits client may send now: what the
+ * server's credits (receives it has posted) leave of what was sent.  The
+ * device writes the credits; a word that is behind only holds the run
+ * back a step.  Any other run: @want.
+ */
+static u32 krdma_bench_credit(struct krdma_bench_run *run,
+			      struct krdma_bench_conn *bc, u32 want)
+{
+	u64 credits, sent;
+
+	if (!bc->ctl)
+		return want;
+	credits = le64_to_cpu(READ_ONCE(bc->ctl->credits));
+	sent = bc->sent_base + bc->posted;
+	bc->starved = credits <= sent;
+	return bc->starved ? 0 : min_t(u64, want, credits - sent);
 }
 
 static u32 krdma_bench_room(struct krdma_bench_conn *bc)
@@ -701,30 +733,29 @@ static u32 krdma_bench_room(struct krdma_bench_conn *bc)
 static int krdma_bench_fill(struct krdma_bench_run *run,
 			    struct krdma_bench_conn *bc)
 {
-	u32 room = krdma_bench_room(bc), n;
+	u32 room = krdma_bench_room(bc), n = room;
 	u64 iters = run->cmd->iters;
-	bool last = false;
 
 	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
 	if (!room)
 		return 0;
 	if (run->phase == KRDMA_BENCH_CLOSE) {
 		/* unsignaled WRs at the tail: one more, signaled, covers them */
-		if (bc->signaled == bc->posted)
+		if (bc->signaled == bc->posted || !krdma_bench_credit(run, bc, 1))
 			return 0;
 		return krdma_bench_post_sends(run, bc, 1, run->cmd->msg_size,
 					      true);
 	}
-	n = room;
 	if (iters) {
 		if (bc->posted >= iters)
 			return 0;
-		if (iters - bc->posted <= n) {
-			n = iters - bc->posted;
-			last = true;
-		}
+		n = min_t(u64, n, iters - bc->posted);
 	}
-	return krdma_bench_post_sends(run, bc, n, run->cmd->msg_size, last);
+	n = krdma_bench_credit(run, bc, n);
+	if (!n)
+		return 0;
+	return krdma_bench_post_sends(run, bc, n, run->cmd->msg_size,
+				      iters && bc->posted + n == iters);
 }
 
 /*
@@ -754,6 +785,8 @@ static int krdma_bench_next(struct krdma_bench_run *run,
 	if (run->phase == KRDMA_BENCH_CLOSE ?
 	    bc->signaled == bc->posted && !ahead :
 	    iters && bc->ops >= iters)
+		return 0;
+	if (!krdma_bench_credit(run, bc, 1))
 		return 0;
 	last = run->phase == KRDMA_BENCH_CLOSE ||
 	       (iters && bc->ops + 1 == iters);
@@ -786,6 +819,27 @@ static bool krdma_bench_owes_report(const struct krdma_bench_run *run,
 	return run->validate || bc->ended || krdma_bench_waits_hello(bc);
 }
 
+/* Server: post @wr, a message of the protocol's, signaled. */
+static int krdma_bench_post_control(struct krdma_bench_run *run,
+				    struct krdma_bench_conn *bc,
+				    union krdma_send_wr *wr)
+{
+	int ret;
+
+	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
+	wr->send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1);
+	wr->send.send_flags |= IB_SEND_SIGNALED;
+	if (run->ud)
+		krdma_bench_address(bc, wr);
+	run->cmd->post_calls++;
+	ret = krdma_bench_post(bc->conn, &wr->send);
+	if (ret)
+		return ret;
+	bc->posted++;
+	bc->signaled = bc->posted;
+	return 0;
+}
+
 /*
  * Server: a zero-length SEND_WITH_IMM, saying the receives are posted
  * (%KRDMA_BENCH_READY_IMM) or, validating, how many payloads were bad.
@@ -795,21 +849,74 @@ static int krdma_bench_tell(struct krdma_bench_run *run,
 {
 	const struct krdma_wr_args args = { .imm = imm };
 	union krdma_send_wr wr = {};
+
+	krdma_wr_set_op(&wr, KRDMA_OP_SEND_WITH_IMM, &args);
+	return krdma_bench_post_control(run, bc, &wr);
+}
+
+/*
+ * Credits server: an RDMA WRITE of @value to the word at @off of @bc's
+ * control area at the client, inline: the WR carries the word.
+ */
+static int krdma_bench_write_ctl(struct krdma_bench_run *run,
+				 struct krdma_bench_conn *bc, size_t off,
+				 u64 value)
+{
+	const struct krdma_wr_args args = {
+		.remote_addr = run->cmd->remote_addr + off +
+			       (u64)bc->index * sizeof(struct krdma_bench_ctl),
+		.rkey = run->cmd->remote_rkey,
+	};
+	union krdma_send_wr wr = {};
+	struct ib_sge sge = {
+		.addr = (uintptr_t)&bc->ctl_word,
+		.length = sizeof(bc->ctl_word),
+	};
+
+	bc->ctl_word = cpu_to_le64(value);
+	wr.send.sg_list = &sge;
+	wr.send.num_sge = 1;
+	wr.send.send_flags = IB_SEND_INLINE;
+	krdma_wr_set_op(&wr, KRDMA_OP_RDMA_WRITE, &args);
+	return krdma_bench_post_control(run, bc, &wr);
+}
+
+/*
+ * Credits server: the receives posted since the last credits, once they
+ * are a quarter of the ring (or the first): the client, whose sends
+ * complete before they are received (iWARP), must not outrun them.
+ */
+static int krdma_bench_tell_credits(struct krdma_bench_run *run,
+				    struct krdma_bench_conn *bc)
+{
+	u64 fresh = bc->recv_posted - bc->credits_told;
 	int ret;
 
-	lockdep_assert_held_read(&bc->conn->obj.hw_rwsem);
-	wr.send.wr_id = KRDMA_BENCH_SEND_WRID | (bc->posted + 1);
-	wr.send.send_flags = IB_SEND_SIGNALED;
-	krdma_wr_set_op(&wr, KRDMA_OP_SEND_WITH_IMM, &args);
-	if (run->ud)
-		krdma_bench_address(bc, &wr);
-	run->cmd->post_calls++;
-	ret = krdma_bench_post(bc->conn, &wr.send);
+	if (!fresh || (bc->credits_told && fresh < max(run->depth / 4, 1U)) ||
+	    !krdma_bench_room(bc))
+		return 0;
+	ret = krdma_bench_write_ctl(run, bc,
+				    offsetof(struct krdma_bench_ctl, credits),
+				    bc->recv_posted);
 	if (ret)
 		return ret;
-	bc->posted++;
-	bc->signaled = bc->posted;
+	bc->credits_told = bc->recv_posted;
+	bc->ready = true;
 	return 0;
+}
+
+/* Server: the answer to the end message (or to @iters, validating). */
+static int krdma_bench_report(struct krdma_bench_run *run,
+			      struct krdma_bench_conn *bc)
+{
+	u32 bad = min_t(u64, bc->validate_errors, KRDMA_BENCH_REPORT_MAX);
+
+	if (run->credits)
+		return krdma_bench_write_ctl(run, bc,
+					     offsetof(struct krdma_bench_ctl,
+						      report),
+					     KRDMA_BENCH_REPORTED | bad);
+	return krdma_bench_tell(run, bc, bad);
 }
 
 /*
@@ -850,11 +957,16 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 		if (ret)
 			return ret;
 	}
+	if (run->credits && !bc->done) {
+		ret = krdma_bench_tell_credits(run, bc);
+		if (ret)
+			return ret;
+	}
 	/*
 	 * Once the first receives are posted; UC, UD: in answer to a hello
-	 * (krdma_bench_hello())
+	 * (krdma_bench_hello()); with credits, the first credits
 	 */
-	if (can_send && !bc->ready && krdma_bench_room(bc) &&
+	if (can_send && !bc->ready && !run->credits && krdma_bench_room(bc) &&
 	    (!krdma_bench_waits_hello(bc) || bc->hello)) {
 		ret = krdma_bench_tell(run, bc, KRDMA_BENCH_READY_IMM);
 		if (ret)
@@ -863,9 +975,7 @@ static int krdma_bench_serve(struct krdma_bench_run *run,
 	}
 	if (can_send && krdma_bench_owes_report(run, bc) && bc->done &&
 	    !bc->reported && !bc->echo_count && krdma_bench_room(bc)) {
-		ret = krdma_bench_tell(run, bc,
-				       min_t(u64, bc->validate_errors,
-					     KRDMA_BENCH_REPORT_MAX));
+		ret = krdma_bench_report(run, bc);
 		if (ret)
 			return ret;
 		bc->reported = true;
@@ -913,6 +1023,7 @@ static int krdma_bench_step(struct krdma_bench_run *run,
 		return -ENODEV;
 	}
 	n = krdma_bench_poll(run, bc);
+	bc->starved = false;	/* until this step asks for a credit in vain */
 	if (run->server)
 		ret = krdma_bench_serve(run, bc);
 	else if (run->latency)
@@ -923,6 +1034,8 @@ static int krdma_bench_step(struct krdma_bench_run *run,
 	/* sleep only if every CQ is drained and armed */
 	if (run->notify && (n || ret || krdma_bench_rearm(run, conn)))
 		*sleep = false;
+	if (bc->starved)
+		run->starved = true;
 	krdma_object_unlock_hw(&conn->obj);
 	if (!ret && bc->peer_pending) {
 		ret = krdma_bench_make_peer(bc);
@@ -987,6 +1100,7 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 		int progress = 0, err;
 		u64 now;
 
+		run->starved = false;
 		for (i = 0; i < run->num_conns; i++) {
 			int n = krdma_bench_step(run, &run->bconns[i], &sleep);
 
@@ -1014,7 +1128,13 @@ int krdma_bench_loop(struct krdma_bench_run *run)
 		krdma_bench_progress(run, now);
 		if (!progress && krdma_bench_idle(run, now))
 			return -ETIMEDOUT;
-		if (!progress && sleep)
+		/*
+		 * a credit comes with no completion to wake the run: a
+		 * starved one naps instead
+		 */
+		if (!progress && sleep && run->starved)
+			usleep_range(KRDMA_BENCH_NAP_US, 2 * KRDMA_BENCH_NAP_US);
+		else if (!progress && sleep)
 			wait_event_interruptible_timeout(run->session->wait,
 							 krdma_bench_woken(run),
 							 HZ / 10);
@@ -1096,7 +1216,9 @@ static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 {
 	u32 known = KRDMA_BENCH_LATENCY | KRDMA_BENCH_NOTIFY |
 		    KRDMA_BENCH_VALIDATE | KRDMA_BENCH_SERVER |
-		    KRDMA_BENCH_PER_CPU;
+		    KRDMA_BENCH_PER_CPU | KRDMA_BENCH_CREDITS;
+	bool credits_server = (cmd->flags & KRDMA_BENCH_CREDITS) &&
+			      (cmd->flags & KRDMA_BENCH_SERVER);
 
 	if (cmd->flags & ~known)
 		return -EOPNOTSUPP;
@@ -1130,9 +1252,22 @@ static int krdma_bench_check_cmd(const struct krdma_bench *cmd)
 	    !krdma_bench_is_send(cmd->opcode) &&
 	    cmd->opcode != KRDMA_OP_RDMA_READ)
 		return -EOPNOTSUPP;
+	/* credits: SEND's, the messages the protocol has without immediates */
+	if ((cmd->flags & KRDMA_BENCH_CREDITS) &&
+	    cmd->opcode != KRDMA_OP_SEND)
+		return -EOPNOTSUPP;
+	/*
+	 * a credits server writes to its client's control areas, and runs
+	 * until the end message, whose credit a server done with @iters
+	 * would not give
+	 */
+	if (credits_server &&
+	    (cmd->iters || cmd->remote_length < (u64)cmd->num_conns *
+						sizeof(struct krdma_bench_ctl)))
+		return -EINVAL;
 	/* the peer's buffer is a one-sided client's: 0 where nothing reads it */
 	if ((krdma_bench_is_send(cmd->opcode) ||
-	     (cmd->flags & KRDMA_BENCH_SERVER)) &&
+	     (cmd->flags & KRDMA_BENCH_SERVER)) && !credits_server &&
 	    (cmd->remote_addr || cmd->remote_length || cmd->remote_rkey))
 		return -EINVAL;
 	/* samples: a latency client's, an array or none */
@@ -1251,10 +1386,42 @@ static int krdma_bench_ud_slots(struct krdma_bench_run *run)
 	for (i = 0; i < run->num_conns; i++) {
 		struct krdma_bench_conn *bc = &run->bconns[i];
 
-		bc->index = i;
 		/* set by the CM before the connect returned, or NULL */
 		bc->ah = smp_load_acquire(&bc->conn->ud_ah);
 		bc->dest_qpn = READ_ONCE(bc->conn->dest_qp_num);
+	}
+	return 0;
+}
+
+/*
+ * A credits client: the buffer ends in a control area, a &struct
+ * krdma_bench_ctl per connection in the order of the run's connections,
+ * where the server writes its credits and report and the run keeps what
+ * it sent (the caller reads them where it mapped the buffer); the slots
+ * are before it.  The server writes there: remote write access.
+ */
+static int krdma_bench_ctl_slots(struct krdma_bench_run *run)
+{
+	u64 length = run->buf->length;
+	u64 ctl_len = (u64)run->num_conns * sizeof(struct krdma_bench_ctl);
+	size_t avail;
+	u32 i;
+
+	if (length % sizeof(struct krdma_bench_ctl) ||
+	    length < run->cmd->msg_size + ctl_len ||
+	    !(run->buf->access & KRDMA_ACCESS_REMOTE_WRITE))
+		return -EINVAL;
+	run->nslots = div64_u64(length - ctl_len, run->cmd->msg_size);
+	for (i = 0; i < run->num_conns; i++) {
+		struct krdma_bench_conn *bc = &run->bconns[i];
+		u64 off = length - ctl_len + (u64)i * sizeof(*bc->ctl);
+
+		/* its words aligned (user memory may start anywhere), whole */
+		bc->ctl = krdma_buf_mem_addr(run->buf->mem, off, &avail);
+		if (avail < sizeof(*bc->ctl) ||
+		    !IS_ALIGNED((unsigned long)bc->ctl, sizeof(u64)))
+			return -EINVAL;
+		bc->sent_base = le64_to_cpu(READ_ONCE(bc->ctl->sent));
 	}
 	return 0;
 }
@@ -1278,11 +1445,21 @@ static int krdma_bench_check_conn(struct krdma_bench_run *run,
 	if (krdma_bench_is_atomic(cmd->opcode) &&
 	    conn->obj.kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
 		return -EOPNOTSUPP;
-	/* iWARP carries no immediate data: the protocol's messages are */
-	if ((run->server || cmd->opcode == KRDMA_OP_SEND_WITH_IMM ||
+	/*
+	 * iWARP carries no immediate data, which the protocol's messages are
+	 * but with credits
+	 */
+	if (((run->server && !run->credits) ||
+	     cmd->opcode == KRDMA_OP_SEND_WITH_IMM ||
 	     cmd->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM) &&
 	    krdma_port_is_iwarp(conn->obj.kdev, conn->port_num))
 		return -EOPNOTSUPP;
+	if (run->credits && conn->transport != KRDMA_TRANSPORT_RC)
+		return -EOPNOTSUPP;
+	/* a credits server's words go inline: no buffer of its is theirs */
+	if (run->credits && run->server &&
+	    caps->max_inline_data < sizeof(__le64))
+		return -EINVAL;
 	if (run->notify && !conn->notify)
 		return -EINVAL;
 	if (!cmd->tx_depth)	/* the default, as deep as every queue */
@@ -1322,6 +1499,7 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 		ret = krdma_conn_get_locked(run->session, handle, &bc->conn);
 		if (ret)
 			return ret;
+		bc->index = i;
 		run->num_conns++;
 		ret = krdma_bench_check_conn(run, bc->conn);
 		/* hold the reference only: the hw lock is taken per step */
@@ -1338,6 +1516,11 @@ static int krdma_bench_get_conns(struct krdma_bench_run *run)
 	}
 	if (run->ud) {
 		ret = krdma_bench_ud_slots(run);
+		if (ret)
+			return ret;
+	}
+	if (run->credits && !run->server) {
+		ret = krdma_bench_ctl_slots(run);
 		if (ret)
 			return ret;
 	}
@@ -1457,6 +1640,7 @@ int krdma_bench(struct krdma_session *session, struct krdma_ucmd *ucmd)
 	run->pingpong = run->latency && krdma_bench_is_send(cmd->opcode);
 	run->notify = cmd->flags & KRDMA_BENCH_NOTIFY;
 	run->validate = cmd->flags & KRDMA_BENCH_VALIDATE;
+	run->credits = cmd->flags & KRDMA_BENCH_CREDITS;
 	run->inline_send = cmd->inline_size &&
 			   (cmd->opcode == KRDMA_OP_RDMA_WRITE ||
 			    cmd->opcode == KRDMA_OP_RDMA_WRITE_WITH_IMM ||

@@ -26,6 +26,8 @@ struct seq_file;
 #define KRDMA_BENCH_QUIET_NS (20 * NSEC_PER_MSEC)
 /* UC, UD server: how long it answers repeated end messages (or timeout) */
 #define KRDMA_BENCH_LINGER_NS (1 * NSEC_PER_SEC)
+/* KRDMA_BENCH_NOTIFY, starved of credits: how long between looks */
+#define KRDMA_BENCH_NAP_US 20
 /* a run's wr_ids: the tag, and a receive's slot or a send's count */
 #define KRDMA_BENCH_RECV_WRID BIT_ULL(63)
 #define KRDMA_BENCH_SEND_WRID BIT_ULL(62)
@@ -76,7 +78,8 @@ enum krdma_bench_phase {
  * @ah: UD: where sends go, the connection's address handle (which the CM
  *	resolved, or a server made from the first message's GRH)
  * @dest_qpn: UD: the peer's QP number
- * @index: UD: the connection's place in the run, which picks its GRH area
+ * @index: the connection's place in the run, which picks its GRH area (UD)
+ *	or its control area (credits)
  * @peer_pending: UD server: @peer_wc and @peer_grh hold the first
  *	message's, for an address handle to make after the step
  * @peer_wc: its completion
@@ -85,6 +88,11 @@ enum krdma_bench_phase {
  * @hello: UC, UD server: the client's hello arrived
  * @recv_other: receives taken by hellos, end messages and, once @done,
  *	payloads (not counted)
+ * @ctl: a credits client: the connection's control area, in the buffer
+ * @sent_base: a credits client: messages sent on it before this run
+ * @credits_told: a credits server: the receives its last credits counted
+ * @ctl_word: a credits server: the word being written (an inline source)
+ * @starved: a credits client: the last step found no credit to send on
  */
 struct krdma_bench_conn {
 	struct krdma_conn *conn;
@@ -115,6 +123,11 @@ struct krdma_bench_conn {
 	u64 linger_until_ns;
 	bool hello;
 	u64 recv_other;
+	struct krdma_bench_ctl *ctl;
+	u64 sent_base;
+	u64 credits_told;
+	__le64 ctl_word;
+	bool starved;
 };
 
 /**
@@ -163,6 +176,8 @@ struct krdma_bench_shared {
  * @grh_off: UD: the GRH area, %KRDMA_GRH_LEN bytes per connection at the
  *	buffer's end
  * @remote_nslots: @msg_size slots of the peer's buffer
+ * @credits: %KRDMA_BENCH_CREDITS
+ * @starved: a step of this pass of the loop found no credit to send on
  * @opcode: the KRDMA_OP_* posted
  * @server: %KRDMA_BENCH_SERVER
  * @latency: %KRDMA_BENCH_LATENCY
@@ -211,6 +226,8 @@ struct krdma_bench_run {
 	u64 nslots;
 	u64 grh_off;
 	u64 remote_nslots;
+	bool credits;
+	bool starved;
 	u32 opcode;
 	bool server;
 	bool latency;

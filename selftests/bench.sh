@@ -264,9 +264,9 @@ kill "$SERVER_UD" "$SERVER_UC" 2>/dev/null
 wait "$SERVER_UD" "$SERVER_UC" 2>/dev/null
 
 # iWARP: siw0 (soft-iWARP, on a netdev of its own), perftest over rdma_cm
-# (-R, as iWARP connects), krdma against a server on siw0; WRITE and READ
-# (krdmactl bench's SEND protocol carries immediate data, which iWARP has
-# not).  The same pairs as rxe's, interleaved.
+# (-R, as iWARP connects), krdma against a server on siw0; WRITE, READ and
+# SEND (which both programs run with credits there: iWARP has no RNR
+# retry).  The same pairs as rxe's, interleaved.
 IW_DEV=${IW_DEV:-siw0}
 if [ -n "${SIW0_ADDR:-}" ]; then
 	"$KRDMACTL" bench -d "$IW_DEV" -p 18520 -T 60 > "$TMP/server_iw.log" 2>&1 &
@@ -280,6 +280,8 @@ if [ -n "${SIW0_ADDR:-}" ]; then
 			write "-s 65536 -n $ITERS_BW -t 128 -d $IW_DEV -p 18520" "$SIW0_ADDR"
 		round_pair iw_read 4 ib_read_bw "-s 65536 -n $ITERS_BW" \
 			read "-s 65536 -n $ITERS_BW -d $IW_DEV -p 18520" "$SIW0_ADDR"
+		round_pair iw_send 4 ib_send_bw "-s 65536 -n $ITERS_BW -t 128" \
+			send "-s 65536 -n $ITERS_BW -t 128 -d $IW_DEV -p 18520" "$SIW0_ADDR"
 	done
 	PT_DEV=(-d "$DEV" -x "$GIDX")
 	PT_ADDR=$ADDR
@@ -304,7 +306,7 @@ declare -A M	# the medians of the figures
 for k in memcpy pt_write k_write pt_read k_read pt_write_q k_write_q \
 	 pt_read_q k_read_q pt_rate k_rate pt_lat k_lat k_via pt_atomic \
 	 k_atomic pt_ud_lat k_ud_lat pt_uc_write k_uc_write pt_bidir k_bidir \
-	 pt_iw_write k_iw_write pt_iw_read k_iw_read; do
+	 pt_iw_write k_iw_write pt_iw_read k_iw_read pt_iw_send k_iw_send; do
 	M[$k]=$(median ${V[$k]:-})
 done
 
@@ -313,7 +315,7 @@ done
 declare -A RM RMIN RMAX RWON RN
 LOWER=" lat ud_lat via "
 for k in write read write_q read_q rate atomic lat via ud_lat uc_write \
-	 bidir iw_write iw_read; do
+	 bidir iw_write iw_read iw_send; do
 	RM[$k]=$(median ${R[$k]:-})
 	set -- ${R[$k]:-}
 	RN[$k]=$#
@@ -355,6 +357,7 @@ row "WRITE 64K -b BW, both [MB/s]" bidir "${M[k_bidir]}" "${M[pt_bidir]}" "-"
 printf '%-30s\n' "(iWARP, $IW_DEV: of $OTHER_ROUNDS rounds)"
 row "WRITE 64K BW, 1 QP [MB/s]" iw_write "${M[k_iw_write]}" "${M[pt_iw_write]}" "-"
 row "READ 64K BW, 1 QP [MB/s]" iw_read "${M[k_iw_read]}" "${M[pt_iw_read]}" "-"
+row "SEND 64K BW, 1 QP [MB/s]" iw_send "${M[k_iw_send]}" "${M[pt_iw_send]}" "-"
 echo "raw: $(for k in "${!V[@]}"; do printf '%s=[%s] ' "$k" "${V[$k]# }"; done)"
 
 arr() { printf '[%s]' "$(echo $1 | sed 's/ /, /g')"; }
@@ -379,7 +382,8 @@ cat > "$OUT.tmp" <<EOF
              "via_ioctl_lat": ${RM[via]},
              "ud_send_lat_8b_p50": ${RM[ud_lat]}, "uc_write_bw_64k": ${RM[uc_write]},
              "write_bw_64k_bidir": ${RM[bidir]},
-             "iwarp_write_bw_64k": ${RM[iw_write]}, "iwarp_read_bw_64k": ${RM[iw_read]}},
+             "iwarp_write_bw_64k": ${RM[iw_write]}, "iwarp_read_bw_64k": ${RM[iw_read]},
+             "iwarp_send_bw_64k": ${RM[iw_send]}},
   "round_ratios": {$(spread write_bw_64k write), $(spread read_bw_64k read),
                    $(spread write_bw_64k_multi_qp write_q), $(spread read_bw_64k_multi_qp read_q),
                    $(spread write_rate_64b rate),
@@ -387,7 +391,8 @@ cat > "$OUT.tmp" <<EOF
                    $(spread via_ioctl_lat via),
                    $(spread ud_send_lat_8b_p50 ud_lat), $(spread uc_write_bw_64k uc_write),
                    $(spread write_bw_64k_bidir bidir),
-                   $(spread iwarp_write_bw_64k iw_write), $(spread iwarp_read_bw_64k iw_read)},
+                   $(spread iwarp_write_bw_64k iw_write), $(spread iwarp_read_bw_64k iw_read),
+                   $(spread iwarp_send_bw_64k iw_send)},
   "krdma": {"write_bw_64k_mbps": ${M[k_write]}, "read_bw_64k_mbps": ${M[k_read]},
             "write_bw_64k_multi_qp_mbps": ${M[k_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[k_read_q]},
             "write_rate_64b_mpps": ${M[k_rate]},
@@ -395,14 +400,16 @@ cat > "$OUT.tmp" <<EOF
             "via_ioctl_lat_8b_p50_us": ${M[k_via]},
             "ud_send_lat_8b_p50_us": ${M[k_ud_lat]}, "uc_write_bw_64k_mbps": ${M[k_uc_write]},
             "write_bw_64k_bidir_mbps": ${M[k_bidir]},
-            "iwarp_write_bw_64k_mbps": ${M[k_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[k_iw_read]}},
+            "iwarp_write_bw_64k_mbps": ${M[k_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[k_iw_read]},
+            "iwarp_send_bw_64k_mbps": ${M[k_iw_send]}},
   "perftest": {"write_bw_64k_mbps": ${M[pt_write]}, "read_bw_64k_mbps": ${M[pt_read]},
                "write_bw_64k_multi_qp_mbps": ${M[pt_write_q]}, "read_bw_64k_multi_qp_mbps": ${M[pt_read_q]},
                "write_rate_64b_mpps": ${M[pt_rate]},
                "send_lat_8b_p50_us": ${M[pt_lat]}, "atomic_rate_mpps": ${M[pt_atomic]},
                "ud_send_lat_8b_p50_us": ${M[pt_ud_lat]}, "uc_write_bw_64k_mbps": ${M[pt_uc_write]},
                "write_bw_64k_bidir_mbps": ${M[pt_bidir]},
-               "iwarp_write_bw_64k_mbps": ${M[pt_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[pt_iw_read]}},
+               "iwarp_write_bw_64k_mbps": ${M[pt_iw_write]}, "iwarp_read_bw_64k_mbps": ${M[pt_iw_read]},
+               "iwarp_send_bw_64k_mbps": ${M[pt_iw_send]}},
   "memcpy_64k_mbps": ${M[memcpy]},
   "samples": {"k_write": $(arr "${V[k_write]:-}"), "pt_write": $(arr "${V[pt_write]:-}"),
               "k_read": $(arr "${V[k_read]:-}"), "pt_read": $(arr "${V[pt_read]:-}"),
@@ -416,7 +423,8 @@ cat > "$OUT.tmp" <<EOF
               "k_uc_write": $(arr "${V[k_uc_write]:-}"), "pt_uc_write": $(arr "${V[pt_uc_write]:-}"),
               "k_bidir": $(arr "${V[k_bidir]:-}"), "pt_bidir": $(arr "${V[pt_bidir]:-}"),
               "k_iw_write": $(arr "${V[k_iw_write]:-}"), "pt_iw_write": $(arr "${V[pt_iw_write]:-}"),
-              "k_iw_read": $(arr "${V[k_iw_read]:-}"), "pt_iw_read": $(arr "${V[pt_iw_read]:-}")},
+              "k_iw_read": $(arr "${V[k_iw_read]:-}"), "pt_iw_read": $(arr "${V[pt_iw_read]:-}"),
+              "k_iw_send": $(arr "${V[k_iw_send]:-}"), "pt_iw_send": $(arr "${V[pt_iw_send]:-}")},
   "conns": [$CONN_JSON]
 }
 EOF

@@ -183,6 +183,64 @@ KRDMA_TEST_F(bench, errnos)
 	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[0]));
 }
 
+/*
+ * KRDMA_BENCH_CREDITS: SEND alone; a server's remote buffer is its
+ * client's control areas, one per connection; a client's buffer ends in
+ * them, whole, and its peer may write there.
+ */
+KRDMA_TEST_F(bench, credits_errnos)
+{
+	const uint32_t ctl = sizeof(struct krdma_bench_ctl);
+	struct kt_buf odd, nw;
+	struct krdma_bench b;
+	uint32_t h[2];
+
+	bench_init(self, &b, h, KRDMA_OP_RDMA_WRITE, 10);
+	b.flags = KRDMA_BENCH_CREDITS;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b), "WRITE");
+	bench_init(self, &b, h, KRDMA_OP_SEND_WITH_IMM, 10);
+	b.flags = KRDMA_BENCH_CREDITS;
+	EXPECT_ERRNO(EOPNOTSUPP, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "SEND_WITH_IMM");
+	bench_init(self, &b, h, KRDMA_OP_SEND, 0);
+	b.flags = KRDMA_BENCH_CREDITS | KRDMA_BENCH_SERVER;
+	b.remote_addr = self->lb.addr;
+	b.remote_rkey = self->lb.rkey;
+	b.remote_length = ctl - 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "a server's areas short");
+	b.remote_length = ctl;
+	b.iters = 10;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "a server's iters");
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	b.flags = KRDMA_BENCH_CREDITS;
+	b.remote_addr = self->lb.addr;
+	b.remote_rkey = self->lb.rkey;
+	b.remote_length = ctl;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "a client's remote buffer");
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	b.flags = KRDMA_BENCH_CREDITS;
+	b.msg_size = self->la.len - ctl + 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "no room for the area");
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index, KT_ACCESS_ALL,
+			       BENCH_SIZE + ctl + 8, &odd));
+	bench_init(self, &b, h, KRDMA_OP_SEND, 10);
+	b.flags = KRDMA_BENCH_CREDITS;
+	b.local_buf = odd.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "not whole areas");
+	ASSERT_OK(kt_buf_alloc(self->fd, self->dev.dev_index,
+			       KRDMA_ACCESS_LOCAL_WRITE, BENCH_SIZE + ctl, &nw));
+	b.local_buf = nw.handle;
+	EXPECT_ERRNO(EINVAL, ioctl(self->fd, KRDMA_BENCH, &b),
+		     "no remote write");
+	/* nothing above touched the connection */
+	EXPECT_EQ((uint32_t)KRDMA_CONN_RTS, conn_state(self->fd, h[0]));
+}
+
 /* The run's own arguments against its connections and buffers. */
 KRDMA_TEST_F(bench, errnos_against_objects)
 {

@@ -101,6 +101,7 @@
 #define _UAPI_KRDMA_H
 
 #include <linux/types.h>
+#include <linux/const.h>
 #include <linux/ioctl.h>
 
 #define KRDMA_DEVICE_PATH "/dev/krdma"
@@ -759,8 +760,9 @@ struct krdma_buf_rw {
  *   with %KRDMA_CM_CONNECT and %KRDMA_CM_ACCEPT alone.
  * - %EOPNOTSUPP: on iWARP, immediate data (%KRDMA_OP_SEND_WITH_IMM,
  *   %KRDMA_OP_RDMA_WRITE_WITH_IMM in %KRDMA_POST and %KRDMA_BENCH, and a
- *   %KRDMA_BENCH_SERVER run, whose protocol's messages are immediate
- *   data): iWARP carries none (siw refuses both at post); on any device
+ *   %KRDMA_BENCH_SERVER run without %KRDMA_BENCH_CREDITS, whose
+ *   protocol's messages are immediate data): iWARP carries none (siw
+ *   refuses both at post); on any device
  *   whose &struct krdma_device_info.atomic_cap is NONE (iWARP's), the
  *   atomics.
  * - %EINVAL: an RDMA READ into more SGEs than the device's
@@ -1622,7 +1624,8 @@ struct krdma_srq_create {
  * other end speak a protocol of their own, %KRDMA_BENCH_PROTOCOL, apart
  * from the ABI: both ends' must be the same
  * (&struct krdma_info.bench_protocol).  Its messages are zero-length
- * SEND_WITH_IMMs, named by their immediate data.
+ * SEND_WITH_IMMs, named by their immediate data (but with credits, last
+ * below).
  *
  * Once its receives are posted the server sends %KRDMA_BENCH_READY_IMM on
  * each connection (UC, UD: once the client asked, below): a client that
@@ -1655,7 +1658,49 @@ struct krdma_srq_create {
  * lost) until a second (at most half @timeout_ms) after its last report,
  * when the run ends.  A lost ping ends a ping-pong with %ETIMEDOUT; a
  * server counts what arrived, which may be less than what was sent.
+ *
+ * iWARP has no immediate data, and no RNR retry: a message that finds no
+ * receive fails both QPs.  There a SEND run speaks with credits
+ * (%KRDMA_BENCH_CREDITS), by RDMA WRITEs into the client's control area
+ * (&struct krdma_bench_ctl, one per connection, at the end of the client's
+ * @local_buf; its address and rkey are the server's @remote_addr and
+ * @remote_rkey).  Once its receives are posted the server writes
+ * &struct krdma_bench_ctl.credits, the receives it has posted on the
+ * connection so far: that is its READY; and again each time it has posted
+ * a quarter of its ring more.  A client's run sends a message only while
+ * &struct krdma_bench_ctl.sent, which it keeps, is below the credits: it
+ * never outruns the receives, though on iWARP a send completes once it
+ * has left, received or not.  The end message is a zero-length SEND (a
+ * payload never is), which the client's caller sends once the credits
+ * allow; the server writes its answer to &struct krdma_bench_ctl.report,
+ * and ends once that write completes (on iWARP: once its bytes have
+ * left).  A credits server runs until the end message (@iters 0).  The
+ * words are aligned, each written whole by one RDMA WRITE.
  */
+
+/**
+ * struct krdma_bench_ctl - a connection's control area of a credits run
+ * @credits: written by the server: receives it has posted so far
+ * @report: written by the server in answer to the end message:
+ *	%KRDMA_BENCH_REPORTED, or'ed with how many payloads failed the check
+ *	(at most %KRDMA_BENCH_REPORT_MAX); 0 until then
+ * @sent: kept by the client's runs: messages sent so far, by every run on
+ *	the connection (the caller zeroes the area before the first, and
+ *	adds the end message)
+ * @__reserved: reserved, ignored
+ *
+ * The server's writes come from its kernel; the client's caller reads the
+ * area where it mapped the buffer.
+ */
+struct krdma_bench_ctl {
+	__aligned_le64 credits;
+	__aligned_le64 report;
+	__aligned_le64 sent;
+	__aligned_le64 __reserved;
+};
+
+/* &struct krdma_bench_ctl.report once the server has answered */
+#define KRDMA_BENCH_REPORTED _BITULL(63)
 
 /**
  * enum krdma_bench_flags - &struct krdma_bench.flags
@@ -1686,6 +1731,13 @@ struct krdma_srq_create {
  *	cpu.max (5.10 puts it in no cgroup v2 cgroup; from 6.18 cpu.max
  *	throttles no kernel thread), a caller outside the root cpu cgroup
  *	needs CAP_SYS_ADMIN: else %EPERM
+ * @KRDMA_BENCH_CREDITS: a SEND run on RC connections, client or server,
+ *	that speaks with credits ("Benchmark wire protocol"), as it must on
+ *	iWARP.  A client's @local_buf ends in a control area, a &struct
+ *	krdma_bench_ctl per connection in the order of @conns_uptr; the slots
+ *	are before it.  A server's @remote_addr, @remote_length (at least a
+ *	&struct krdma_bench_ctl per connection) and @remote_rkey are its
+ *	client's control area
  *
  * UD connections run SEND and SEND_WITH_IMM, all of a run's connections UD,
  * messages of one packet (@msg_size at most the port's MTU).  @local_buf
@@ -1707,6 +1759,7 @@ enum krdma_bench_flags {
 	KRDMA_BENCH_VALIDATE = 1 << 2,
 	KRDMA_BENCH_SERVER = 1 << 3,
 	KRDMA_BENCH_PER_CPU = 1 << 4,
+	KRDMA_BENCH_CREDITS = 1 << 5,
 };
 
 #define KRDMA_BENCH_MAX_CONNS 256
@@ -1719,7 +1772,7 @@ enum krdma_bench_flags {
 /* Latency samples a run can return. */
 #define KRDMA_BENCH_MAX_SAMPLES 1048576
 /* The version of the benchmark wire protocol (above). */
-#define KRDMA_BENCH_PROTOCOL 1
+#define KRDMA_BENCH_PROTOCOL 2
 
 /* Byte @i of every benchmark message, for %KRDMA_BENCH_VALIDATE. */
 static inline __u8 krdma_bench_pattern(__u64 i)
@@ -1761,7 +1814,8 @@ struct krdma_bench_progress {
  *	consecutive @msg_size slots of it, wrapping (atomics: all at
  *	@remote_addr)
  * @remote_rkey: the peer buffer's rkey.  The three are a one-sided
- *	client's: 0 for SEND, SEND_WITH_IMM and a server (else %EINVAL)
+ *	client's, and a %KRDMA_BENCH_CREDITS server's (its client's control
+ *	area): else 0 for SEND, SEND_WITH_IMM and a server (%EINVAL)
  * @tx_depth: WRs in flight per connection (0: 128), at most the send
  *	queue (receive queue for a server)
  * @iters: operations per connection; 0: run for @duration_ms (a server:
@@ -1811,11 +1865,18 @@ struct krdma_bench_progress {
  * run with %EBUSY, as a failure.  (The run's wr_ids have bit 63, receives,
  * or bit 62, sends, set: a caller's WR with those bits may pass for one.)
  * Other failures: %EINVAL (a value above, a connection of another device,
- * not connected, or receiving from an SRQ in a run that receives,
+ * not connected, or receiving from an SRQ in a run that receives;
+ * %KRDMA_BENCH_CREDITS: a client's @local_buf that is not a whole number
+ * of &struct krdma_bench_ctl long, has no room for the slots before its
+ * control areas, lacks %KRDMA_ACCESS_REMOTE_WRITE, or whose memory puts
+ * one off an 8-byte boundary or across a page; a server's @iters, a
+ * @remote_length short of an area per connection, a connection of less
+ * than 8 bytes of max_inline_data, which its words go as;
  * %KRDMA_BENCH_NOTIFY on a busy-polled connection, on UD what
  * &enum krdma_bench_flags asks of UD connections), %EHOSTUNREACH (UD, above),
  * %EOPNOTSUPP (an opcode
- * the transport lacks, or that cannot be measured in the mode asked),
+ * the transport lacks, or that cannot be measured in the mode asked;
+ * %KRDMA_BENCH_CREDITS but on SEND over RC),
  * %ENOMEM (latency samples, the threads of %KRDMA_BENCH_PER_CPU), %EAGAIN
  * and %EPERM (the threads of %KRDMA_BENCH_PER_CPU, above), %EFAULT
  * (@samples_uptr).

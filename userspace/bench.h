@@ -26,7 +26,7 @@
 #include "verbs.h"
 
 #define BENCH_MAGIC 0x4b524442U		/* "KRDB" */
-#define BENCH_VERSION 5
+#define BENCH_VERSION 6
 #define BENCH_MAX_QPS KRDMA_BENCH_MAX_CONNS
 #define MIB 1048576.0
 #define VIA_RECVS 32			/* --via-ioctl ping-pong's receives */
@@ -94,6 +94,8 @@ enum bench_bidir_kind {
 	BIDIR_READY = 0x52445931,	/* "RDY1": server, about to run */
 	BIDIR_END = 0x454e4431,		/* "END1": client, its run is over */
 	BIDIR_REPORT = 0x52505431,	/* "RPT1": server, its figures */
+	/* iWARP SEND: client, where its connections' control areas are */
+	BIDIR_CREDITS = 0x43524431,	/* "CRD1" */
 };
 
 /* REQ: where the server's run goes (the client's slots), for how long */
@@ -215,6 +217,7 @@ struct bench_conn {
 	struct bench_adv adv;
 	uint32_t via_recvs;	/* receives --via-ioctl has posted, not taken */
 	uint32_t qp_num;
+	bool credits;		/* SEND over iWARP: KRDMA_BENCH_CREDITS */
 };
 
 /* a --via-ioctl run, on one connection (bench_via.c) */
@@ -254,8 +257,11 @@ void *bench_progress_thread(void *arg);
 
 /* bench_proto.c */
 void bench_fill_pattern(uint8_t *p, uint64_t len);
+uint64_t bench_tail_len(uint32_t transport, bool credits, uint32_t qps);
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps, uint64_t dev_max);
+		       uint64_t tail, uint64_t dev_max);
+struct krdma_bench_ctl *bench_ctl_area(const struct verbs_buf *buf,
+				       uint32_t qps);
 int bench_buf_get(int fd, uint32_t dev_index, uint32_t access, uint64_t len,
 		  bool huge, struct verbs_buf *b);
 uint32_t bench_all_max(const struct bench_opts *o);
@@ -299,6 +305,14 @@ struct bench_bidir_group {
 };
 
 int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
+		      struct krdma_bench *b);
+int bench_credits_request(int fd, const struct bench_opts *o,
+			  const struct bench_conn *conns,
+			  const struct verbs_buf *buf,
+			  const struct verbs_buf *ctl);
+int bench_credits_end(int fd, uint32_t conn, struct krdma_bench_ctl *c,
+		      uint32_t timeout_s, uint32_t *bad);
+int bench_credits_get(int fd, const struct bench_bidir_group *bg,
 		      struct krdma_bench *b);
 
 /* bench_via.c */

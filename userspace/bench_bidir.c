@@ -141,18 +141,18 @@ static bool bidir_have(const struct verbs_buf *ctl, uint32_t kind,
 }
 
 /*
- * Wait until the peer's message of @kind is in, until @deadline_ms, or
- * until @conn fails (a message that landed before it did still counts:
- * the server disconnects right after its REPORT); a copy of it to @m.
+ * Wait until @landed(@arg) says what the peer writes is in, until
+ * @deadline_ms, or until @conn fails (what landed before it did still
+ * counts: the server disconnects right after its REPORT).
  */
-static int bidir_wait(int fd, uint32_t conn, const struct verbs_buf *ctl,
-		      uint32_t kind, int64_t deadline_ms, union bidir_msg *m)
+static int bidir_poll(int fd, uint32_t conn, int64_t deadline_ms,
+		      bool (*landed)(void *arg), void *arg)
 {
 	int64_t look = loop_now_ms() + BIDIR_ALIVE_MS;
 	int ret;
 
 	for (;;) {
-		if (bidir_have(ctl, kind, m))
+		if (landed(arg))
 			return 0;
 		if (loop_stop)
 			return -EINTR;
@@ -161,11 +161,37 @@ static int bidir_wait(int fd, uint32_t conn, const struct verbs_buf *ctl,
 		if (loop_now_ms() >= look) {
 			ret = bidir_conn_up(fd, conn);
 			if (ret)
-				return bidir_have(ctl, kind, m) ? 0 : ret;
+				return landed(arg) ? 0 : ret;
 			look = loop_now_ms() + BIDIR_ALIVE_MS;
 		}
 		usleep(BIDIR_POLL_US);
 	}
+}
+
+/* The peer's message of @kind, awaited, and where its copy goes */
+struct bidir_await {
+	const struct verbs_buf *ctl;
+	uint32_t kind;
+	union bidir_msg *m;
+};
+
+static bool bidir_landed(void *arg)
+{
+	struct bidir_await *a = arg;
+
+	return bidir_have(a->ctl, a->kind, a->m);
+}
+
+/*
+ * Wait until the peer's message of @kind is in, until @deadline_ms, or
+ * until @conn fails (bidir_poll()); a copy of it to @m.
+ */
+static int bidir_wait(int fd, uint32_t conn, const struct verbs_buf *ctl,
+		      uint32_t kind, int64_t deadline_ms, union bidir_msg *m)
+{
+	struct bidir_await a = { .ctl = ctl, .kind = kind, .m = m };
+
+	return bidir_poll(fd, conn, deadline_ms, bidir_landed, &a);
 }
 
 /*
@@ -388,4 +414,134 @@ int bench_bidir_serve(int fd, const struct bench_bidir_group *bg,
 	if (ioctl(fd, KRDMA_BENCH, b))
 		return -errno;
 	return bidir_answer(fd, bg, &p, b);
+}
+
+/*
+ * SEND over iWARP, which has neither immediate data nor RNR retries, speaks
+ * with credits (uapi/krdma.h, "Benchmark wire protocol"): the server's
+ * kernel run writes them, and its report, into the client's control areas
+ * at the end of the client's buffer.  The client says where those are with
+ * a CREDITS message, a REQ of that kind, into the server's control buffer
+ * (its adv), and the server's caller passes them on to its run.
+ */
+
+/* A word of a control area, which the peer's device writes */
+static uint64_t credits_word(const volatile __le64 *w)
+{
+	return le64toh(__atomic_load_n(w, __ATOMIC_ACQUIRE));
+}
+
+/* A word of a control area awaited above @above, and its value */
+struct credits_await {
+	const volatile __le64 *word;
+	uint64_t above;
+	uint64_t value;
+};
+
+static bool credits_landed(void *arg)
+{
+	struct credits_await *a = arg;
+
+	a->value = credits_word(a->word);
+	return a->value > a->above;
+}
+
+/*
+ * Wait until @word of @conn's area exceeds @above, until @deadline_ms or
+ * until @conn fails (bidir_poll()); its value to @out.
+ */
+static int credits_wait(int fd, uint32_t conn, const volatile __le64 *word,
+			uint64_t above, int64_t deadline_ms, uint64_t *out)
+{
+	struct credits_await a = { .word = word, .above = above };
+	int ret;
+
+	ret = bidir_poll(fd, conn, deadline_ms, credits_landed, &a);
+	*out = a.value;
+	return ret;
+}
+
+/*
+ * The client: its control areas (the end of @buf) to the server, over the
+ * first connection, and each connection's first credits, the server's
+ * READY.
+ */
+int bench_credits_request(int fd, const struct bench_opts *o,
+			  const struct bench_conn *conns,
+			  const struct verbs_buf *buf,
+			  const struct verbs_buf *ctl)
+{
+	struct krdma_bench_ctl *area = bench_ctl_area(buf, o->qps);
+	struct bench_bidir_req *q = &bidir_out(ctl)->req;
+	struct bidir_peer p = bidir_server(o, &conns[0]);
+	int64_t deadline = loop_now_ms() + o->timeout_s * 1000;
+	uint64_t credits;
+	uint32_t i;
+	int ret;
+
+	memset(area, 0, o->qps * sizeof(*area));
+	memset(q, 0, sizeof(*q));
+	q->kind = htobe32(BIDIR_CREDITS);
+	q->ctl_addr = htobe64(buf->addr + ((uint8_t *)area - buf->mem));
+	q->ctl_rkey = htobe32(buf->rkey);
+	q->kind_end = q->kind;
+	ret = bidir_write(fd, &p, ctl, o->timeout_s * 1000);
+	for (i = 0; i < o->qps && !ret; i++)
+		ret = credits_wait(fd, conns[i].handle, &area[i].credits, 0,
+				   deadline, &credits);
+	return ret;
+}
+
+/*
+ * The client, after its runs: the end message on @conn, once a credit
+ * allows it, and the server's report, the count of payloads that failed
+ * its check, in @bad.
+ */
+int bench_credits_end(int fd, uint32_t conn, struct krdma_bench_ctl *c,
+		      uint32_t timeout_s, uint32_t *bad)
+{
+	struct krdma_wr wr = {
+		.wr_id = BIDIR_WRITE_WRID,
+		.opcode = KRDMA_OP_SEND,
+		.flags = KRDMA_WR_SIGNALED,
+	};
+	int64_t deadline = loop_now_ms() + timeout_s * 1000;
+	uint64_t sent = credits_word(&c->sent), v;
+	int ret;
+
+	ret = credits_wait(fd, conn, &c->credits, sent, deadline, &v);
+	if (!ret)
+		ret = verbs_post_one(fd, conn, &wr);
+	if (ret)
+		return ret;
+	c->sent = htole64(sent + 1);
+	/*
+	 * the report has KRDMA_BENCH_REPORTED, its top bit, set; one that
+	 * landed before the server closed still counts
+	 */
+	ret = credits_wait(fd, conn, &c->report, KRDMA_BENCH_REPORTED - 1,
+			   deadline, &v);
+	if (!ret)
+		*bad = (uint32_t)(v & ~KRDMA_BENCH_REPORTED);
+	return ret;
+}
+
+/*
+ * The server: where the client's control areas are, from its CREDITS
+ * message, for the run on @b.
+ */
+int bench_credits_get(int fd, const struct bench_bidir_group *bg,
+		      struct krdma_bench *b)
+{
+	union bidir_msg m;
+	int ret;
+
+	ret = bidir_wait(fd, bg->conn_ctl, bg->ctl, BIDIR_CREDITS,
+			 loop_now_ms() + bg->timeout_s * 1000, &m);
+	if (ret)
+		return ret;
+	b->remote_addr = be64toh(m.req.ctl_addr);
+	b->remote_rkey = be32toh(m.req.ctl_rkey);
+	b->remote_length = bg->num_conns * sizeof(struct krdma_bench_ctl);
+	return 0;
 }

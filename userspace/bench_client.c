@@ -55,6 +55,7 @@ static int bench_run_one(int fd, const struct bench_opts *o,
 	}
 	b->size = sizeof(*b);
 	b->flags = (o->latency ? KRDMA_BENCH_LATENCY : 0) |
+		   (conns[0].credits ? KRDMA_BENCH_CREDITS : 0) |
 		   (o->events ? KRDMA_BENCH_NOTIFY : 0) |
 		   (o->validate ? KRDMA_BENCH_VALIDATE : 0) |
 		   (o->one_cpu || o->qps == 1 ? 0 : KRDMA_BENCH_PER_CPU);
@@ -211,7 +212,8 @@ int bench_client(int fd, const struct bench_opts *o)
 	char dev[KRDMA_NAME_MAX] = "?";
 	struct dev_snapshot snap;
 	struct krdma_wc wc;
-	uint64_t server_bad = 0;
+	uint64_t server_bad = 0, len;
+	bool credits;
 	int ret, status = 0;
 
 	ret = addr_parse("bench", "HOST", o->host, o->port, &dst);
@@ -246,15 +248,25 @@ int bench_client(int fd, const struct bench_opts *o)
 	/*
 	 * A server's side of a two-sided run speaks with immediate data
 	 * (uapi/krdma.h, "Benchmark wire protocol"), which iWARP has not:
-	 * refused here, rather than a wait for a READY that cannot come
+	 * refused here, rather than a wait for a READY that cannot come.
+	 * SEND there speaks with credits, which the kernel's run keeps to.
 	 */
-	if (ends[0].iwarp && two_sided(o->op)) {
+	if (ends[0].iwarp && two_sided(o->op) && o->op != BOP_SEND) {
 		err_msg("bench: %s: the server's side of the run speaks with "
 			"immediate data, which iWARP has not",
 			bench_ops[o->op].name);
 		ret = -EOPNOTSUPP;
 		goto out;
 	}
+	credits = ends[0].iwarp && o->op == BOP_SEND;
+	if (credits && o->via_ioctl) {
+		err_msg("bench: send --via-ioctl over iWARP: the credits a "
+			"SEND run there keeps to are the kernel loop's");
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	for (i = 0; i < o->qps; i++)
+		conns[i].credits = credits;
 	if (!query_devices(fd, true, conns[0].dev_index, &snap)) {
 		if (snap.num_devs) {
 			snprintf(dev, sizeof(dev), "%s", snap.devs[0].name);
@@ -270,18 +282,24 @@ int bench_client(int fd, const struct bench_opts *o)
 	}
 	bench_uc_write_imm_warn(fd, conns[0].handle, vendor_id, o->transport,
 				o->op, max_size);
-	/* -b: the server's run comes here too */
+	len = bench_buf_len(max_size, o->latency ? 1 : o->tx_depth,
+			    o->validate,
+			    bench_tail_len(o->transport, credits, o->qps),
+			    dev_max_buf(fd, conns[0].dev_index));
+	/* credits: a whole number of control areas (uapi/krdma.h) */
+	if (credits)
+		len = (len + sizeof(struct krdma_bench_ctl) - 1) /
+		      sizeof(struct krdma_bench_ctl) *
+		      sizeof(struct krdma_bench_ctl);
+	/* -b: the server's run comes here too; credits: its words */
 	ret = bench_buf_get(fd, conns[0].dev_index,
 			    KRDMA_ACCESS_LOCAL_WRITE |
 			    (o->bidir ? KRDMA_ACCESS_REMOTE_WRITE |
-			     KRDMA_ACCESS_REMOTE_READ : 0),
-			    bench_buf_len(max_size,
-					  o->latency ? 1 : o->tx_depth,
-					  o->validate, o->transport, o->qps,
-					  dev_max_buf(fd, conns[0].dev_index)),
-			    o->hugepages, &buf);
-	/* -b: the server's messages, apart from the runs' slots */
-	if (!ret && o->bidir)
+			     KRDMA_ACCESS_REMOTE_READ : 0) |
+			    (credits ? KRDMA_ACCESS_REMOTE_WRITE : 0),
+			    len, o->hugepages, &buf);
+	/* -b, credits: the server's messages, apart from the runs' slots */
+	if (!ret && (o->bidir || credits))
 		ret = verbs_buf_alloc(fd, conns[0].dev_index,
 				      KRDMA_ACCESS_LOCAL_WRITE |
 				      KRDMA_ACCESS_REMOTE_WRITE,
@@ -291,7 +309,16 @@ int bench_client(int fd, const struct bench_opts *o)
 	bench_fill_pattern(buf.mem, buf.length);
 	if (o->corrupt)
 		buf.mem[0] ^= 0xff;
-	for (i = 0; i < o->qps && two_sided(o->op); i++) {
+	/* credits: the server's first credits are its READY */
+	if (credits) {
+		ret = bench_credits_request(fd, o, conns, &buf, &ctl);
+		if (ret) {
+			err_msg("bench: the server never said it was ready: %s",
+				bench_errno_hint(ret));
+			goto out;
+		}
+	}
+	for (i = 0; i < o->qps && two_sided(o->op) && !credits; i++) {
 		/* the server's KRDMA_BENCH_READY_IMM */
 		if (o->transport != KRDMA_TRANSPORT_RC)
 			ret = bench_until_answer(fd, conns[i].handle, o, &buf,
@@ -362,7 +389,11 @@ int bench_client(int fd, const struct bench_opts *o)
 	for (i = 0; i < o->qps && !ret && two_sided(o->op); i++) {
 		uint32_t bad = 0;
 
-		if (o->transport != KRDMA_TRANSPORT_RC)
+		if (credits)
+			ret = bench_credits_end(fd, conns[i].handle,
+						&bench_ctl_area(&buf, o->qps)[i],
+						o->timeout_s, &bad);
+		else if (o->transport != KRDMA_TRANSPORT_RC)
 			ret = bench_until_answer(fd, conns[i].handle, o, &buf,
 						 KRDMA_BENCH_END_IMM, &bad);
 		else

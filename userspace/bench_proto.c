@@ -27,18 +27,37 @@ void bench_fill_pattern(uint8_t *p, uint64_t len)
 }
 
 /*
- * Bytes of the buffer a side needs for messages of @size, and the area at
- * its end: over UD the GRHs', KRDMA_GRH_LEN bytes for each of @qps.  A
+ * The area at the end of a side's buffer: over UD the GRHs', KRDMA_GRH_LEN
+ * bytes for each of @qps; a credits client's control areas, a struct
+ * krdma_bench_ctl each.
+ */
+uint64_t bench_tail_len(uint32_t transport, bool credits, uint32_t qps)
+{
+	if (transport == KRDMA_TRANSPORT_UD)
+		return (uint64_t)qps * KRDMA_GRH_LEN;
+	return credits ? qps * sizeof(struct krdma_bench_ctl) : 0;
+}
+
+/* A credits client's control areas: the end of @buf (bench_tail_len()) */
+struct krdma_bench_ctl *bench_ctl_area(const struct verbs_buf *buf,
+				       uint32_t qps)
+{
+	return (struct krdma_bench_ctl *)(buf->mem + buf->length -
+					  qps * sizeof(struct krdma_bench_ctl));
+}
+
+/*
+ * Bytes of the buffer a side needs for messages of @size, and @tail at its
+ * end (bench_tail_len()).  A
  * slot per WR in flight, unless validating no more than BENCH_MAX_BUF nor
  * @dev_max (the device's largest buffer, dev_max_buf(); 0: unknown) in
  * whole slots: the loop takes slots in turn, and fewer of them only share
  * one more often.
  */
 uint64_t bench_buf_len(uint32_t size, uint32_t depth, bool validate,
-		       uint32_t transport, uint32_t qps, uint64_t dev_max)
+		       uint64_t tail, uint64_t dev_max)
 {
-	uint64_t grh = transport == KRDMA_TRANSPORT_UD ?
-		       (uint64_t)qps * KRDMA_GRH_LEN : 0;
+	uint64_t grh = tail;
 	uint64_t len = (uint64_t)size * depth;
 
 	if (!validate && len > BENCH_MAX_BUF)
@@ -181,9 +200,11 @@ int bench_connect(int fd, const struct bench_opts *o,
 	c->qp_num = cc.qp_num;
 	/*
 	 * The server's READY message needs a receive as soon as can be (UC,
-	 * UD: the server waits for the client's hello, after this)
+	 * UD: the server waits for the client's hello, after this).  SEND
+	 * over iWARP speaks with credits: no message of the server's comes.
 	 */
-	if (two_sided(o->op) && o->transport == KRDMA_TRANSPORT_RC) {
+	if (two_sided(o->op) && o->transport == KRDMA_TRANSPORT_RC &&
+	    !(o->op == BOP_SEND && dev_is_iwarp(fd, c->dev_index))) {
 		struct krdma_wr wr = { .wr_id = 1, .opcode = KRDMA_OP_RECV };
 
 		ret = verbs_post_one(fd, c->handle, &wr);

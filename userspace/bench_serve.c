@@ -28,11 +28,13 @@ struct srv_group {
 	uint32_t live;
 	uint32_t timeout_s;
 	uint32_t *handles;
+	uint32_t *by_index;	/* the handles in the client's order */
 	struct verbs_buf buf;
-	struct verbs_buf ctlbuf;	/* -b: the client writes here */
+	struct verbs_buf ctlbuf;	/* -b, credits: the client writes here */
 	uint32_t dev_index;	/* the buffer's */
 	uint32_t ctl;		/* -b: the connection the answers go on */
 	bool have_ctl;
+	bool credits;		/* SEND over iWARP: KRDMA_BENCH_CREDITS */
 	bool ran;
 	int64_t last_join_ms;
 };
@@ -84,9 +86,12 @@ static struct srv_group *srv_group(struct srv *s, uint32_t id,
 		g->timeout_s = be32toh(h->timeout_s);
 		g->last_join_ms = loop_now_ms();
 		g->handles = calloc(g->qps, sizeof(*g->handles));
-		if (!g->handles || g->op >= (int)ARRAY_SIZE(bench_ops) ||
+		g->by_index = calloc(g->qps, sizeof(*g->by_index));
+		if (!g->handles || !g->by_index ||
+		    g->op >= (int)ARRAY_SIZE(bench_ops) ||
 		    !g->tx_depth || !g->max_size) {
 			free(g->handles);
+			free(g->by_index);
 			g->used = false;
 			return NULL;
 		}
@@ -100,6 +105,7 @@ static void srv_group_free(struct srv *s, struct srv_group *g)
 	verbs_buf_free(s->fd, &g->buf);
 	verbs_buf_free(s->fd, &g->ctlbuf);
 	free(g->handles);
+	free(g->by_index);
 	g->used = false;
 }
 
@@ -190,6 +196,30 @@ static void srv_print_run(struct srv *s, struct srv_group *g,
 	fflush(stdout);
 }
 
+/*
+ * SEND over iWARP: the run speaks with credits, written to the client's
+ * control areas, which its CREDITS message says where are; the
+ * connections in the client's order, which picks each one's area.
+ */
+static int srv_credits(struct srv *s, struct srv_group *g,
+		       struct krdma_bench *b)
+{
+	struct bench_bidir_group bg = {
+		.num_conns = g->qps,
+		.conn_ctl = g->ctl,
+		.timeout_s = s->o->timeout_s,
+		.ctl = &g->ctlbuf,
+	};
+	uint32_t i;
+
+	for (i = 0; i < g->qps; i++)
+		if (!g->by_index[i])
+			return -EPROTO;
+	b->flags |= KRDMA_BENCH_CREDITS;
+	b->conns_uptr = (uintptr_t)g->by_index;
+	return bench_credits_get(s->fd, &bg, b);
+}
+
 static void srv_run(struct srv *s, struct srv_group *g)
 {
 	struct bench_result r = { .size = g->max_size };
@@ -221,14 +251,16 @@ static void srv_run(struct srv *s, struct srv_group *g)
 	b->signal_every = lat ? b->tx_depth : 1;
 	b->timeout_ms = g->timeout_s * 1000;
 	/* its client refuses the run (bench_client.c): no failure here */
-	if (dev_is_iwarp(s->fd, g->dev_index)) {
+	if (dev_is_iwarp(s->fd, g->dev_index) && !g->credits) {
 		warn_msg("bench: a client asked for %s, whose server speaks "
 			 "with immediate data, over iWARP: not served",
 			 bench_ops[g->op].name);
 		g->ran = true;
 		return;
 	}
-	ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
+	ret = g->credits ? srv_credits(s, g, b) : 0;
+	if (!ret)
+		ret = ioctl(s->fd, KRDMA_BENCH, b) ? -errno : 0;
 	srv_print_run(s, g, b, ret);
 }
 
@@ -402,15 +434,18 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 		g->dev_index = dev_index;
 		dev_max = dev_max_buf(s->fd, dev_index);
 		len = bench_buf_len(g->max_size, depth, g->flags & BH_VALIDATE,
-				    s->o->transport, g->qps, dev_max);
+				    bench_tail_len(s->o->transport, false,
+						   g->qps), dev_max);
+		g->credits = g->op == BOP_SEND &&
+			     dev_is_iwarp(s->fd, dev_index);
 		ret = bench_buf_get(s->fd, dev_index,
 				    KRDMA_ACCESS_LOCAL_WRITE |
 				    KRDMA_ACCESS_REMOTE_WRITE |
 				    KRDMA_ACCESS_REMOTE_READ |
 				    KRDMA_ACCESS_REMOTE_ATOMIC, len,
 				    s->o->hugepages, &g->buf);
-		/* -b: the client's messages, apart from the runs' slots */
-		if (!ret && (g->flags & BH_BIDIR))
+		/* -b, credits: the client's messages, apart from the slots */
+		if (!ret && ((g->flags & BH_BIDIR) || g->credits))
 			ret = verbs_buf_alloc(s->fd, dev_index,
 					      KRDMA_ACCESS_LOCAL_WRITE |
 					      KRDMA_ACCESS_REMOTE_WRITE,
@@ -438,9 +473,10 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 	ac.caps.max_send_sge = 1;
 	/* UD: the GRH's and the payload's */
 	ac.caps.max_recv_sge = s->o->transport == KRDMA_TRANSPORT_UD ? 2 : 1;
-	ac.caps.max_inline_data = lat ? 64 : 0;
+	/* a credits run's words go inline */
+	ac.caps.max_inline_data = lat || g->credits ? 64 : 0;
 	ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
-	if (ret == -EINVAL && ac.caps.max_inline_data) {
+	if (ret == -EINVAL && ac.caps.max_inline_data && !g->credits) {
 		ac.caps.max_inline_data = 0;
 		ret = krdma_ioctl_quiet(s->fd, KRDMA_CM_ACCEPT, &ac);
 	}
@@ -451,12 +487,15 @@ static void srv_request(struct srv *s, const struct krdma_event *ev)
 			srv_group_free(s, g);
 		return;
 	}
-	/* -b: the client's first connection carries the answers */
-	if ((g->flags & BH_BIDIR) && index == 0 && !g->have_ctl) {
+	/* -b, credits: the client's first connection carries the answers */
+	if (((g->flags & BH_BIDIR) || g->credits) && index == 0 &&
+	    !g->have_ctl) {
 		g->ctl = ev->handle;
 		g->have_ctl = true;
 	}
 	g->handles[g->joined++] = ev->handle;
+	if (!g->by_index[index])
+		g->by_index[index] = ev->handle;
 	g->last_join_ms = loop_now_ms();
 	g->live++;
 	srv_map(s, ev->handle, g - s->groups + 1);
